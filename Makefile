@@ -1,0 +1,38 @@
+# trainforge: every set-up step lives here so a fresh clone needs nothing installed by hand.
+# `make demo` compiles the examples; `make test` runs the whole suite (CI runs exactly that).
+
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test test-fast k8s-assets cluster controller schema fault bench-compiler bench-controller clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@$(BIN)/python -m compiler.demo examples build
+
+k8s-assets:
+	@bash controller/envtest/build-assets.sh >/dev/null
+
+test: $(STAMP) k8s-assets
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-fast: $(STAMP)
+	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"
+
+cluster: $(STAMP) k8s-assets
+	@$(BIN)/python -m controller.envtest cluster
+
+schema: $(STAMP)
+	$(BIN)/train-compile schema -o schemas/
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,102 @@
+"""The one small interface every framework adapter implements.
+
+An adapter is a module in `compiler/frameworks/` that declares facts about one Kubeflow
+kind (`Facts`: kind, replica-spec field, replica types, container, port, restart
+default) and two pure functions: `plan(spec)` turns the unified TrainJob spec into
+replica roles (the spec's role table), `job_fields(spec)` adds the kind's own top-level
+spec fields (nprocPerNode, elasticPolicy, slotsPerWorker, jobMode). The controller uses
+the same module for `rendezvous_env`, so the compiler and the controller can never
+disagree on a framework's shape. Adding a framework is one new module plus one line in
+`compiler/frameworks/__init__.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+if TYPE_CHECKING:
+    from schemas.trainjob import Resources, TrainJobSpec
+
+GROUP = "kubeflow.org"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the upstream operator fixes for one kind (semantics doc, section 0)."""
+
+    name: str  # trainforge framework name, e.g. "pytorch"
+    kind: str  # e.g. "PyTorchJob"
+    plural: str  # e.g. "pytorchjobs"
+    replica_specs: str  # e.g. "pytorchReplicaSpecs"
+    replica_types: tuple[str, ...]  # canonical CamelCase keys, in upstream order
+    container: str  # default container name
+    port_name: Optional[str]  # default port name (None: no port defaulting, MPI)
+    port: Optional[int]
+    default_restart: str  # replica restartPolicy default
+    operator_name: str  # training.kubeflow.org/operator-name value
+    scalable: bool = False  # CRD has the scale subresource (Worker replicas)
+    allowed_roles: tuple[str, ...] = ()  # names accepted under spec.roles
+
+    @property
+    def api_version(self) -> str:
+        return API_VERSION
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """One replica type of the lowered job.
+
+    `accelerated` roles are the spec's "nodes": they get the node resources (GPUs,
+    shared memory) and GPU placement. The others (an MPI launcher, a parameter server,
+    an MXNet scheduler) get only the resources their own `roles` entry asks for. Every
+    role runs the user's command unless it sets its own or `inherit_command` is False
+    (MPI workers, which the launcher drives through mpirun).
+    """
+
+    replica_type: str
+    replicas: int
+    accelerated: bool = True
+    resources: Optional["Resources"] = None  # the role's own resources (not the node's)
+    command: Optional[list[str]] = None
+    args: Optional[list[str]] = None
+    inherit_command: bool = True
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A framework: its facts plus the pure functions the compiler and controller call."""
+
+    facts: Facts
+    plan: Callable[["TrainJobSpec"], list[ReplicaPlan]]
+    job_fields: Callable[["TrainJobSpec"], dict[str, Any]] = field(default=lambda spec: {})
+    # (job, replica_type, index) -> env entries appended to the framework's containers;
+    # filled in by the controller-facing half of each module.
+    rendezvous_env: Optional[Callable[..., list[dict[str, Any]]]] = None
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+
+def role_replicas(spec: "TrainJobSpec", role: str, default: int = 0) -> int:
+    """Replica count of an extra role the user declared under `spec.roles`."""
+    entry = spec.roles.get(role)
+    return entry.replicas if entry is not None else default
+
+
+def role_plan(spec: "TrainJobSpec", role: str, replica_type: str) -> Optional[ReplicaPlan]:
+    """A non-program role (ps, server, evaluator...) from `spec.roles`, or None if absent."""
+    entry = spec.roles.get(role)
+    if entry is None or entry.replicas == 0:
+        return None
+    return ReplicaPlan(
+        replica_type=replica_type,
+        replicas=entry.replicas,
+        accelerated=False,
+        resources=entry.resources,
+        command=entry.command,
+        args=entry.args,
+    )

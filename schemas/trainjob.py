@@ -1,0 +1,283 @@
+"""The `TrainJob` document (`trainforge.dev/v1alpha1`) as pydantic models.
+
+This is the contract users write, field for field as `shared/docs/trainjob-spec.md` names
+it. Models are strict and reject unknown fields, so a typo is an error with a position
+rather than a silently ignored key. Only single-field facts live here (types, ranges,
+one-of choices inside one object); rules that relate several fields or need the project
+file (roles per framework, GPU types, policy) live in `compiler/rules.py`.
+`EnvOverride` is derived from `TrainJobSpec` so the two can never drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, model_validator
+
+from schemas.types import (
+    EnvName,
+    LabelKey,
+    LabelValue,
+    Name,
+    Namespace,
+    NonEmptyStr,
+    NonNegativeInt,
+    PositiveInt,
+    Quantity,
+    Seconds,
+)
+
+API_VERSION = "trainforge.dev/v1alpha1"
+Framework = Literal["pytorch", "tensorflow", "mpi", "xgboost", "paddle", "jax", "mxnet"]
+FRAMEWORKS: tuple[str, ...] = Framework.__args__  # type: ignore[attr-defined]
+
+
+class StrictModel(BaseModel):
+    """Base for every spec object: strict types, unknown keys rejected, camelCase names."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=False)
+
+
+class SecretRef(StrictModel):
+    secret: NonEmptyStr = Field(description="Secret name in the job's namespace.")
+    key: NonEmptyStr = Field(description="Key inside the Secret.")
+
+
+class ConfigMapRef(StrictModel):
+    configMap: NonEmptyStr = Field(description="ConfigMap name in the job's namespace.")
+    key: NonEmptyStr = Field(description="Key inside the ConfigMap.")
+
+
+def _env_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "value"
+    if isinstance(value, dict):
+        return "configMap" if "configMap" in value else "secret"
+    return None
+
+
+EnvValue = Annotated[
+    Annotated[str, Field(strict=True), Tag("value")]
+    | Annotated[SecretRef, Tag("secret")]
+    | Annotated[ConfigMapRef, Tag("configMap")],
+    Discriminator(
+        _env_kind,
+        custom_error_type="env_value",
+        custom_error_message="an env value is a string, {secret: NAME, key: KEY} or"
+        " {configMap: NAME, key: KEY}; quote numbers and booleans",
+    ),
+]
+
+
+class Resources(StrictModel):
+    """Per-node resources. GPUs become limits of the environment's gpuResource."""
+
+    gpu: Optional[NonNegativeInt] = Field(None, description="Whole GPUs per node.")
+    gpuType: Optional[NonEmptyStr] = Field(
+        None, description="GPU model, resolved through the environment's gpuTypes table."
+    )
+    cpu: Optional[Quantity] = None
+    memory: Optional[Quantity] = None
+    sharedMemory: Optional[Quantity] = Field(
+        None, description="Size of /dev/shm (a memory-backed emptyDir)."
+    )
+
+
+class Role(StrictModel):
+    """A framework-specific extra role (e.g. tensorflow `ps`, mxnet `server`)."""
+
+    replicas: NonNegativeInt = 1
+    resources: Optional[Resources] = None
+    command: Optional[list[NonEmptyStr]] = None
+    args: Optional[list[str]] = None
+
+
+class Elastic(StrictModel):
+    """Elastic training (pytorch only): torchrun rendezvous between min and max nodes."""
+
+    minNodes: PositiveInt
+    maxNodes: PositiveInt
+    maxRestarts: Optional[NonNegativeInt] = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Elastic":
+        if self.maxNodes < self.minNodes:
+            raise ValueError(
+                f"maxNodes ({self.maxNodes}) is below minNodes ({self.minNodes});"
+                " set maxNodes >= minNodes"
+            )
+        return self
+
+
+class Volume(StrictModel):
+    """A volume mounted into every pod that runs the program: an existing claim or a new PVC."""
+
+    name: Name
+    mountPath: NonEmptyStr
+    claim: Optional[NonEmptyStr] = Field(None, description="Existing PersistentVolumeClaim.")
+    size: Optional[Quantity] = Field(None, description="Create a PVC of this size.")
+    storageClass: Optional[NonEmptyStr] = None
+    accessMode: Optional[
+        Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
+    ] = None
+    readOnly: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Volume":
+        if (self.claim is None) == (self.size is None):
+            raise ValueError("give exactly one of claim (existing PVC) or size (new PVC)")
+        if self.claim is not None and (self.storageClass or self.accessMode):
+            raise ValueError(
+                "storageClass and accessMode only apply to a new PVC; drop them or use size"
+            )
+        return self
+
+
+class Toleration(StrictModel):
+    key: Optional[str] = None
+    operator: Optional[Literal["Exists", "Equal"]] = None
+    value: Optional[str] = None
+    effect: Optional[Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]] = None
+    tolerationSeconds: Optional[int] = None
+
+
+class Gang(StrictModel):
+    scheduler: Literal["volcano", "coscheduling"] = "volcano"
+    timeoutSeconds: Optional[PositiveInt] = None
+
+
+def _gang_kind(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "switch"
+    return "object" if isinstance(value, dict) else None
+
+
+GangChoice = Annotated[
+    Annotated[bool, Tag("switch")] | Annotated[Gang, Tag("object")],
+    Discriminator(
+        _gang_kind,
+        custom_error_type="gang_value",
+        custom_error_message="gang is true, false or {scheduler: volcano | coscheduling,"
+        " timeoutSeconds: N}",
+    ),
+]
+
+
+class Scheduling(StrictModel):
+    queue: Optional[NonEmptyStr] = Field(None, description="Kueue LocalQueue name.")
+    priority: Optional[NonEmptyStr] = Field(None, description="PriorityClass name.")
+    gang: Optional[GangChoice] = Field(
+        None,
+        description="true = the environment's gang scheduler (else volcano), or an object.",
+    )
+    nodeSelector: Optional[dict[LabelKey, str]] = None
+    tolerations: Optional[list[Toleration]] = None
+
+
+class Policy(StrictModel):
+    restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = None
+    backoffLimit: Optional[NonNegativeInt] = None
+    activeDeadline: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
+    ttlAfterFinished: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
+    cleanPods: Optional[Literal["Running", "All", "None"]] = None
+    suspend: Optional[bool] = Field(
+        None, description="Only true is written out (Kueue flips it in the cluster)."
+    )
+
+
+class PolicyRule(StrictModel):
+    apiGroups: list[str] = Field(default_factory=lambda: [""])
+    resources: list[NonEmptyStr] = Field(min_length=1)
+    verbs: list[NonEmptyStr] = Field(min_length=1)
+    resourceNames: Optional[list[NonEmptyStr]] = None
+
+
+class ServiceAccount(StrictModel):
+    name: Optional[Name] = Field(None, description="Use this ServiceAccount (default: the job's name when create).")
+    create: bool = False
+    rules: list[PolicyRule] = Field(default_factory=list)
+    imagePullSecrets: list[NonEmptyStr] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rules_need_create(self) -> "ServiceAccount":
+        if not self.create and (self.rules or self.imagePullSecrets):
+            raise ValueError("rules and imagePullSecrets need create: true; add it or drop them")
+        return self
+
+
+def _ppn_kind(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    return "count" if isinstance(value, int) else "auto"
+
+
+ProcessesPerNode = Annotated[
+    Annotated[Literal["auto"], Tag("auto")] | Annotated[PositiveInt, Tag("count")],
+    Discriminator(
+        _ppn_kind,
+        custom_error_type="processes_value",
+        custom_error_message="processesPerNode is auto or a whole number >= 1",
+    ),
+]
+
+
+class TrainJobSpec(StrictModel):
+    """What one training job runs; the data scientist's ~20 lines."""
+
+    framework: Framework
+    image: NonEmptyStr
+    command: Optional[list[NonEmptyStr]] = None
+    args: Optional[list[str]] = None
+    workingDir: Optional[NonEmptyStr] = None
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
+    nodes: PositiveInt = Field(1, description="Pods that run the training program.")
+    processesPerNode: ProcessesPerNode = "auto"
+    resources: Resources = Field(default_factory=Resources)
+    roles: dict[Name, Role] = Field(default_factory=dict)
+    elastic: Optional[Elastic] = None
+    storage: list[Volume] = Field(default_factory=list)
+    scheduling: Scheduling = Field(default_factory=Scheduling)
+    policy: Policy = Field(default_factory=Policy)
+    serviceAccount: Optional[ServiceAccount] = None
+    podTemplate: dict[str, Any] = Field(
+        default_factory=dict, description="Strategic-merge patch onto every pod template."
+    )
+
+
+def _optional(annotation: Any) -> Any:
+    return Optional[annotation]
+
+
+# Per-environment overrides: every spec field optional, framework fixed by the job.
+EnvOverride = create_model(  # type: ignore[call-overload]
+    "EnvOverride",
+    __base__=StrictModel,
+    __doc__="Fields deep-merged over spec for one environment.",
+    **{
+        name: (_optional(field.annotation), None)
+        for name, field in TrainJobSpec.model_fields.items()
+        if name != "framework"
+    },
+)
+
+
+class TrainJobSpecWithEnvs(TrainJobSpec):
+    environments: dict[Name, EnvOverride] = Field(  # type: ignore[valid-type]
+        default_factory=dict, description="Per-environment overrides, deep-merged over spec."
+    )
+
+
+class Metadata(StrictModel):
+    name: Name
+    namespace: Optional[Namespace] = None
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class TrainJob(StrictModel):
+    """A whole TrainJob document."""
+
+    apiVersion: Literal["trainforge.dev/v1alpha1"]
+    kind: Literal["TrainJob"]
+    metadata: Metadata
+    spec: TrainJobSpecWithEnvs

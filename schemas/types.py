@@ -1,0 +1,118 @@
+"""Leaf types of the spec: names, quantities, durations, env names.
+
+These sit under every model in `schemas/`. Each is an `Annotated` type whose validator
+raises a `ValueError` with a message that already says how to fix the value, because the
+diagnostics layer prints pydantic's message verbatim after the field path. Types are
+strict (a YAML `true` is never a node count) so that what a user wrote is what runs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
+
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Kubernetes resource.Quantity grammar: signed number, optional exponent or suffix.
+QUANTITY = re.compile(
+    r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$"
+)
+DURATION = re.compile(r"^(\d+)([smhd]?)$")
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _dns1035(value: str) -> str:
+    if len(value) > 63:
+        raise ValueError(f"'{value}' is {len(value)} characters; use at most 63")
+    if not DNS1035.match(value):
+        raise ValueError(
+            f"'{value}' is not a DNS-1035 label; use lower-case letters, digits and '-',"
+            " starting with a letter and ending with a letter or digit"
+        )
+    return value
+
+
+def _dns1123(value: str) -> str:
+    if len(value) > 63 or not DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"'{value}' is not a valid namespace; use at most 63 lower-case letters,"
+            " digits and '-', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _quantity(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("a quantity cannot be a boolean; write a number such as 4 or 16Gi")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and QUANTITY.match(value):
+        return value
+    if isinstance(value, float):
+        raise ValueError(f"{value} is not a Kubernetes quantity; quote it, e.g. \"{value}\" or use 500m")
+    raise ValueError(
+        f"'{value}' is not a Kubernetes quantity; write e.g. 4, \"500m\", 16Gi or 1.5"
+    )
+
+
+def _duration(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError("a duration cannot be a boolean; write e.g. 90s, 30m, 24h or 7d")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"{value} is negative; durations are whole seconds >= 0")
+        return value
+    if isinstance(value, str):
+        match = DURATION.match(value)
+        if match:
+            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    raise ValueError(f"'{value}' is not a duration; write 90s, 30m, 24h, 7d or whole seconds")
+
+
+def _env_name(value: str) -> str:
+    if not ENV_NAME.match(value):
+        raise ValueError(
+            f"'{value}' is not a valid environment variable name; use letters, digits,"
+            " '_', '-' or '.', not starting with a digit"
+        )
+    return value
+
+
+def _label_key(value: str) -> str:
+    if len(value.rsplit("/", 1)[-1]) > 63 or not LABEL_NAME.match(value):
+        raise ValueError(f"'{value}' is not a valid label key; use e.g. team or example.com/team")
+    return value
+
+
+def _label_value(value: str) -> str:
+    if len(value) > 63 or not LABEL_VALUE.match(value):
+        raise ValueError(
+            f"'{value}' is not a valid label value; use at most 63 letters, digits, '-', '_'"
+            " or '.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+Name = Annotated[str, Field(strict=True), AfterValidator(_dns1035)]
+Namespace = Annotated[str, Field(strict=True), AfterValidator(_dns1123)]
+Quantity = Annotated[
+    str,
+    BeforeValidator(_quantity),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": QUANTITY.pattern}]}),
+]
+Seconds = Annotated[
+    int,
+    BeforeValidator(_duration),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": DURATION.pattern}]}),
+]
+EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
+LabelKey = Annotated[str, Field(strict=True), AfterValidator(_label_key)]
+LabelValue = Annotated[str, Field(strict=True), AfterValidator(_label_value)]
+PositiveInt = Annotated[StrictInt, Field(ge=1)]
+NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
+NonEmptyStr = Annotated[str, Field(strict=True, min_length=1)]
