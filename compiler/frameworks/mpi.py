@@ -51,4 +51,44 @@ def job_fields(spec: TrainJobSpec) -> dict[str, Any]:
     return {"slotsPerWorker": slots_per_worker(spec)}
 
 
-ADAPTER = Adapter(facts=FACTS, plan=plan, job_fields=job_fields)
+# --- controller half: the launcher's Open MPI / Intel MPI wiring (semantics §7). Workers
+# get no rendezvous variables; the launcher reaches them through kubexec.sh.
+
+_CONFIG_MOUNT = "/etc/mpi"
+
+
+def _env(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def is_gpu_launcher(job: dict[str, Any]) -> bool:
+    """Any launcher container limit whose key ends in `.com/gpu` or mentions `gpu`."""
+    launcher = job["spec"][FACTS.replica_specs].get("Launcher") or {}
+    for container in launcher.get("template", {}).get("spec", {}).get("containers") or []:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        if any(key.endswith(".com/gpu") or "gpu" in key for key in limits):
+            return True
+    return False
+
+
+def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[dict[str, Any]]:
+    """Env appended to the launcher's first container; nothing for workers."""
+    if replica_type != "Launcher":
+        return []
+    env = [
+        _env("OMPI_MCA_plm_rsh_agent", f"{_CONFIG_MOUNT}/kubexec.sh"),
+        _env("OMPI_MCA_orte_default_hostfile", f"{_CONFIG_MOUNT}/hostfile"),
+    ]
+    if not is_gpu_launcher(job):
+        env += [_env("NVIDIA_VISIBLE_DEVICES", ""), _env("NVIDIA_DRIVER_CAPABILITIES", "")]
+    launcher = job["spec"][FACTS.replica_specs]["Launcher"]
+    containers = launcher.get("template", {}).get("spec", {}).get("containers") or [{}]
+    present = {item.get("name") for item in (containers[0].get("env") or []) + env}
+    if "I_MPI_HYDRA_BOOTSTRAP" not in present:
+        env.append(_env("I_MPI_HYDRA_BOOTSTRAP", "rsh"))
+    if "I_MPI_HYDRA_BOOTSTRAP_EXEC" not in present:
+        env.append(_env("I_MPI_HYDRA_BOOTSTRAP_EXEC", f"{_CONFIG_MOUNT}/kubexec.sh"))
+    return env
+
+
+ADAPTER = Adapter(facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env)

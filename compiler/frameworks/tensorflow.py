@@ -6,6 +6,10 @@ but take no GPUs unless their role asks; the controller half builds TF_CONFIG.
 
 from __future__ import annotations
 
+import json
+import os
+from typing import Any
+
 from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, role_plan
 from schemas.trainjob import TrainJobSpec
 
@@ -35,4 +39,56 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
     return plans
 
 
-ADAPTER = Adapter(facts=FACTS, plan=plan)
+# --- controller half: TF_CONFIG as upstream's operator builds it (semantics §5).
+# Only the `tensorflow` container receives it, and only for distributed jobs.
+
+_CLUSTER_TYPES = ("Chief", "Evaluator", "Master", "PS", "Worker")
+
+
+def _replicas(spec: dict[str, Any]) -> int:
+    value = spec.get("replicas")
+    return 1 if value is None else int(value)
+
+
+def _port(replica: dict[str, Any]) -> int:
+    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
+        if container.get("name") == FACTS.container:
+            for port in container.get("ports") or []:
+                if port.get("name") == FACTS.port_name:
+                    return int(port["containerPort"])
+    return int(FACTS.port or 2222)
+
+
+def _cluster(job: dict[str, Any]) -> dict[str, list[str]]:
+    name, namespace = job["metadata"]["name"], job["metadata"].get("namespace", "default")
+    domain = os.environ.get("CUSTOM_CLUSTER_DOMAIN", "")
+    cluster: dict[str, list[str]] = {}
+    for replica_type, replica in sorted(job["spec"][FACTS.replica_specs].items(), key=lambda kv: kv[0].lower()):
+        rt = replica_type.lower()
+        hosts = [f"{name}-{rt}-{i}.{namespace}.svc" + (f".{domain}" if domain else "") for i in range(_replicas(replica))]
+        cluster[rt] = [f"{host}:{_port(replica)}" for host in hosts]
+    return cluster
+
+
+def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[dict[str, Any]]:
+    """TF_CONFIG (compact JSON) for the `tensorflow` container; nothing for a 1-replica job."""
+    replicas = job["spec"][FACTS.replica_specs]
+    if sum(_replicas(replicas[t]) for t in _CLUSTER_TYPES if t in replicas) == 1:
+        return []
+    cluster, rt = _cluster(job), replica_type.lower()
+    task = {"type": rt, "index": index}
+    config: dict[str, Any]
+    if job["spec"].get("enableDynamicWorker"):
+        sparse: dict[str, Any] = {"worker": {}, "ps": []}
+        if rt == "ps":
+            sparse["ps"] = [cluster[rt][index]]
+        elif rt == "worker":
+            sparse["ps"] = cluster.get("ps")  # null without PS, as Go marshals a nil slice
+            sparse["worker"] = {str(index): cluster[rt][index]}
+        config = {"cluster": sparse, "task": task}
+    else:
+        config = {"cluster": cluster, "task": task, "environment": "cloud"}
+    return [{"name": "TF_CONFIG", "value": json.dumps(config, separators=(",", ":"))}]
+
+
+ADAPTER = Adapter(facts=FACTS, plan=plan, rendezvous_env=rendezvous_env)
