@@ -1,0 +1,135 @@
+"""Lowering: one resolved `Target` -> the `kubeflow.org/v1` job object (the base).
+
+Pure and framework-neutral: the adapter says which replica types exist and how many
+(`plan`) and which kind-specific fields the spec gets (`job_fields`); this module
+builds containers, resources, env, shared memory, run policy and pod templates the
+same way for all seven kinds, using upstream's field names, container names and ports
+so the output is a drop-in for the Kubeflow Training Operator. Scheduling, storage and
+RBAC are overlays, not lowering, so each can be reviewed as its own component.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from compiler import strategic
+from compiler.bundle import Bundle, JsonObject
+from compiler.frameworks import adapter as adapter_for
+from compiler.frameworks.base import Facts, ReplicaPlan
+from compiler.resolve import Target
+from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
+
+SHM_VOLUME = "dshm"
+
+
+def _env(spec: TrainJobSpec) -> list[JsonObject]:
+    out: list[JsonObject] = []
+    for name, value in spec.env.items():
+        if isinstance(value, SecretRef):
+            out.append({"name": name, "valueFrom": {"secretKeyRef": {"name": value.secret, "key": value.key}}})
+        elif isinstance(value, ConfigMapRef):
+            out.append(
+                {"name": name, "valueFrom": {"configMapKeyRef": {"name": value.configMap, "key": value.key}}}
+            )
+        else:
+            out.append({"name": name, "value": value})
+    return out
+
+
+def _resources(resources: Optional[Resources], gpu_resource: str) -> JsonObject:
+    if resources is None:
+        return {}
+    requests: JsonObject = {}
+    limits: JsonObject = {}
+    if resources.cpu is not None:
+        requests["cpu"] = resources.cpu
+    if resources.memory is not None:
+        requests["memory"] = resources.memory
+        limits["memory"] = resources.memory
+    if resources.gpu:
+        # extended resources cannot be overcommitted: requests must equal limits
+        limits[gpu_resource] = resources.gpu
+        requests[gpu_resource] = resources.gpu
+    out: JsonObject = {}
+    if limits:
+        out["limits"] = limits
+    if requests:
+        out["requests"] = requests
+    return out
+
+
+def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource: str) -> JsonObject:
+    container: JsonObject = {"name": facts.container, "image": spec.image}
+    command = plan.command if plan.command is not None else (spec.command if plan.inherit_command else None)
+    args = plan.args if plan.args is not None else (spec.args if plan.inherit_command else None)
+    if command:
+        container["command"] = list(command)
+    if args:
+        container["args"] = list(args)
+    if spec.workingDir:
+        container["workingDir"] = spec.workingDir
+    env = _env(spec)
+    if env:
+        container["env"] = env
+    if facts.port_name is not None:
+        container["ports"] = [{"name": facts.port_name, "containerPort": facts.port}]
+    resources = _resources(spec.resources if plan.accelerated else plan.resources, gpu_resource)
+    if resources:
+        container["resources"] = resources
+    if plan.accelerated and spec.resources.sharedMemory:
+        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+    return container
+
+
+def _template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Target) -> JsonObject:
+    pod_spec: JsonObject = {"containers": [_container(spec, plan, facts, target.environment.gpuResource)]}
+    if plan.accelerated and spec.resources.sharedMemory:
+        pod_spec["volumes"] = [
+            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.resources.sharedMemory}}
+        ]
+    template: JsonObject = {"spec": pod_spec}
+    if target.labels:
+        template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
+    if spec.podTemplate:
+        template = strategic.merge(template, spec.podTemplate)
+    return template
+
+
+def run_policy(policy: Policy) -> JsonObject:
+    out: JsonObject = {}
+    if policy.cleanPods is not None:
+        out["cleanPodPolicy"] = policy.cleanPods
+    if policy.backoffLimit is not None:
+        out["backoffLimit"] = policy.backoffLimit
+    if policy.activeDeadline is not None:
+        out["activeDeadlineSeconds"] = policy.activeDeadline
+    if policy.ttlAfterFinished is not None:
+        out["ttlSecondsAfterFinished"] = policy.ttlAfterFinished
+    if policy.suspend:  # only true is written: Kueue flips suspend in the cluster
+        out["suspend"] = True
+    return out
+
+
+def lower(target: Target) -> Bundle:
+    spec = target.spec
+    fw = adapter_for(spec.framework)
+    facts = fw.facts
+    replicas: JsonObject = {}
+    for plan in fw.plan(spec):
+        replica: JsonObject = {"replicas": plan.replicas}
+        if spec.policy.restart is not None:
+            replica["restartPolicy"] = spec.policy.restart
+        replica["template"] = _template(spec, plan, facts, target)
+        replicas[plan.replica_type] = replica
+    metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
+    if target.labels:
+        metadata["labels"] = dict(sorted(target.labels.items()))
+    if target.annotations:
+        metadata["annotations"] = dict(sorted(target.annotations.items()))
+    job_spec: dict[str, Any] = fw.job_fields(spec)
+    policy = run_policy(spec.policy)
+    if policy:  # omitted when empty; overlays add it when they need schedulingPolicy
+        job_spec["runPolicy"] = policy
+    job_spec[facts.replica_specs] = replicas
+    job = {"apiVersion": facts.api_version, "kind": facts.kind, "metadata": metadata, "spec": job_spec}
+    return Bundle(target=target, adapter=fw, job=job)

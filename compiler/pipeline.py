@@ -1,0 +1,114 @@
+"""The compile pipeline, end to end and free of I/O but reading the sources.
+
+sources -> documents with positions -> validated models -> per-environment targets ->
+cross-field rules -> lowered bundles -> overlay steps. The CLI calls `compile_sources`
+and decides what to print or write; nothing here touches stdout or the output folder,
+which keeps every stage testable on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from pydantic import ValidationError
+
+from compiler import rules
+from compiler.bundle import Bundle
+from compiler.diagnostics import Diagnostic, has_errors, ordered
+from compiler.lowering import lower
+from compiler.resolve import Target, targets_for
+from compiler.sources import collect
+from compiler.validation import diagnostics_from
+from schemas.project import DEFAULT_PROJECT, Project
+from schemas.trainjob import TrainJob
+
+
+@dataclass
+class Result:
+    bundles: dict[str, list[Bundle]] = field(default_factory=dict)  # env -> bundles
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    environments: list[str] = field(default_factory=list)
+    project: Project = field(default_factory=lambda: DEFAULT_PROJECT)
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+class UnknownEnvironment(ValueError):
+    """`--env` named an environment the project does not declare (a usage error)."""
+
+
+def _project(sources_project, diagnostics: list[Diagnostic]) -> Optional[Project]:
+    if sources_project is None:
+        return DEFAULT_PROJECT
+    try:
+        return Project.model_validate(sources_project.data)
+    except ValidationError as exc:
+        diagnostics.extend(diagnostics_from(exc, sources_project, root=Project))
+        return None
+
+
+def _apply_overlays(bundle: Bundle) -> Bundle:
+    from overlays import STEPS
+
+    for step in STEPS:
+        bundle = step(bundle)
+    return bundle
+
+
+def _duplicates(bundles: list[Bundle]) -> list[Diagnostic]:
+    seen: dict[tuple[str, str], Target] = {}
+    out = []
+    for bundle in bundles:
+        t = bundle.target
+        key = (t.namespace, t.name)
+        if key in seen:
+            first = seen[key]
+            line, col = t.doc.position(("metadata", "name"), prefer_key=False)
+            out.append(
+                Diagnostic(
+                    t.doc.file, line, col, "metadata.name",
+                    f"job {t.namespace}/{t.name} is also defined in {first.doc.file}:{first.doc.start[0]}",
+                    "give each job a unique name within its namespace",
+                )
+            )
+        else:
+            seen[key] = t
+    return out
+
+
+def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs: bool = True) -> Result:
+    """Validate (and, with `lower_jobs`, lower) every job under `paths`."""
+    sources = collect(paths)
+    result = Result(diagnostics=list(sources.diagnostics))
+    project = _project(sources.project, result.diagnostics)
+    if project is None:
+        result.diagnostics = ordered(result.diagnostics)
+        return result
+    result.project = project
+    declared = project.environment_names()
+    if env is not None and env not in declared:
+        raise UnknownEnvironment(f"unknown environment '{env}'; the project declares {', '.join(declared)}")
+    result.environments = [env] if env else declared
+    targets: list[Target] = []
+    for doc in sources.jobs:
+        try:
+            job = TrainJob.model_validate(doc.data)
+        except ValidationError as exc:
+            result.diagnostics.extend(diagnostics_from(exc, doc, root=TrainJob))
+            continue
+        found, problems = targets_for(doc, job, project, result.environments)
+        result.diagnostics.extend(problems)
+        for target in found:
+            result.diagnostics.extend(rules.check(target))
+        targets.extend(found)
+    if lower_jobs and not has_errors(result.diagnostics):
+        for env_name in result.environments:
+            bundles = [_apply_overlays(lower(t)) for t in targets if t.env_name == env_name]
+            result.diagnostics.extend(_duplicates(bundles))
+            result.bundles[env_name] = bundles
+    result.diagnostics = ordered(result.diagnostics)
+    return result

@@ -1,0 +1,148 @@
+"""From a validated TrainJob document to one `Target` per environment.
+
+Precedence, lowest first: built-in defaults, project `defaults`, environment settings,
+the job's `spec`, the job's `environments.<env>`. The per-environment spec is a deep
+merge of raw data (mappings merge, lists and scalars replace), validated again as a
+whole, so an override that breaks the spec is reported. `SpecView` answers "where did
+this value come from" for the merged spec: a value set by the override points into the
+`environments` section, anything else into `spec`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from compiler.diagnostics import Diagnostic
+from compiler.validation import diagnostics_from, format_path
+from schemas.loader import Document, Loc, Pos
+from schemas.project import Environment, Project, ProjectPolicy
+from schemas.trainjob import Scheduling, TrainJob, TrainJobSpec
+
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True)
+class SpecView:
+    """Positions and display paths for the merged spec of one environment."""
+
+    doc: Document
+    env: Optional[str]
+
+    def _source(self, loc: Loc) -> tuple[Loc, Loc]:
+        """(document loc, display loc) for a loc relative to the spec."""
+        override = ("spec", "environments", self.env) if self.env else None
+        for cut in range(len(loc), 0, -1):
+            prefix = loc[:cut]
+            if override and (override + prefix in self.doc.key_pos):
+                return override + prefix, override + loc
+            if ("spec",) + prefix in self.doc.key_pos:
+                return ("spec",) + prefix, ("spec",) + loc
+        return ("spec",), ("spec",) + loc
+
+    def position(self, loc: Loc, prefer_key: bool = True) -> Pos:
+        at, _ = self._source(tuple(loc))
+        return self.doc.position(at, prefer_key=prefer_key)
+
+    def display(self, loc: Loc) -> str:
+        return format_path(self._source(tuple(loc))[1])
+
+    def error(self, loc: Loc, message: str, fix: str, *, prefer_key: bool = False) -> Diagnostic:
+        line, col = self.position(loc, prefer_key)
+        return Diagnostic(self.doc.file, line, col, self.display(loc), message, fix)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One job compiled for one environment: everything lowering and overlays need."""
+
+    doc: Document
+    env_name: str
+    environment: Environment
+    policy: ProjectPolicy
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    spec: TrainJobSpec
+    view: SpecView
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            merged[key] = deep_merge(base[key], value) if key in base else value
+        return merged
+    return override
+
+
+def _with_scheduling_defaults(spec: TrainJobSpec, environment: Environment) -> TrainJobSpec:
+    own = spec.scheduling
+    env = environment.scheduling
+    resolved = Scheduling(
+        queue=own.queue if own.queue is not None else env.queue,
+        priority=own.priority if own.priority is not None else env.priority,
+        gang=own.gang if own.gang is not None else env.gang,
+        nodeSelector=own.nodeSelector,
+        tolerations=own.tolerations,
+    )
+    return spec.model_copy(update={"scheduling": resolved})
+
+
+def targets_for(
+    doc: Document, job: TrainJob, project: Project, envs: list[str]
+) -> tuple[list[Target], list[Diagnostic]]:
+    """Merge and validate the job for each environment in `envs`."""
+    diagnostics: list[Diagnostic] = []
+    declared = project.environment_names()
+    for env_name in job.spec.environments:
+        if env_name not in declared:
+            line, col = doc.position(("spec", "environments", env_name))
+            diagnostics.append(
+                Diagnostic(
+                    doc.file, line, col, f"spec.environments.{env_name}",
+                    f"environment '{env_name}' is not declared by the project",
+                    f"use one of {', '.join(declared)} or declare it in trainforge.yaml",
+                )
+            )
+    if diagnostics:
+        return [], diagnostics
+    raw_spec = {k: v for k, v in doc.data["spec"].items() if k != "environments"}
+    targets = []
+    for env_name in envs:
+        override = (doc.data["spec"].get("environments") or {}).get(env_name)
+        view = SpecView(doc, env_name if override else None)
+        merged = deep_merge(raw_spec, override) if override else raw_spec
+        try:
+            spec = TrainJobSpec.model_validate(merged)
+        except ValidationError as exc:
+            diagnostics.extend(
+                diagnostics_from(
+                    exc, doc, root=TrainJobSpec, data=merged,
+                    position=view.position, display=view.display,
+                )
+            )
+            continue
+        environment = project.environment(env_name)
+        meta = job.metadata
+        targets.append(
+            Target(
+                doc=doc,
+                env_name=env_name,
+                environment=environment,
+                policy=project.policy_for(env_name),
+                name=meta.name,
+                namespace=meta.namespace
+                or environment.namespace
+                or project.defaults.namespace
+                or DEFAULT_NAMESPACE,
+                labels={**project.defaults.labels, **meta.labels},
+                annotations=dict(meta.annotations),
+                spec=_with_scheduling_defaults(spec, environment),
+                view=view,
+            )
+        )
+    return targets, diagnostics

@@ -1,0 +1,155 @@
+"""Cross-field rules: what one field cannot know about another.
+
+The models check each field alone; these rules need the framework table, the whole
+spec or the environment (roles a framework accepts, elastic only for PyTorch, GPU
+types the environment knows, names that stay within 63 characters once the operator
+appends `-worker-12`). Each rule is a small function `(target) -> diagnostics`
+registered in `RULES`, so adding one is one function and one line.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from compiler.diagnostics import Diagnostic
+from compiler.frameworks import adapter
+from compiler.resolve import Target
+
+NAME_LIMIT = 63
+POD_TEMPLATE_KEYS = ("metadata", "spec")
+
+
+def _roles(target: Target) -> Iterator[Diagnostic]:
+    facts = adapter(target.spec.framework).facts
+    for role, entry in target.spec.roles.items():
+        if role not in facts.allowed_roles:
+            allowed = ", ".join(facts.allowed_roles) or "none"
+            yield target.view.error(
+                ("roles", role),
+                f"{facts.name} has no role '{role}'",
+                f"allowed roles for {facts.name}: {allowed}",
+                prefer_key=True,
+            )
+        elif facts.name == "mpi" and role == "launcher":
+            if entry.replicas != 1 or entry.command is not None or entry.args is not None:
+                yield target.view.error(
+                    ("roles", role),
+                    "the MPI launcher takes only resources",
+                    "drop replicas, command and args; the launcher runs spec.command",
+                    prefer_key=True,
+                )
+
+
+def _elastic(target: Target) -> Iterator[Diagnostic]:
+    spec = target.spec
+    if spec.elastic is None:
+        return
+    if spec.framework != "pytorch":
+        yield target.view.error(
+            ("elastic",), f"elastic training is pytorch only, not {spec.framework}",
+            "remove elastic or use framework: pytorch", prefer_key=True,
+        )
+    elif not spec.elastic.minNodes <= spec.nodes <= spec.elastic.maxNodes:
+        yield target.view.error(
+            ("nodes",),
+            f"nodes ({spec.nodes}) is outside elastic minNodes..maxNodes"
+            f" ({spec.elastic.minNodes}..{spec.elastic.maxNodes})",
+            "set nodes to the starting size, between minNodes and maxNodes",
+        )
+
+
+def _processes(target: Target) -> Iterator[Diagnostic]:
+    spec = target.spec
+    if isinstance(spec.processesPerNode, int) and spec.framework not in ("pytorch", "mpi"):
+        yield target.view.error(
+            ("processesPerNode",),
+            f"processesPerNode only applies to pytorch and mpi, not {spec.framework}",
+            "remove it; start several processes from your command instead",
+        )
+
+
+def _gpu_type(target: Target) -> Iterator[Diagnostic]:
+    gpu_type = target.spec.resources.gpuType
+    if gpu_type is None:
+        return
+    known = sorted(target.environment.gpuTypes)
+    if not known:
+        yield target.view.error(
+            ("resources", "gpuType"),
+            f"gpuType '{gpu_type}' needs a gpuTypes table in environment '{target.env_name}'",
+            "declare gpuTypes for this environment in trainforge.yaml, or remove gpuType",
+        )
+    elif gpu_type not in known:
+        yield target.view.error(
+            ("resources", "gpuType"),
+            f"environment '{target.env_name}' has no GPU type '{gpu_type}'",
+            f"use one of {', '.join(known)}",
+        )
+
+
+def _storage(target: Target) -> Iterator[Diagnostic]:
+    names: set[str] = set()
+    paths: set[str] = set()
+    for i, volume in enumerate(target.spec.storage):
+        if volume.name in names:
+            yield target.view.error(("storage", i, "name"), f"volume name '{volume.name}' is used twice", "give each volume its own name")
+        if volume.mountPath in paths:
+            yield target.view.error(("storage", i, "mountPath"), f"mountPath '{volume.mountPath}' is used twice", "mount each volume at its own path")
+        if volume.name == "dshm" or volume.mountPath == "/dev/shm":
+            yield target.view.error(("storage", i, "name"), "dshm and /dev/shm are reserved", "use resources.sharedMemory for /dev/shm")
+        names.add(volume.name)
+        paths.add(volume.mountPath)
+
+
+def _pod_template(target: Target) -> Iterator[Diagnostic]:
+    for key in target.spec.podTemplate:
+        if key not in POD_TEMPLATE_KEYS:
+            yield target.view.error(
+                ("podTemplate", key),
+                f"podTemplate is a pod template patch; '{key}' is not one of its fields",
+                "put pod fields under podTemplate.spec and labels under podTemplate.metadata",
+                prefer_key=True,
+            )
+
+
+def generated_names(target: Target) -> list[str]:
+    """Every object name the operator or the overlays will derive from the job name."""
+    job = target.name
+    spec = target.spec
+    names = [job]
+    for plan in adapter(spec.framework).plan(spec):
+        count = spec.elastic.maxNodes if spec.elastic and plan.replica_type == "Worker" else plan.replicas
+        if spec.framework == "mpi" and plan.replica_type == "Launcher":
+            names += [f"{job}-launcher", f"{job}-config"]
+        elif count > 0:
+            names.append(f"{job}-{plan.replica_type.lower()}-{count - 1}")
+    names += [f"{job}-{volume.name}" for volume in spec.storage if volume.size is not None]
+    return names
+
+
+def _name_length(target: Target) -> Iterator[Diagnostic]:
+    too_long = [n for n in generated_names(target) if len(n) > NAME_LIMIT]
+    if too_long:
+        longest = max(too_long, key=len)
+        room = NAME_LIMIT - (len(longest) - len(target.name))
+        line, col = target.doc.position(("metadata", "name"), prefer_key=False)
+        yield Diagnostic(
+            target.doc.file, line, col, "metadata.name",
+            f"generated name '{longest}' is {len(longest)} characters; Kubernetes allows {NAME_LIMIT}",
+            f"shorten the job name to at most {room} characters",
+        )
+
+
+RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
+    _roles,
+    _elastic,
+    _processes,
+    _gpu_type,
+    _storage,
+    _pod_template,
+    _name_length,
+)
+
+
+def check(target: Target) -> list[Diagnostic]:
+    return [d for rule in RULES for d in rule(target)]

@@ -1,0 +1,136 @@
+"""The output: a kustomize tree per environment, built as a file map, written atomically.
+
+`files(result)` is pure: it returns `{relative path: text}` for the whole output, so
+`build`, `check` and the tests all agree on one definition of "what build writes".
+`write(files, out, envs)` puts it on disk through a temporary folder beside the target
+and a rename, so a failed or interrupted run leaves the previous output untouched and
+never a half-written tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from compiler import serialize
+from compiler.bundle import Bundle, Component
+from compiler.pipeline import Result
+
+KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
+COMPONENT_API = "kustomize.config.k8s.io/v1alpha1"
+PATCH_FILE = "job-patch.yaml"
+
+
+class UnsafeOutput(ValueError):
+    """The output folder holds something that is not a trainforge tree."""
+
+
+def resource_file(obj: dict) -> str:
+    return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+
+
+def job_dir(bundle: Bundle) -> str:
+    t = bundle.target
+    return f"{t.namespace}/{t.name}"
+
+
+def _component_files(bundle: Bundle, component: Component) -> dict[str, str]:
+    base = f"{job_dir(bundle)}/{component.name}"
+    out = {f"{base}/{resource_file(r)}": serialize.dump(r) for r in component.resources}
+    kustomization: dict = {"apiVersion": COMPONENT_API, "kind": "Component"}
+    if component.resources:
+        kustomization["resources"] = sorted(resource_file(r) for r in component.resources)
+    if component.patches:
+        facts = bundle.adapter.facts
+        kustomization["patches"] = [
+            {
+                "path": PATCH_FILE,
+                "target": {
+                    "group": "kubeflow.org",
+                    "version": "v1",
+                    "kind": facts.kind,
+                    "name": bundle.target.name,
+                    "namespace": bundle.target.namespace,
+                },
+            }
+        ]
+        out[f"{base}/{PATCH_FILE}"] = serialize.dump(list(component.patches))
+    out[f"{base}/kustomization.yaml"] = serialize.dump(kustomization)
+    return out
+
+
+def bundle_files(bundle: Bundle) -> dict[str, str]:
+    base = job_dir(bundle)
+    job_file = f"{bundle.kind.lower()}.yaml"
+    kustomization: dict = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": [job_file]}
+    if bundle.components:
+        kustomization["components"] = [c.name for c in bundle.components]
+    out = {
+        f"{base}/kustomization.yaml": serialize.dump(kustomization),
+        f"{base}/{job_file}": serialize.dump(bundle.job),
+    }
+    for component in bundle.components:
+        out.update(_component_files(bundle, component))
+    return out
+
+
+def files(result: Result) -> dict[str, str]:
+    """Every file of the output tree, keyed by path relative to the output folder."""
+    out: dict[str, str] = {}
+    for env, bundles in result.bundles.items():
+        dirs = sorted(job_dir(b) for b in bundles)
+        root = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": dirs}
+        out[f"{env}/kustomization.yaml"] = serialize.dump(root)
+        for bundle in bundles:
+            out.update({f"{env}/{path}": text for path, text in bundle_files(bundle).items()})
+    return dict(sorted(out.items()))
+
+
+def read(out: Path) -> dict[str, str]:
+    """The tree as it is on disk (for `check`)."""
+    if not out.is_dir():
+        return {}
+    return {
+        str(p.relative_to(out)): p.read_text(encoding="utf-8")
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _looks_like_output(folder: Path) -> bool:
+    """Only ever replace folders that hold nothing but environment trees."""
+    entries = list(folder.iterdir())
+    return all(e.is_dir() and (e / "kustomization.yaml").is_file() for e in entries)
+
+
+def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: bool) -> None:
+    """Replace `out` (or only `out/<env>` for `envs`, with `keep_other_envs`) atomically."""
+    out = out.resolve()
+    if out.exists() and (not out.is_dir() or not _looks_like_output(out)):
+        raise UnsafeOutput(
+            f"refusing to replace {out}: it holds files that train-compile did not write;"
+            " choose an empty or new output folder"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        if out.exists() and keep_other_envs:  # --env limits the run to one environment
+            for entry in out.iterdir():
+                if entry.name not in envs:
+                    shutil.copytree(entry, staging / entry.name)
+        for rel, text in tree.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        old = None
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.rename(out, old / "tree")
+        os.rename(staging, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

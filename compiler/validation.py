@@ -1,0 +1,173 @@
+"""Turn pydantic validation errors into positioned, teaching diagnostics.
+
+pydantic reports a `loc` tuple and an error type; users need `file:line:col`, a field
+path they can search for, what is wrong and how to fix it. The `loc` can contain union
+tags and validator names that are not keys of the document, so it is walked against
+the data to find the real path. Messages of our own validators already carry a fix
+after "; "; pydantic's built-in types get theirs from the table below, with a
+did-you-mean for misspelled field names and choices.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from typing import Any, Callable, Optional
+
+from pydantic import BaseModel, ValidationError
+
+from compiler.diagnostics import Diagnostic, split_message
+from schemas.loader import Document, Loc
+
+
+def data_path(data: Any, loc: Loc) -> Loc:
+    """The part of pydantic's `loc` that names real keys/indices of `data`."""
+    path: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and not _is_tag(part):
+            path.append(part)  # a missing or unknown key still belongs to the path
+            node = None
+    return tuple(path)
+
+
+def _is_tag(part: str) -> bool:
+    return part in {"value", "secret", "configMap", "switch", "object", "auto", "count"} or "[" in part
+
+
+def format_path(path: Loc) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string '{value}'"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _model_at(model: type[BaseModel], path: Loc) -> Optional[type[BaseModel]]:
+    """The model class that owns the last key of `path`, for did-you-mean suggestions."""
+    current: Any = model
+    for part in path[:-1]:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return None
+        current = _unwrap(info.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Optional[X], list[X], dict[K, X], Annotated unions -> the first model class inside."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    args = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if origin is dict and len(args) == 2:
+        return _unwrap(args[1])
+    for arg in args:
+        found = _unwrap(arg)
+        if isinstance(found, type) and issubclass(found, BaseModel):
+            return found
+    return annotation
+
+
+def _suggest(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[str, str]:
+    kind = error["type"]
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    field = str(path[-1]) if path else "document"
+    if kind == "missing":
+        return "is required", f"add '{field}'"
+    if kind == "extra_forbidden":
+        owner = _model_at(root, path)
+        known = sorted(owner.model_fields) if owner else []
+        hint = _suggest(field, known)
+        allowed = f"allowed here: {', '.join(known)}" if known else "remove it"
+        return f"unknown field '{field}'", f"{hint} {allowed}".strip() if hint else allowed
+    if kind == "literal_error":
+        expected = ctx.get("expected", "")
+        choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",")]
+        hint = _suggest(str(value), choices) if isinstance(value, str) else ""
+        return (
+            f"{_type_name(value)} is not allowed",
+            f"{hint + ' ' if hint else ''}use one of {', '.join(choices)}",
+        )
+    if kind in {"int_type", "int_from_float", "int_parsing"}:
+        return f"expected a whole number, got {_type_name(value)}", "write a number without quotes, e.g. 4"
+    if kind in {"string_type", "str_type"}:
+        return f"expected a string, got {_type_name(value)}", "quote the value"
+    if kind == "bool_type":
+        return f"expected true or false, got {_type_name(value)}", "write true or false without quotes"
+    if kind in {"model_type", "dict_type", "model_attributes_type"}:
+        return f"expected a mapping, got {_type_name(value)}", "write key: value pairs under it"
+    if kind == "list_type":
+        return f"expected a list, got {_type_name(value)}", "write it as a YAML list ([a, b] or - items)"
+    if kind in {"greater_than_equal", "greater_than"}:
+        bound = ctx.get("ge", ctx.get("gt"))
+        op = ">=" if kind == "greater_than_equal" else ">"
+        return f"{value} is too small", f"use a value {op} {bound}"
+    if kind == "too_short":
+        return "must not be empty", "add at least one entry"
+    if kind == "string_too_short":
+        return "must not be empty", "give a value"
+    if kind == "value_error":
+        return split_message(str(ctx.get("error", error["msg"])))
+    return split_message(error["msg"])
+
+
+def diagnostics_from(
+    exc: ValidationError,
+    doc: Document,
+    *,
+    root: type[BaseModel],
+    data: Any = None,
+    position: Optional[Callable[[Loc, bool], tuple[int, int]]] = None,
+    display: Optional[Callable[[Loc], str]] = None,
+) -> list[Diagnostic]:
+    """Diagnostics for every error in `exc`, positioned through `doc` (or `position`)."""
+    data = doc.data if data is None else data
+    out = []
+    for error in exc.errors(include_url=False):
+        path = data_path(data, error["loc"])
+        what, fix = _explain(error, path, root)
+        # a missing field is reported at the object that lacks it
+        at = path[:-1] if error["type"] == "missing" else path
+        prefer_key = error["type"] in {"missing", "extra_forbidden"}
+        if position is not None:
+            line, col = position(at, prefer_key)
+        else:
+            line, col = doc.position(at, prefer_key=prefer_key)
+        shown = display(path) if display else format_path(path)
+        out.append(Diagnostic(doc.file, line, col, shown, what, fix))
+    return out

@@ -1,0 +1,175 @@
+"""YAML loading that keeps where every key and value came from.
+
+ruamel.yaml's round-trip loader records line and column for every mapping key and
+sequence item; we copy the document into plain Python data (so pydantic's strict mode
+sees real `int`/`str`/`bool`, never ruamel's scalar subclasses) and keep a table
+`path -> (line, col)` beside it. Diagnostics later look a pydantic `loc` up in that
+table. Aliases are expanded while copying, under a node budget, so a "billion laughs"
+document is an error rather than a hang. Problems are returned as `LoadProblem`s, not
+raised, so one run can report every broken file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+MAX_NODES = 200_000  # per document, after alias expansion
+YAML_SUFFIXES = (".yaml", ".yml")
+
+Pos = tuple[int, int]  # 1-based line, column
+Loc = tuple[Any, ...]
+
+
+@dataclass
+class Document:
+    """One YAML document as plain data plus the positions of its keys and values."""
+
+    file: str
+    index: int  # 0-based position of the document in its file
+    data: Any
+    key_pos: dict[Loc, Pos] = field(default_factory=dict)  # where the key (or item) starts
+    value_pos: dict[Loc, Pos] = field(default_factory=dict)  # where the value starts
+    start: Pos = (1, 1)
+
+    def position(self, loc: Loc, *, prefer_key: bool = True) -> Pos:
+        """Best position for `loc`: the key (or value), else the nearest enclosing one."""
+        loc = tuple(loc)
+        while loc:
+            tables = (self.key_pos, self.value_pos) if prefer_key else (self.value_pos, self.key_pos)
+            for table in tables:
+                if loc in table:
+                    return table[loc]
+            loc = loc[:-1]
+        return self.start
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    file: str
+    line: int
+    col: int
+    message: str
+    fix: str
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _yaml():  # ruamel is imported lazily: `train-compile --help` must stay fast
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def _plain(node: Any, loc: Loc, doc: Document, budget: list[int]) -> Any:
+    """Copy ruamel data to plain Python, recording positions; expands aliases under budget."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooLarge
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(node, CommentedMap):
+        out: dict[Any, Any] = {}
+        for key in node:
+            child = loc + (str(key),)
+            try:
+                kl, kc = node.lc.key(key)
+                doc.key_pos[child] = (kl + 1, kc + 1)
+                vl, vc = node.lc.value(key)
+                doc.value_pos[child] = (vl + 1, vc + 1)
+            except (KeyError, TypeError, IndexError):  # merged keys (<<) carry no position
+                pass
+            out[_scalar(key)] = _plain(node[key], child, doc, budget)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, item in enumerate(node):
+            child = loc + (i,)
+            try:
+                il, ic = node.lc.item(i)
+                doc.key_pos[child] = doc.value_pos[child] = (il + 1, ic + 1)
+            except (KeyError, TypeError, IndexError):
+                pass
+            items.append(_plain(item, child, doc, budget))
+        return items
+    return _scalar(node)
+
+
+def _scalar(value: Any) -> Any:
+    """ruamel scalar subclasses -> the plain built-in type (bool before int: bool is an int)."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return str(value)  # timestamps and other tagged scalars: keep their text
+
+
+def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
+    """Parse every document of one file; empty documents are skipped."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    documents: list[Document] = []
+    try:
+        for index, raw in enumerate(_yaml().load_all(text)):
+            if raw is None:
+                continue
+            doc = Document(file=file, index=index, data=None)
+            start = getattr(raw, "lc", None)
+            if start is not None:
+                doc.start = (start.line + 1, start.col + 1)
+            try:
+                doc.data = _plain(raw, (), doc, [MAX_NODES])
+            except (_TooLarge, RecursionError):
+                line, col = doc.start
+                return documents, [
+                    LoadProblem(
+                        file, line, col,
+                        f"document expands to more than {MAX_NODES} nodes (YAML aliases)",
+                        "write the values out or use fewer nested aliases",
+                    )
+                ]
+            documents.append(doc)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        what = (exc.problem or exc.context or "invalid YAML").strip()
+        fix = "remove or rename one of the duplicate keys" if "duplicate key" in what else "fix the YAML syntax"
+        return documents, [LoadProblem(file, line, col, what, fix)]
+    except YAMLError as exc:
+        return documents, [LoadProblem(file, 1, 1, str(exc).strip(), "fix the YAML syntax")]
+    return documents, []
+
+
+def load_file(path: Path, display: Optional[str] = None) -> tuple[list[Document], list[LoadProblem]]:
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return [], [LoadProblem(name, 1, 1, "file is not UTF-8 text", "save it as UTF-8")]
+    except OSError as exc:
+        return [], [LoadProblem(name, 1, 1, f"cannot read file: {exc.strerror}", "check the path")]
+    return load_text(text, name)
+
+
+def yaml_files(root: Path) -> Iterator[Path]:
+    """YAML files under `root` (or `root` itself), in a stable order, hidden folders skipped."""
+    if root.is_file():
+        yield root
+        return
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if path.is_file() and path.suffix in YAML_SUFFIXES:
+            yield path
