@@ -74,6 +74,8 @@ if cache_ok; then  # somebody else finished while we waited
     printf '%s\n' "${ASSET_DIR}"
     exit 0
 fi
+# We hold the lock, so no build is running: leftovers of a SIGKILLed one can go.
+rm -rf "${CACHE_ROOT}"/.build.*
 
 if ! command -v go >/dev/null 2>&1; then
     [[ -x /usr/local/go/bin/go ]] && PATH="/usr/local/go/bin:${PATH}"

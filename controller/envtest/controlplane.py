@@ -382,18 +382,21 @@ class ControlPlane:
         if self.keep_dir:
             return proc.log_path
         # the temp dir is about to be removed: point at the copy _preserve_logs makes
-        base = self.failed_logs_dir or Path(tempfile.gettempdir()) / "trainforge-cp-failed-*"
-        return base / proc.log_path.name
+        return self._failure_dir() / proc.log_path.name
+
+    def _failure_dir(self) -> Path:
+        if self.failed_logs_dir is None:
+            self.failed_logs_dir = Path(tempfile.mkdtemp(prefix="trainforge-cp-failed-"))
+        return self.failed_logs_dir
 
     def _preserve_logs(self) -> None:
         if self.dir is None or self.keep_dir or not self.dir.exists():
             return
         logs = [p for p in self.dir.glob("*.log") if p.is_file()]
-        if not logs:
-            return
-        self.failed_logs_dir = Path(tempfile.mkdtemp(prefix="trainforge-cp-failed-"))
-        for log in logs:
-            shutil.copy2(log, self.failed_logs_dir / log.name)
+        if logs:
+            target = self._failure_dir()
+            for log in logs:
+                shutil.copy2(log, target / log.name)
 
     def _etcd_ready(self) -> bool:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
