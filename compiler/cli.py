@@ -3,7 +3,7 @@
 Only `click` is imported at module level; pydantic, ruamel and the pipeline are imported
 inside commands so `train-compile --help` starts in well under half a second. Exit
 codes: 0 ok, 1 invalid input or stale output, 2 usage error (click's own convention).
-Human-readable diagnostics go to stderr; machine formats (json, github, sarif) go to
+Human-readable diagnostics go to stderr; machine formats (json, github) go to
 stdout so CI can capture them, except for `render`, whose stdout is the YAML stream.
 """
 
@@ -18,7 +18,7 @@ import click
 if TYPE_CHECKING:
     from compiler.pipeline import Result
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "json", "github")  # each one a formatter in compiler.diagnostics
 
 _sources = click.argument(
     "sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)

@@ -37,8 +37,14 @@ def data_path(data: Any, loc: Loc) -> Loc:
     return tuple(path)
 
 
+# Union tags of schemas/trainjob.py; pydantic puts them in `loc` but they are not keys.
+_TAGS = frozenset({"env:value", "env:secret", "env:configMap", "switch", "object", "auto", "count"})
+# Our own discriminated unions: their message lists the accepted shapes, we add what was given.
+_UNION_ERRORS = frozenset({"env_value", "gang_value", "processes_value"})
+
+
 def _is_tag(part: str) -> bool:
-    return part in {"value", "secret", "configMap", "switch", "object", "auto", "count"} or "[" in part
+    return part in _TAGS or "[" in part
 
 
 def format_path(path: Loc) -> str:
@@ -104,11 +110,17 @@ def _suggest(word: str, choices: list[str]) -> str:
 
 def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[str, str]:
     kind = error["type"]
+    key_error = bool(error["loc"]) and error["loc"][-1] == "[key]"  # a mapping key, not its value
     value = error.get("input")
     ctx = error.get("ctx") or {}
     field = str(path[-1]) if path else "document"
     if kind == "missing":
         return "is required", f"add '{field}'"
+    if kind == "invalid_key" or (kind == "string_type" and key_error):
+        return f"the key {value!r} is not a string", "quote the key"
+    if kind in _UNION_ERRORS:
+        what, fix = split_message(error["msg"])
+        return f"{what}, not {_type_name(value)}", fix
     if kind == "extra_forbidden":
         owner = _model_at(root, path)
         known = sorted(owner.model_fields) if owner else []
@@ -163,7 +175,9 @@ def diagnostics_from(
         what, fix = _explain(error, path, root)
         # a missing field is reported at the object that lacks it
         at = path[:-1] if error["type"] == "missing" else path
-        prefer_key = error["type"] in {"missing", "extra_forbidden"}
+        prefer_key = error["type"] in {"missing", "extra_forbidden", "invalid_key"} or (
+            bool(error["loc"]) and error["loc"][-1] == "[key]"
+        )
         if position is not None:
             line, col = position(at, prefer_key)
         else:

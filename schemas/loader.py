@@ -76,7 +76,7 @@ def _plain(node: Any, loc: Loc, doc: Document, budget: list[int]) -> Any:
     if isinstance(node, CommentedMap):
         out: dict[Any, Any] = {}
         for key in node:
-            child = loc + (str(key),)
+            child = loc + (_scalar(key),)  # the key as it appears in the data (and in pydantic locs)
             try:
                 kl, kc = node.lc.key(key)
                 doc.key_pos[child] = (kl + 1, kc + 1)
@@ -140,6 +140,10 @@ def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
                     )
                 ]
             documents.append(doc)
+    except RecursionError:  # ruamel's parser recurses once per nesting level
+        return documents, [
+            LoadProblem(file, 1, 1, "YAML nests too deeply to parse", "flatten the nested lists or mappings")
+        ]
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

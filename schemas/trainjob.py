@@ -49,17 +49,19 @@ class ConfigMapRef(StrictModel):
 
 
 def _env_kind(value: Any) -> str | None:
+    # Tags show up in pydantic error locs; "env:" keeps them apart from the real keys
+    # `secret` and `configMap` of the same objects (compiler/validation.py skips them).
     if isinstance(value, str):
-        return "value"
+        return "env:value"
     if isinstance(value, dict):
-        return "configMap" if "configMap" in value else "secret"
+        return "env:configMap" if "configMap" in value else "env:secret"
     return None
 
 
 EnvValue = Annotated[
-    Annotated[str, Field(strict=True), Tag("value")]
-    | Annotated[SecretRef, Tag("secret")]
-    | Annotated[ConfigMapRef, Tag("configMap")],
+    Annotated[str, Field(strict=True), Tag("env:value")]
+    | Annotated[SecretRef, Tag("env:secret")]
+    | Annotated[ConfigMapRef, Tag("env:configMap")],
     Discriminator(
         _env_kind,
         custom_error_type="env_value",
