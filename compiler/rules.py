@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
+from compiler import policy
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.resolve import Target
@@ -69,22 +70,26 @@ def _processes(target: Target) -> Iterator[Diagnostic]:
 
 
 def _gpu_type(target: Target) -> Iterator[Diagnostic]:
-    gpu_type = target.spec.resources.gpuType
-    if gpu_type is None:
-        return
-    known = sorted(target.environment.gpuTypes)
-    if not known:
-        yield target.view.error(
-            ("resources", "gpuType"),
-            f"gpuType '{gpu_type}' needs a gpuTypes table in environment '{target.env_name}'",
-            "declare gpuTypes for this environment in trainforge.yaml, or remove gpuType",
-        )
-    elif gpu_type not in known:
-        yield target.view.error(
-            ("resources", "gpuType"),
-            f"environment '{target.env_name}' has no GPU type '{gpu_type}'",
-            f"use one of {', '.join(known)}",
-        )
+    asked = [(("resources",), target.spec.resources)] + [
+        (("roles", name, "resources"), role.resources) for name, role in target.spec.roles.items()
+    ]
+    for at, resources in asked:
+        gpu_type = resources.gpuType if resources is not None else None
+        if gpu_type is None:
+            continue
+        known = sorted(target.environment.gpuTypes)
+        if not known:
+            yield target.view.error(
+                at + ("gpuType",),
+                f"gpuType '{gpu_type}' needs a gpuTypes table in environment '{target.env_name}'",
+                "declare gpuTypes for this environment in trainforge.yaml, or remove gpuType",
+            )
+        elif gpu_type not in known:
+            yield target.view.error(
+                at + ("gpuType",),
+                f"environment '{target.env_name}' has no GPU type '{gpu_type}'",
+                f"use one of {', '.join(known)}",
+            )
 
 
 def _storage(target: Target) -> Iterator[Diagnostic]:
@@ -148,6 +153,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _storage,
     _pod_template,
     _name_length,
+    policy.check,
 )
 
 

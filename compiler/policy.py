@@ -1,0 +1,133 @@
+"""Project policy: what the platform team allows, checked on every job in every environment.
+
+The policy comes from `trainforge.yaml` (`policy`, or an environment's own `policy`,
+which replaces it there) and is checked like any other cross-field rule, so violations
+are ordinary diagnostics at the job's offending field: GPUs over all pods
+(`maxGpusPerJob`; an elastic job counts at `maxNodes`, the size it may grow to), the
+namespace (`allowedNamespaces`), `requiredLabels` (at `metadata.labels`, or `metadata`
+when there are none) and host access through the `podTemplate` escape hatch
+(privileged containers, hostNetwork, hostPID, hostPath volumes) unless `allowPrivileged`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from compiler.diagnostics import Diagnostic
+from compiler.frameworks import adapter
+from compiler.resolve import Target
+from schemas.loader import Loc
+
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+ALLOW_FIX = "or set policy.allowPrivileged: true in trainforge.yaml"
+
+
+def _who(target: Target) -> str:
+    """Whose rule it is: the environment's own policy, or the project's."""
+    if target.environment.policy is not None:
+        return f"environment '{target.env_name}'"
+    return "the project"
+
+
+def total_gpus(target: Target) -> int:
+    """GPUs over all pods: nodes x resources.gpu plus every extra role's own GPUs."""
+    spec = target.spec
+    total = 0
+    for plan in adapter(spec.framework).plan(spec):
+        replicas = plan.replicas
+        if plan.accelerated and spec.elastic is not None:
+            replicas = spec.elastic.maxNodes
+        resources = spec.resources if plan.accelerated else plan.resources
+        total += replicas * ((resources.gpu or 0) if resources is not None else 0)
+    return total
+
+
+def _gpu_loc(target: Target) -> Loc:
+    if target.spec.resources.gpu:
+        return ("resources", "gpu")
+    for name, role in target.spec.roles.items():
+        if role.resources is not None and role.resources.gpu:
+            return ("roles", name, "resources", "gpu")
+    return ("resources",)
+
+
+def _max_gpus(target: Target) -> Iterator[Diagnostic]:
+    limit = target.policy.maxGpusPerJob
+    if limit is None:
+        return
+    total = total_gpus(target)
+    if total > limit:
+        yield target.view.error(
+            _gpu_loc(target),
+            f"the job uses {total} GPUs over all pods; {_who(target)} allows at most {limit}",
+            "lower nodes or resources.gpu, or ask for a higher policy.maxGpusPerJob",
+        )
+
+
+def _metadata_error(target: Target, loc: Loc, message: str, fix: str, *, prefer_key: bool) -> Diagnostic:
+    if loc not in target.doc.key_pos:  # not written at all: point at metadata itself
+        loc, prefer_key = ("metadata",), True
+    line, col = target.doc.position(loc, prefer_key=prefer_key)
+    return Diagnostic(target.doc.file, line, col, ".".join(loc), message, fix)
+
+
+def _namespace(target: Target) -> Iterator[Diagnostic]:
+    allowed = target.policy.allowedNamespaces
+    if allowed is None or target.namespace in allowed:
+        return
+    yield _metadata_error(
+        target,
+        ("metadata", "namespace"),
+        f"namespace '{target.namespace}' is not allowed by {_who(target)}",
+        f"set metadata.namespace to one of {', '.join(allowed)}",
+        prefer_key=False,
+    )
+
+
+def _labels(target: Target) -> Iterator[Diagnostic]:
+    for key in target.policy.requiredLabels:
+        if key not in target.labels:
+            yield _metadata_error(
+                target,
+                ("metadata", "labels"),
+                f"label '{key}' is required by {_who(target)}",
+                f"add {key}: <value> under metadata.labels",
+                prefer_key=True,
+            )
+
+
+def _host_access(pod_template: dict[str, Any]) -> Iterator[tuple[Loc, str]]:
+    """(spec-relative loc, what) for every host-level setting in a podTemplate."""
+    base: Loc = ("podTemplate", "spec")
+    pod = pod_template.get("spec")
+    if not isinstance(pod, dict):
+        return
+    for field in ("hostNetwork", "hostPID"):
+        if pod.get(field) is True:
+            yield base + (field,), field
+    for i, volume in enumerate(pod.get("volumes") or []):
+        if isinstance(volume, dict) and volume.get("hostPath") is not None:
+            yield base + ("volumes", i, "hostPath"), "a hostPath volume"
+    for kind in CONTAINER_LISTS:
+        for i, container in enumerate(pod.get(kind) or []):
+            context = container.get("securityContext") if isinstance(container, dict) else None
+            if isinstance(context, dict) and context.get("privileged") is True:
+                yield base + (kind, i, "securityContext", "privileged"), "a privileged container"
+
+
+def _privileged(target: Target) -> Iterator[Diagnostic]:
+    if target.policy.allowPrivileged:
+        return
+    for loc, what in _host_access(target.spec.podTemplate):
+        yield target.view.error(
+            loc,
+            f"podTemplate sets {what}, which {_who(target)} does not allow",
+            f"remove it, {ALLOW_FIX}",
+            prefer_key=True,
+        )
+
+
+def check(target: Target) -> Iterator[Diagnostic]:
+    """All policy rules for one job in one environment (registered in `rules.RULES`)."""
+    for rule in (_max_gpus, _namespace, _labels, _privileged):
+        yield from rule(target)

@@ -1,0 +1,257 @@
+"""The scheduling overlay: queues, priority, gang scheduling and where pods may run.
+
+- Kueue: `scheduling.queue` becomes the `kueue.x-k8s.io/queue-name` label on the job.
+- Priority: a PriorityClass by default (`runPolicy.schedulingPolicy.priorityClass` and
+  `priorityClassName` on every pod), or, when the environment says `kueuePriority`, the
+  `kueue.x-k8s.io/priority-class` label (a WorkloadPriorityClass) instead.
+- Gang scheduling (volcano or coscheduling from scheduler-plugins): `schedulingPolicy`
+  gets `minAvailable` (every pod, or `elastic.minNodes`), `minResources`,
+  `scheduleTimeoutSeconds` and, for volcano, the queue; pods get the scheduler and the
+  pod-group decoration the operator would add; and a PodGroup named after the job is
+  written beside it.
+- Placement: the environment's `gpuTypes` entry for the job's `gpuType` goes only to
+  roles that run on GPUs (the accelerated ones, or a role whose own resources name a
+  gpuType); the job's own `nodeSelector`/`tolerations` go to every role.
+
+Why the PodGroup is in git rather than left to the operator: the pods carry the group
+decoration themselves, so gang scheduling works whether or not the operator runs with
+`--gang-scheduler-name`; the object is reviewable; and it is created before the job
+(kustomize lists it separately, Argo CD syncs it a wave earlier). Its spec is exactly
+what the operator would compute, and `minResources` is also pinned in
+`schedulingPolicy`, so an operator that does manage PodGroups finds ours equal and never
+rewrites it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Optional
+
+from compiler.bundle import Bundle, Component, JsonObject, pod_template_paths
+from overlays import _MISSING, lookup, merge_ops
+from schemas.project import GpuPlacement
+from schemas.trainjob import Gang
+
+NAME = "scheduling"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+
+
+@dataclass(frozen=True)
+class GangScheduler:
+    name: str
+    scheduler_name: str  # the pods' schedulerName
+    api_version: str  # of its PodGroup
+
+    def pod_metadata(self, job: str, replica_type: str) -> JsonObject:
+        """The decoration upstream's PodGroupControl puts on each pod template."""
+        if self.name == "volcano":
+            return {
+                "annotations": {
+                    "scheduling.k8s.io/group-name": job,
+                    "volcano.sh/task-spec": replica_type.lower(),
+                }
+            }
+        return {"labels": {"scheduling.x-k8s.io/pod-group": job}}
+
+
+SCHEDULERS = {
+    "volcano": GangScheduler("volcano", "volcano", "scheduling.volcano.sh/v1beta1"),
+    "coscheduling": GangScheduler(
+        "coscheduling", "scheduler-plugins-scheduler", "scheduling.x-k8s.io/v1alpha1"
+    ),
+}
+
+
+def gang_of(bundle: Bundle) -> Optional[tuple[GangScheduler, Optional[int]]]:
+    """(scheduler, timeoutSeconds) when the job is gang scheduled, else None."""
+    gang = bundle.target.spec.scheduling.gang
+    if isinstance(gang, Gang):
+        return SCHEDULERS[gang.scheduler], gang.timeoutSeconds
+    if gang is True:
+        return SCHEDULERS[bundle.target.environment.scheduling.gangScheduler], None
+    return None
+
+
+def min_available(bundle: Bundle) -> int:
+    """Pods that must start together: every pod, or elastic.minNodes for elastic jobs."""
+    spec = bundle.target.spec
+    if spec.elastic is not None:
+        return spec.elastic.minNodes
+    replicas = bundle.job["spec"][bundle.adapter.facts.replica_specs]
+    return sum(int(r.get("replicas", 1)) for r in replicas.values())
+
+
+# --- quantities: minResources is the sum of the first minMember pods' requests ----------
+
+_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$")
+_BINARY = {s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))}
+_DECIMAL = {s: Decimal(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))}
+_SMALL = {"": Decimal(1), "m": Decimal("1e-3"), "u": Decimal("1e-6"), "n": Decimal("1e-9")}
+
+
+def _parse(value: Any) -> tuple[Decimal, str]:
+    """(amount, suffix family) of a quantity: family is int, binary, decimal or plain."""
+    if isinstance(value, int):
+        return Decimal(value), "int"
+    number, suffix, _ = _QUANTITY.match(str(value)).groups()  # type: ignore[union-attr]
+    suffix = suffix or ""
+    if suffix in _BINARY:
+        return Decimal(number) * _BINARY[suffix], "binary"
+    if suffix in _DECIMAL:
+        return Decimal(number) * _DECIMAL[suffix], "decimal"
+    if suffix in _SMALL:
+        return Decimal(number) * _SMALL[suffix], "plain"
+    return Decimal(number) * Decimal(10) ** int(suffix[1:]), "decimal"
+
+
+def _format(total: Decimal, families: set[str]) -> Any:
+    if families == {"int"}:
+        return int(total)
+    candidates: dict[str, Decimal] = {}
+    if "binary" in families:
+        candidates.update(reversed(list(_BINARY.items())))
+    if "decimal" in families:
+        candidates.update(reversed(list(_DECIMAL.items())))
+    candidates.update(_SMALL)
+    for suffix, unit in candidates.items():
+        amount = total / unit
+        if amount == amount.to_integral_value():
+            return f"{int(amount)}{suffix}"
+    return str(total.normalize())
+
+
+def min_resources(bundle: Bundle, members: int) -> JsonObject:
+    """Upstream's calculation: per container its requests, or its limits if it has none."""
+    totals: dict[str, Decimal] = {}
+    families: dict[str, set[str]] = {}
+    counted = 0
+    for replica in bundle.job["spec"][bundle.adapter.facts.replica_specs].values():
+        for _ in range(int(replica.get("replicas", 1))):
+            if counted >= members:
+                break
+            counted += 1
+            for container in replica["template"]["spec"].get("containers", []):
+                resources = container.get("resources") or {}
+                for key, value in (resources.get("requests") or resources.get("limits") or {}).items():
+                    amount, family = _parse(value)
+                    totals[key] = totals.get(key, Decimal(0)) + amount
+                    families.setdefault(key, set()).add(family)
+    return {key: _format(totals[key], families[key]) for key in sorted(totals)}
+
+
+# --- the pieces of the component --------------------------------------------------------
+
+
+def _pod_group(bundle: Bundle, gang: GangScheduler, policy: JsonObject) -> JsonObject:
+    target = bundle.target
+    meta: JsonObject = {"name": target.name, "namespace": target.namespace}
+    if target.labels:
+        meta["labels"] = dict(sorted(target.labels.items()))
+    meta["annotations"] = {SYNC_WAVE: "-1"}
+    spec: JsonObject = {"minMember": policy["minAvailable"]}
+    if "minResources" in policy:
+        spec["minResources"] = policy["minResources"]
+    if gang.name == "volcano":
+        if "queue" in policy:
+            spec["queue"] = policy["queue"]
+        if "priorityClass" in policy:
+            spec["priorityClassName"] = policy["priorityClass"]
+    elif "scheduleTimeoutSeconds" in policy:
+        spec["scheduleTimeoutSeconds"] = policy["scheduleTimeoutSeconds"]
+    return {"apiVersion": gang.api_version, "kind": "PodGroup", "metadata": meta, "spec": spec}
+
+
+def _scheduling_policy(bundle: Bundle, gang: Optional[tuple[GangScheduler, Optional[int]]]) -> JsonObject:
+    scheduling = bundle.target.spec.scheduling
+    policy: JsonObject = {}
+    if scheduling.priority and not bundle.target.environment.scheduling.kueuePriority:
+        policy["priorityClass"] = scheduling.priority
+    if gang is not None:
+        scheduler, timeout = gang
+        policy["minAvailable"] = min_available(bundle)
+        resources = min_resources(bundle, policy["minAvailable"])
+        if resources:
+            policy["minResources"] = resources
+        if timeout is not None:
+            policy["scheduleTimeoutSeconds"] = timeout
+        if scheduler.name == "volcano" and scheduling.queue:
+            policy["queue"] = scheduling.queue
+    return policy
+
+
+def _job_fragment(bundle: Bundle, policy: JsonObject) -> JsonObject:
+    scheduling = bundle.target.spec.scheduling
+    labels: JsonObject = {}
+    if scheduling.queue:
+        labels[QUEUE_LABEL] = scheduling.queue
+    if scheduling.priority and bundle.target.environment.scheduling.kueuePriority:
+        labels[KUEUE_PRIORITY_LABEL] = scheduling.priority
+    fragment: JsonObject = {}
+    if labels:
+        fragment["metadata"] = {"labels": labels}
+    if policy:
+        fragment["spec"] = {"runPolicy": {"schedulingPolicy": policy}}
+    return fragment
+
+
+def _placement(bundle: Bundle, replica_type: str) -> Optional[GpuPlacement]:
+    """The environment's GPU placement for a role that asked for a gpuType, else None."""
+    plan = next((p for p in bundle.adapter.plan(bundle.target.spec) if p.replica_type == replica_type), None)
+    if plan is None:
+        return None
+    resources = bundle.target.spec.resources if plan.accelerated else plan.resources
+    gpu_type = resources.gpuType if resources is not None else None
+    return bundle.target.environment.gpuTypes.get(gpu_type) if gpu_type else None
+
+
+def _pod_fragment(bundle: Bundle, replica_type: str, spec_path: str, gang: Optional[GangScheduler]) -> JsonObject:
+    target = bundle.target
+    own = target.spec.scheduling
+    pod: JsonObject = {}
+    if own.priority and not target.environment.scheduling.kueuePriority:
+        pod["priorityClassName"] = own.priority
+    if gang is not None:
+        pod["schedulerName"] = gang.scheduler_name
+    placement = _placement(bundle, replica_type)
+    node_selector = dict(placement.nodeSelector) if placement else {}
+    node_selector.update(own.nodeSelector or {})
+    tolerations: list[JsonObject] = []
+    for toleration in (placement.tolerations if placement else []) + (own.tolerations or []):
+        item = toleration.model_dump(exclude_none=True)
+        if item not in tolerations:
+            tolerations.append(item)
+    if node_selector:
+        pod["nodeSelector"] = dict(sorted(node_selector.items()))
+    if tolerations:
+        pod["tolerations"] = tolerations
+    if placement and placement.affinity:
+        # affinity terms are ORed inside a list, so merging lists would weaken the user's
+        # own affinity: add only the parts (nodeAffinity, podAffinity...) it lacks
+        existing = lookup(bundle.job, f"{spec_path}/affinity")
+        have = existing if existing is not _MISSING and isinstance(existing, dict) else {}
+        extra = {k: v for k, v in placement.affinity.items() if k not in have}
+        if extra:
+            pod["affinity"] = extra
+    return pod
+
+
+def apply(bundle: Bundle) -> Bundle:
+    gang = gang_of(bundle)
+    scheduler = gang[0] if gang else None
+    policy = _scheduling_policy(bundle, gang)
+    patches = merge_ops(bundle.job, "", _job_fragment(bundle, policy))
+    for rtype, spec_path in pod_template_paths(bundle.job, bundle.adapter.facts.replica_specs):
+        template_path = spec_path.rsplit("/", 1)[0]
+        template: JsonObject = {}
+        pod = _pod_fragment(bundle, rtype, spec_path, scheduler)
+        if pod:
+            template["spec"] = pod
+        if scheduler is not None:
+            template["metadata"] = scheduler.pod_metadata(bundle.target.name, rtype)
+        patches += merge_ops(bundle.job, template_path, template)
+    resources = (_pod_group(bundle, scheduler, policy),) if scheduler is not None else ()
+    return bundle.with_component(Component(NAME, resources, tuple(patches)))
