@@ -1,0 +1,8 @@
+"""GitOps integrations: what Argo CD and Flux need to run trainforge output well.
+
+`health` holds the job health rule as Argo CD Lua and Flux CEL, `argocd` and `flux`
+generate the objects a user would otherwise write by hand (Applications, the Config
+Management Plugin, Flux Kustomizations), `waves` orders prerequisites before the job.
+Nothing here is imported by `train-compile --help`; `compiler.cli_gitops` imports these
+modules inside its commands.
+"""

@@ -1,0 +1,59 @@
+-- trainforge: Argo CD health check for the kubeflow.org/v1 training jobs (PyTorchJob,
+-- TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob, MXJob). One script serves all seven
+-- kinds because they share one condition algorithm (conditions are appended in order of
+-- recency; a finished job keeps Running with status "False").
+--
+-- Contract (Argo CD resource.customizations.health.<group>_<kind>): the live object is
+-- the global `obj`; the script returns {status = ..., message = ...}.
+-- Mapping: Failed=True -> Degraded, Succeeded=True -> Healthy, Suspended=True ->
+-- Suspended, anything else -> Progressing. A condition counts only when its status is
+-- the string "True": a finished job still lists Running (False) and a resumed job lists
+-- Suspended (False).
+local hs = {status = "Progressing", message = ""}
+
+local function describe(condition)
+  if condition.message ~= nil and condition.message ~= "" then
+    return condition.message
+  end
+  if condition.reason ~= nil and condition.reason ~= "" then
+    return condition.reason
+  end
+  return condition.type
+end
+
+-- Argo CD answers this itself before calling a custom check; repeated here so the
+-- script gives the same answer when it is run on its own (tests, other tools).
+if obj.metadata ~= nil and obj.metadata.deletionTimestamp ~= nil then
+  hs.message = "Pending deletion"
+  return hs
+end
+
+if obj.status == nil or obj.status.conditions == nil then
+  hs.message = "Waiting for the training operator to report status"
+  return hs
+end
+
+local active = {}
+local latest = nil
+for _, condition in ipairs(obj.status.conditions) do
+  if condition.status == "True" and condition.type ~= nil then
+    active[condition.type] = condition
+    latest = condition
+  end
+end
+
+if active["Failed"] ~= nil then
+  hs.status = "Degraded"
+  hs.message = describe(active["Failed"])
+elseif active["Succeeded"] ~= nil then
+  hs.status = "Healthy"
+  hs.message = describe(active["Succeeded"])
+elseif active["Suspended"] ~= nil then
+  hs.status = "Suspended"
+  hs.message = describe(active["Suspended"])
+elseif latest ~= nil then
+  hs.message = describe(latest)
+else
+  hs.message = "Waiting for the training operator to report status"
+end
+return hs
