@@ -1,0 +1,148 @@
+"""Pure construction of the pods and headless services upstream creates for one replica.
+
+Given the defaulted job, a replica type and an index, build exactly the object the
+Training Operator would POST (semantics §4–§5): name `{job}-{rt}-{i}`, the four
+`training.kubeflow.org/*` labels (+ `job-role: master`), the controller owner reference,
+restartPolicy from the replica (`ExitCode` -> `Never`), the rendezvous environment from
+the shared framework module, and PyTorch's `init-pytorch` wait-for-master container.
+MPIJob's launcher/worker shapes live in `controller/mpi.py`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from controller.kinds import Kind
+from controller.status import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, ROLE_LABEL, TYPE_LABEL
+
+INIT_CONTAINER_COMMAND = (
+    "err=1;for i in $(seq {tries}); do if nslookup {master}; then err=0 && break; fi;"
+    "echo waiting for master; sleep 2; done; exit $err"
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Operator flags that shape pods (semantics §10)."""
+
+    pytorch_init_image: str = "alpine:3.10"
+    pytorch_init_max_tries: int = 100
+    mpi_kubectl_delivery_image: str = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
+
+
+def child_name(job_name: str, replica_type: str, index: int) -> str:
+    return f"{job_name}-{replica_type.lower()}-{index}".replace("/", "-")
+
+
+def owner_reference(job: dict[str, Any], kind: Kind) -> dict[str, Any]:
+    return {
+        "apiVersion": kind.facts.api_version,
+        "kind": kind.name,
+        "name": job["metadata"]["name"],
+        "uid": job["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def base_labels(job: dict[str, Any], kind: Kind) -> dict[str, str]:
+    return {
+        OPERATOR_LABEL: kind.facts.operator_name,
+        JOB_NAME_LABEL: job["metadata"]["name"].replace("/", "-"),
+    }
+
+
+def replica_labels(job: dict[str, Any], kind: Kind, replica_type: str, index: int) -> dict[str, str]:
+    return {**base_labels(job, kind), TYPE_LABEL: replica_type.lower(), INDEX_LABEL: str(index)}
+
+
+def pod_restart_policy(replica: dict[str, Any]) -> str:
+    policy = replica.get("restartPolicy") or "Never"
+    return "Never" if policy == "ExitCode" else policy
+
+
+def pod(job: dict[str, Any], kind: Kind, replica_type: str, index: int, *, options: Options = Options()) -> dict[str, Any]:
+    """The pod for (replica_type, index); raises ValueError when upstream would refuse it."""
+    replicas = job["spec"][kind.facts.replica_specs]
+    replica = replicas[replica_type]
+    template = copy.deepcopy(replica.get("template") or {})
+    meta = template.get("metadata") or {}
+    spec = template.get("spec") or {}
+    labels = {**(meta.get("labels") or {}), **replica_labels(job, kind, replica_type, index)}
+    if kind.master_role(replicas, replica_type, index):
+        labels[ROLE_LABEL] = "master"
+    env = kind.adapter.rendezvous_env(job, replica_type, index) if kind.adapter.rendezvous_env else []
+    for container in spec.get("containers") or []:
+        if kind.env_default_container_only and container.get("name") != kind.facts.container:
+            continue
+        if env:
+            container["env"] = [*(container.get("env") or []), *copy.deepcopy(env)]
+        if kind.env_default_container_only:
+            break
+    if kind.name == "PyTorchJob" and replica_type == "Worker" and "Master" in replicas:
+        spec["initContainers"] = [*(spec.get("initContainers") or []), _init_pytorch(job, options)]
+    spec["restartPolicy"] = pod_restart_policy(replica)
+    metadata: dict[str, Any] = {
+        "name": child_name(job["metadata"]["name"], replica_type, index),
+        "namespace": job["metadata"].get("namespace", "default"),
+        "labels": labels,
+        "ownerReferences": [owner_reference(job, kind)],
+    }
+    for key in ("annotations", "finalizers"):
+        if meta.get(key):
+            metadata[key] = meta[key]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def template_sets_restart_policy(job: dict[str, Any], kind: Kind, replica_type: str) -> bool:
+    """Upstream warns (SetPodTemplateRestartPolicy) when the template sets its own policy."""
+    replica = job["spec"][kind.facts.replica_specs][replica_type]
+    return bool(((replica.get("template") or {}).get("spec") or {}).get("restartPolicy"))
+
+
+def _init_pytorch(job: dict[str, Any], options: Options) -> dict[str, Any]:
+    master = child_name(job["metadata"]["name"], "master", 0)
+    return {
+        "name": "init-pytorch",
+        "image": options.pytorch_init_image,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": {
+            "limits": {"cpu": "100m", "memory": "20Mi"},
+            "requests": {"cpu": "50m", "memory": "10Mi"},
+        },
+        "command": ["sh", "-c", INIT_CONTAINER_COMMAND.format(tries=options.pytorch_init_max_tries, master=master)],
+    }
+
+
+def service(job: dict[str, Any], kind: Kind, replica_type: str, index: int) -> dict[str, Any]:
+    """The headless service for (replica_type, index): every port of the default container."""
+    replica = job["spec"][kind.facts.replica_specs][replica_type]
+    containers = ((replica.get("template") or {}).get("spec") or {}).get("containers") or []
+    ports: dict[str, int] = {}
+    found = False
+    for container in containers:
+        if container.get("name") == kind.facts.container:
+            found = True
+            for port in container.get("ports") or []:
+                ports[port.get("name", "")] = int(port["containerPort"])
+            break
+    if not found:
+        raise ValueError("failed to find the port")
+    labels = replica_labels(job, kind, replica_type, index)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": child_name(job["metadata"]["name"], replica_type, index),
+            "namespace": job["metadata"].get("namespace", "default"),
+            "labels": dict(labels),
+            "ownerReferences": [owner_reference(job, kind)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": dict(labels),
+            "ports": [{"name": name, "port": port} for name, port in ports.items()],
+        },
+    }

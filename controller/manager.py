@@ -1,0 +1,179 @@
+"""The manager: one client, one informer per resource type, one queue, a few workers.
+
+It wires the pieces (semantics-free) and owns their lifecycle so tests can run the
+whole controller in-process: `Manager(...).start()` lists and watches every enabled
+job kind plus our pods/services (and MPI helpers), maps child events to the owning
+job's key (`Kind/namespace/name`), and reconciles keys on `workers` threads with
+per-key backoff on errors and `add_after` for deadlines/TTLs. `stop()` shuts the queue,
+lets in-flight reconciles finish and closes the watches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from controller import errors
+from controller.desired import Options
+from controller.events import EventRecorder
+from controller.expectations import Expectations
+from controller.informer import Informer
+from controller.kinds import Kind
+from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
+from controller.mpi import MPI
+from controller.reconcile import InvalidJob, Reconciler, child_index, job_key, job_resource
+from controller.status import JOB_NAME_LABEL, OPERATOR_LABEL
+from controller.workqueue import ShutDown, WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+class Manager:
+    def __init__(self, client: Client, kinds: list[Kind], *, namespace: str | None = None, workers: int = 4,
+                 options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
+                 clock: Callable[[], datetime] | None = None, gang: Any = None) -> None:
+        self.client, self.namespace, self.workers = client, namespace, workers
+        self.kinds = {k.name: k for k in kinds}
+        self._by_operator = {k.facts.operator_name: k for k in kinds}
+        self.queue = WorkQueue()
+        self.expectations = Expectations(timeout=expectation_timeout)
+        self.recorder = EventRecorder(client)
+        self.job_informers = {
+            k.name: Informer(client, job_resource(k), handler=self._job_handler(k), namespace=namespace,
+                             watch_timeout=watch_timeout)
+            for k in kinds
+        }
+        operators = ",".join(sorted(self._by_operator))
+        selector = f"{OPERATOR_LABEL} in ({operators})"
+        self.pod_informer = self._child_informer(PODS, selector, watch_timeout)
+        self.service_informer = self._child_informer(SERVICES, selector, watch_timeout)
+        mpi = None
+        if "MPIJob" in self.kinds:
+            mpi_selector = f"{OPERATOR_LABEL}={self.kinds['MPIJob'].facts.operator_name}"
+            mpi = MPI(**{res.plural: self._child_informer(res, mpi_selector, watch_timeout)
+                         for res in (CONFIGMAPS, SERVICEACCOUNTS, ROLES, ROLEBINDINGS)})
+        self.reconciler = Reconciler(
+            client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
+            services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
+            queue=self.queue, options=options or Options(), gang=gang, mpi=mpi,
+            **({"clock": clock} if clock else {}),
+        )
+        self._threads: list[threading.Thread] = []
+        self._started = False
+        self.reconciles = 0
+        self.errors = 0
+
+    # ------------------------------------------------------------------ informers
+    def informers(self) -> list[Informer]:
+        extra = self.reconciler.mpi.informers() if self.reconciler.mpi is not None else []
+        return [*self.job_informers.values(), self.pod_informer, self.service_informer, *extra]
+
+    def _child_informer(self, res: Resource, selector: str, watch_timeout: int) -> Informer:
+        informer = Informer(self.client, res, namespace=self.namespace, label_selector=selector, index=child_index,
+                            watch_timeout=watch_timeout, handler=lambda et, old, new: None)
+        informer.handler = self._child_handler(res)
+        return informer
+
+    def _job_handler(self, kind: Kind) -> Callable[[str, Any, Any], None]:
+        def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            obj = new or old
+            if obj is not None:
+                self.queue.add(job_key(kind.name, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+        return handle
+
+    def _child_handler(self, res: Resource) -> Callable[[str, Any, Any], None]:
+        def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            for key in {*self.owner_keys(old), *self.owner_keys(new)}:
+                item = (res.plural, (new or old)["metadata"]["name"])  # type: ignore[index]
+                if etype == "ADDED":
+                    self.expectations.created(key, item)
+                if etype == "DELETED" or (new is not None and new["metadata"].get("deletionTimestamp")):
+                    self.expectations.deleted(key, item)
+                self.queue.add(key)
+        return handle
+
+    def owner_keys(self, obj: dict[str, Any] | None) -> list[str]:
+        """The job key(s) a child belongs to: its controller reference, else its labels."""
+        if obj is None:
+            return []
+        meta = obj["metadata"]
+        ns = meta.get("namespace", "")
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and str(ref.get("apiVersion", "")).startswith("kubeflow.org/"):
+                return [job_key(ref["kind"], ns, ref["name"])] if ref.get("kind") in self.kinds else []
+        labels = meta.get("labels") or {}
+        kind = self._by_operator.get(labels.get(OPERATOR_LABEL, ""))
+        if kind is not None and labels.get(JOB_NAME_LABEL):
+            return [job_key(kind.name, ns, labels[JOB_NAME_LABEL])]
+        return []
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, *, sync_timeout: float = 60.0) -> None:
+        for informer in self.informers():
+            informer.start()
+        deadline = time.monotonic() + sync_timeout
+        for informer in self.informers():
+            if not informer.wait_synced(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"informer for {informer.resource.plural} did not sync in {sync_timeout}s")
+        for i in range(self.workers):
+            thread = threading.Thread(target=self._work, name=f"reconcile-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        self._started = True
+        log.info("train-controller started: kinds=%s namespace=%s workers=%d",
+                 ",".join(self.kinds), self.namespace or "(all)", self.workers)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.queue.shutdown()
+        for thread in self._threads:
+            thread.join(timeout)
+        for informer in self.informers():
+            informer.stop()
+        self._threads.clear()
+        self._started = False
+
+    def __enter__(self) -> Manager:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                key = self.queue.get()
+            except ShutDown:
+                return
+            if key is None:
+                continue
+            try:
+                self.process(key)
+            finally:
+                self.queue.done(key)
+
+    def process(self, key: str) -> None:
+        """Reconcile one key and schedule its follow-up (exported for tests)."""
+        self.reconciles += 1
+        try:
+            wake = self.reconciler.reconcile(key)
+        except (errors.ApiError, InvalidJob) as exc:
+            self.errors += 1
+            delay = self.queue.add_rate_limited(key)
+            log.warning("reconcile %s: %s (retry in %.2fs)", key, exc, delay)
+            return
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            self.errors += 1
+            delay = self.queue.add_rate_limited(key)
+            log.exception("reconcile %s failed: %s (retry in %.2fs)", key, exc, delay)
+            return
+        self.queue.forget(key)
+        if wake is not None:
+            self.queue.add_after(key, wake)
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)

@@ -1,0 +1,126 @@
+"""Run policy decisions (semantics §6 steps 1-4 and §9), pure so they are unit-tested.
+
+Which pods a finished job's `cleanPodPolicy` removes, the two upstream `backoffLimit`
+triggers, `activeDeadlineSeconds` measured from `startTime`, suspend/resume status
+edits, and when `ttlSecondsAfterFinished` deletes the job. The reconciler asks these
+and performs the deletes; new policies (gang scheduling, elastic scaling) plug in
+beside them without touching the pod pass.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from controller import conditions as cond
+from controller.diff import of_type
+from controller.status import Ctx
+
+
+def run_policy(job: dict[str, Any]) -> dict[str, Any]:
+    return job["spec"].get("runPolicy") or {}
+
+
+def managed_elsewhere(job: dict[str, Any]) -> bool:
+    managed_by = ((job.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
+    return bool(managed_by) and managed_by != "kubeflow.org/training-operator"
+
+
+def is_suspended(job: dict[str, Any]) -> bool:
+    return bool(run_policy(job).get("suspend"))
+
+
+def pods_to_clean(pods: list[dict[str, Any]], policy: str | None, *, finished: bool) -> list[dict[str, Any]]:
+    """Upstream's DeletePodsAndServices: the policy only applies once the job finished."""
+    alive = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    if not finished:
+        return alive
+    if policy == "None" or policy is None:
+        return []
+    if policy == "Running":
+        return [p for p in alive if (p.get("status") or {}).get("phase") in ("Running", "Pending")]
+    return alive
+
+
+def succeeded_absorbs_active(status: dict[str, Any]) -> None:
+    """A succeeded job reports leftover active replicas as succeeded."""
+    if not cond.is_true(status, cond.SUCCEEDED):
+        return
+    for entry in (status.get("replicaStatuses") or {}).values():
+        active = entry.pop("active", 0)
+        if active:
+            entry["succeeded"] = entry.get("succeeded", 0) + active
+
+
+def suspend(ctx: Ctx) -> None:
+    for entry in (ctx.status.get("replicaStatuses") or {}).values():
+        entry.pop("active", None)
+    msg = f"{ctx.kind.name} {ctx.name} is suspended."
+    if cond.is_true(ctx.status, cond.RUNNING):
+        ctx.set(cond.RUNNING, "Suspended", msg, cstatus="False")
+    if not cond.is_true(ctx.status, cond.SUSPENDED):
+        ctx.set(cond.SUSPENDED, "Suspended", msg)
+    ctx.event("Normal", "Suspended", msg)
+
+
+def resume_if_suspended(ctx: Ctx) -> None:
+    if cond.is_true(ctx.status, cond.SUSPENDED):
+        msg = f"{ctx.kind.name} {ctx.name} is resumed."
+        ctx.set(cond.SUSPENDED, "Resumed", msg, cstatus="False")
+        ctx.status["startTime"] = cond.timestamp(ctx.now)
+        ctx.event("Normal", "Resumed", msg)
+
+
+def _restart_counts(pod: dict[str, Any]) -> int:
+    status = pod.get("status") or {}
+    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    return sum(int(s.get("restartCount", 0)) for s in statuses)
+
+
+def past_backoff_limit(ctx: Ctx, pods: list[dict[str, Any]], *, requeues: int) -> bool:
+    """Either upstream trigger: new pod failures past the limit, or container restarts."""
+    limit = run_policy(ctx.job).get("backoffLimit")
+    if limit is None:
+        return False
+    limit = int(limit)
+    active = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+              and not p["metadata"].get("deletionTimestamp")]
+    failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+    total = sum(int(r.get("replicas", 1)) for r in ctx.replicas.values())
+    previously_failed = sum(int(e.get("failed", 0)) for e in (ctx.status.get("replicaStatuses") or {}).values())
+    if failed > previously_failed and len(active) != total and requeues + 1 > limit:
+        return True
+    restarts = 0
+    for rtype, replica in ctx.replicas.items():
+        if replica.get("restartPolicy") not in ("OnFailure", "Always", "ExitCode"):
+            continue
+        restarts += sum(_restart_counts(p) for p in of_type(pods, rtype) if (p.get("status") or {}).get("phase") == "Running")
+    return restarts > 0 if limit == 0 else restarts >= limit
+
+
+def deadline_remaining(ctx: Ctx) -> float | None:
+    """Seconds until activeDeadlineSeconds passes (<= 0: passed); None if not set."""
+    deadline = run_policy(ctx.job).get("activeDeadlineSeconds")
+    start = cond.parse_time(ctx.status.get("startTime"))
+    if deadline is None or start is None:
+        return None
+    return float(deadline) - (ctx.now - start).total_seconds()
+
+
+def failure_message(ctx: Ctx, pods: list[dict[str, Any]], *, requeues: int) -> str | None:
+    """The Failed message if backoff or deadline fails the job now, else None."""
+    if past_backoff_limit(ctx, pods, requeues=requeues):
+        return f"Job {ctx.name} has failed because it has reached the specified backoff limit"
+    remaining = deadline_remaining(ctx)
+    if remaining is not None and remaining <= 0:
+        return f"Job {ctx.name} has failed because it was active longer than specified deadline"
+    return None
+
+
+def ttl_remaining(job: dict[str, Any], status: dict[str, Any], now: datetime) -> float | None:
+    """Seconds until the finished job must be deleted (<= 0: now); None without TTL."""
+    ttl = run_policy(job).get("ttlSecondsAfterFinished")
+    done = cond.parse_time(status.get("completionTime"))
+    if ttl is None or done is None:
+        return None
+    return float(ttl) - (now - done).total_seconds()

@@ -1,0 +1,296 @@
+"""Level-based reconcile of one job key: read the caches, diff, act, write status if changed.
+
+The order is upstream's `ReconcileJobs` (semantics §6): skip jobs managed elsewhere or
+being deleted or with unobserved creates/deletes; validate; default in memory; then
+finished-job cleanup and TTL, or suspend, or (resume,) failure limits, then the pod and
+service pass and the framework's status rule. Status goes to `/status` with the cached
+resourceVersion as precondition, and only when it differs from what is stored
+(`lastReconcileTime` ignored), so a settled job costs zero write requests. Errors
+propagate to the manager, which retries the key with backoff.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from controller import conditions as cond
+from controller import defaults, desired, diff, errors, policies, validation
+from controller import status as st
+from controller.events import EventRecorder
+from controller.expectations import Expectations
+from controller.informer import Informer
+from controller.kinds import Kind
+from controller.kube import PODS, SERVICES, Client, Resource
+from controller.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+class InvalidJob(Exception):
+    """A job upstream validates in the reconciler (MPIJob, MXJob) is invalid: retry with backoff."""
+
+
+class Gang(Protocol):
+    """Gang-scheduling capability (issue 6): PodGroup sync before pods, decoration of pods."""
+
+    def sync(self, r: Reconciler, ctx: st.Ctx) -> bool: ...  # False: do not create pods yet
+    def decorate(self, ctx: st.Ctx, pod: dict[str, Any], replica_type: str) -> None: ...
+    def delete(self, r: Reconciler, ctx: st.Ctx) -> None: ...
+
+
+def job_resource(kind: Kind) -> Resource:
+    return Resource("kubeflow.org", "v1", kind.facts.plural, kind.name)
+
+
+def job_key(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}/{namespace}/{name}"
+
+
+def child_index(obj: dict[str, Any]) -> list[str]:
+    """Index children by (namespace, operator, job-name label): the owning job's slot."""
+    labels = obj["metadata"].get("labels") or {}
+    operator, job = labels.get(st.OPERATOR_LABEL), labels.get(st.JOB_NAME_LABEL)
+    if not operator or not job:
+        return []
+    return [f"{obj['metadata'].get('namespace', '')}/{operator}/{job}"]
+
+
+@dataclass
+class Reconciler:
+    client: Client
+    kinds: dict[str, Kind]
+    jobs: dict[str, Informer]
+    pods: Informer
+    services: Informer
+    expectations: Expectations
+    recorder: EventRecorder
+    queue: WorkQueue
+    options: desired.Options = field(default_factory=desired.Options)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    gang: Gang | None = None
+    mpi: Any = None  # controller.mpi.MPI when MPIJob is enabled
+
+    # ------------------------------------------------------------------ entry point
+    def reconcile(self, key: str) -> float | None:
+        """One pass for `Kind/namespace/name`; returns seconds until it wants to run again."""
+        kind_name, namespace, name = key.split("/", 2)
+        kind = self.kinds[kind_name]
+        job = self.jobs[kind_name].get(namespace, name)
+        if job is None:
+            self.expectations.forget(key)
+            return None
+        if policies.managed_elsewhere(job) or job["metadata"].get("deletionTimestamp"):
+            return None
+        if not self.expectations.satisfied(key):
+            return self.expectations.next_deadline(key)
+        problems = validation.problems(job, kind)
+        if problems:
+            return self._invalid(key, job, kind, problems)
+        ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), status=copy.deepcopy(job.get("status") or {}),
+                     pods={}, now=self.clock())
+        ctx.set(cond.CREATED, "Created", f"{kind.name} {ctx.name} is created.")
+        pods = self.owned(ctx.job, kind, self.pods, PODS)
+        done = False
+        try:
+            wake = self._run(key, ctx, job, pods)
+            done = True
+        finally:
+            self._emit(job, kind, ctx.events)  # also the FailedCreate* of an aborted pass
+        if done:
+            self._write_status(job, kind, ctx.status)
+        return wake
+
+    def _run(self, key: str, ctx: st.Ctx, job: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
+        policy = policies.run_policy(ctx.job).get("cleanPodPolicy")
+        if cond.is_finished(ctx.status):
+            self._clean(key, ctx, pods, policy, finished=True)
+            policies.succeeded_absorbs_active(ctx.status)
+            return self._ttl(job, ctx)
+        if policies.is_suspended(ctx.job):
+            self._clean(key, ctx, pods, policy, finished=False)
+            policies.suspend(ctx)
+            return None
+        policies.resume_if_suspended(ctx)
+        message = policies.failure_message(ctx, pods, requeues=self.queue.num_requeues(key))
+        if message is not None:
+            ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
+            ctx.event("Normal", "Failed", message)
+            ctx.set(cond.FAILED, "Failed", message)
+            self._clean(key, ctx, pods, policy, finished=True)
+            return self._ttl(job, ctx)
+        if self.gang is not None and not self.gang.sync(self, ctx):
+            ctx.status["lastReconcileTime"] = cond.timestamp(ctx.now)
+            return None
+        if self.mpi is not None and ctx.kind.name == "MPIJob":
+            self.mpi.reconcile(self, key, ctx, pods)
+        else:
+            self._replicas(key, ctx, pods)
+        st.update(ctx)
+        remaining = policies.deadline_remaining(ctx)
+        return max(remaining, 0.0) + 0.5 if remaining is not None and not cond.is_finished(ctx.status) else None
+
+    # ------------------------------------------------------------------ pods and services
+    def _replicas(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
+        kind = ctx.kind
+        services = self.owned(ctx.job, kind, self.services, SERVICES)
+        statuses = ctx.status.setdefault("replicaStatuses", {})
+        for rtype, replica in ctx.replicas.items():
+            plan = diff.plan_pods(pods, rtype, replica, container=kind.facts.container)
+            ctx.pods[rtype] = [p for p in diff.of_type(pods, rtype)]
+            for pod, code in plan.exited:
+                ns = pod["metadata"].get("namespace")
+                ctx.events.append(("Normal", "ExitedWithCode", f"Pod: {ns}.{pod['metadata']['name']} exited with code {code}"))
+            for index in plan.create:
+                self.create_pod(key, ctx, rtype, index)
+            for pod in plan.delete:
+                self.delete_child(key, ctx, PODS, pod)
+            for pod in plan.restart:
+                self.delete_child(key, ctx, PODS, pod)
+                msg = f"job {ctx.name} is restarting because {rtype} replica(s) failed."
+                ctx.event("Warning", "Restarting", msg)
+                ctx.set(cond.RESTARTING, "Restarting", msg)
+            if plan.permanent_failure:
+                msg = f'job "{ctx.name}" is failing because "{rtype}" replica(s) failed.'
+                ctx.event("Warning", "Failed", msg)
+                ctx.complete()  # upstream leaves completionTime nil here, which breaks its TTL
+                ctx.set(cond.FAILED, "Failed", msg)
+            statuses[rtype] = st.compact(plan.counts)
+            splan = diff.plan_services(services, rtype, replica)
+            for index in splan.create:
+                self.create_child(key, ctx, SERVICES, desired.service(ctx.job, kind, rtype, index))
+            for svc in splan.delete:
+                self.delete_child(key, ctx, SERVICES, svc)
+
+    def create_pod(self, key: str, ctx: st.Ctx, rtype: str, index: int) -> None:
+        try:
+            pod = desired.pod(ctx.job, ctx.kind, rtype, index, options=self.options)
+        except ValueError as exc:
+            ctx.events.append(("Warning", "FailedCreatePod", f"Error creating: {exc}"))
+            raise
+        if desired.template_sets_restart_policy(ctx.job, ctx.kind, rtype):
+            ctx.events.append(("Warning", "SetPodTemplateRestartPolicy",
+                               "Restart policy in pod template will be overwritten by restart policy in replica spec"))
+        if self.gang is not None:
+            self.gang.decorate(ctx, pod, rtype)
+        self.create_child(key, ctx, PODS, pod)
+
+    def create_child(self, key: str, ctx: st.Ctx, res: Resource, obj: dict[str, Any]) -> None:
+        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        item = (res.plural, name)
+        self.expectations.expect_create(key, [item])
+        try:
+            self.client.create(res, ns, obj)
+        except errors.AlreadyExists:
+            self.expectations.created(key, item)  # the watch will show it; not ours to create twice
+            return
+        except errors.ApiError as exc:
+            self.expectations.created(key, item)
+            ctx.events.append(("Warning", f"FailedCreate{res.kind}", f"Error creating: {exc.reason}"))
+            raise
+        ctx.events.append(("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}"))
+
+    def delete_child(self, key: str, ctx: st.Ctx, res: Resource, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        item = (res.plural, meta["name"])
+        self.expectations.expect_delete(key, [item])
+        try:
+            self.client.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
+        except errors.NotFound:
+            self.expectations.deleted(key, item)
+            return
+        except errors.ApiError as exc:
+            self.expectations.deleted(key, item)
+            ctx.events.append(("Warning", f"FailedDelete{res.kind}", f"Error deleting: {exc.reason}"))
+            raise
+        ctx.events.append(("Normal", f"SuccessfulDelete{res.kind}", f"Deleted {res.kind.lower()}: {meta['name']}"))
+
+    def _clean(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]], policy: str | None, *, finished: bool) -> None:
+        """Delete pods (and the same-named services) per cleanPodPolicy; PodGroup too."""
+        services = {s["metadata"]["name"]: s for s in self.owned(ctx.job, ctx.kind, self.services, SERVICES)}
+        for pod in policies.pods_to_clean(pods, policy, finished=finished):
+            self.delete_child(key, ctx, PODS, pod)
+            svc = services.get(pod["metadata"]["name"])
+            if svc is not None and not svc["metadata"].get("deletionTimestamp"):
+                self.delete_child(key, ctx, SERVICES, svc)
+        if self.gang is not None:
+            self.gang.delete(self, ctx)
+
+    def _ttl(self, job: dict[str, Any], ctx: st.Ctx) -> float | None:
+        if policies.is_suspended(ctx.job):
+            return None
+        remaining = policies.ttl_remaining(ctx.job, ctx.status, ctx.now)
+        if remaining is None or remaining > 0:
+            return remaining
+        meta = job["metadata"]
+        try:
+            self.client.delete(job_resource(ctx.kind), meta["namespace"], meta["name"], uid=meta.get("uid"))
+        except errors.NotFound:
+            return None
+        ctx.events.append(("Normal", "SuccessfulDeleteJob", f"Deleted job: {meta['name']}"))
+        return None
+
+    # ------------------------------------------------------------------ reads
+    def owned(self, job: dict[str, Any], kind: Kind, informer: Informer, res: Resource) -> list[dict[str, Any]]:
+        """Children controlled by this job (orphans with our labels are adopted)."""
+        meta = job["metadata"]
+        slot = f"{meta.get('namespace', '')}/{kind.facts.operator_name}/{meta['name'].replace('/', '-')}"
+        mine: list[dict[str, Any]] = []
+        for obj in informer.by_index(slot):
+            ref = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+            if ref is None:
+                self._adopt(job, kind, res, obj)
+                mine.append(obj)
+            elif ref.get("uid") == meta.get("uid"):
+                mine.append(obj)
+        return mine
+
+    def _adopt(self, job: dict[str, Any], kind: Kind, res: Resource, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        patch = {"metadata": {"ownerReferences": [desired.owner_reference(job, kind)], "uid": meta.get("uid")}}
+        try:
+            self.client.patch(res, meta.get("namespace"), meta["name"], patch,
+                              content_type="application/strategic-merge-patch+json")
+        except (errors.NotFound, errors.Conflict, errors.Invalid) as exc:
+            log.info("could not adopt %s %s: %s", res.kind, meta["name"], exc)
+
+    # ------------------------------------------------------------------ writes
+    def _write_status(self, job: dict[str, Any], kind: Kind, status: dict[str, Any]) -> bool:
+        status.setdefault("replicaStatuses", {})
+        if _comparable(status) == _comparable(job.get("status") or {}):
+            return False
+        body = {**job, "status": status}
+        written = self.client.update(job_resource(kind), body, sub="status")
+        if isinstance(written, dict) and written.get("metadata"):
+            self.jobs[kind.name].remember(written)
+        return True
+
+    def _emit(self, job: dict[str, Any], kind: Kind, events: list[st.Event]) -> None:
+        for etype, why, message in events:
+            self.recorder.event(job, etype, why, message, component=kind.facts.operator_name)
+
+    def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str]) -> float | None:
+        message = f"{kind.name} failed validation because {'; '.join(problems)}"
+        why = cond.reason(kind.name, "FailedValidation")
+        self.recorder.event(job, "Warning", why, message, component=kind.facts.operator_name)
+        if kind.name in validation.RECONCILER_VALIDATED:
+            raise InvalidJob(message)  # upstream: event, no condition, retry with backoff
+        status = copy.deepcopy(job.get("status") or {})
+        now = self.clock()
+        cond.set_condition(status, cond.CREATED, "True", cond.reason(kind.name, "Created"),
+                           f"{kind.name} {job['metadata']['name']} is created.", now=now)
+        if not cond.is_true(status, cond.FAILED):
+            status.setdefault("completionTime", cond.timestamp(now))
+        cond.set_condition(status, cond.FAILED, "True", why, message, now=now)
+        self._write_status(job, kind, status)
+        return None
+
+
+def _comparable(status: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in status.items() if k != "lastReconcileTime"}
+    out.setdefault("replicaStatuses", {})
+    return out

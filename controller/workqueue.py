@@ -1,0 +1,135 @@
+"""A work queue of job keys with client-go's guarantees.
+
+Keys (`Kind/namespace/name`) are deduplicated while they wait; a key being processed is
+never handed to a second worker (if it is added meanwhile it is queued again when
+`done` is called); failures back off per key exponentially (5 ms doubling up to 5
+minutes by default, reset by `forget`); `add_after` schedules deadlines and TTLs on one
+timer thread, so nothing polls.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+
+class ShutDown(Exception):
+    """The queue was shut down; workers should exit."""
+
+
+class WorkQueue:
+    def __init__(self, *, base_delay: float = 0.005, max_delay: float = 300.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.base_delay, self.max_delay = base_delay, max_delay
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._queue: deque[str] = deque()
+        self._dirty: set[str] = set()
+        self._processing: set[str] = set()
+        self._failures: dict[str, int] = {}
+        self._waiting: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self._shutdown = False
+        self._timer = threading.Thread(target=self._timer_loop, name="workqueue-timer", daemon=True)
+        self._timer.start()
+
+    # --------------------------------------------------------------- add / get / done
+    def add(self, key: str) -> None:
+        with self._cond:
+            if self._shutdown or key in self._dirty:
+                return
+            self._dirty.add(key)
+            if key not in self._processing:
+                self._queue.append(key)
+                self._cond.notify_all()
+
+    def get(self, timeout: float | None = None) -> str | None:
+        """Next key (marked in flight), None on timeout; raises ShutDown when stopped."""
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._cond:
+            while not self._queue:
+                if self._shutdown:
+                    raise ShutDown()
+                remaining = None if deadline is None else deadline - self._clock()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+            key = self._queue.popleft()
+            self._processing.add(key)
+            self._dirty.discard(key)
+            return key
+
+    def done(self, key: str) -> None:
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._queue.append(key)
+                self._cond.notify_all()
+
+    # --------------------------------------------------------------- delays and backoff
+    def add_after(self, key: str, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        with self._cond:
+            if self._shutdown:
+                return
+            heapq.heappush(self._waiting, (self._clock() + delay, next(self._seq), key))
+            self._cond.notify_all()
+
+    def add_rate_limited(self, key: str) -> float:
+        """Re-add after this key's next backoff step; returns the delay chosen."""
+        with self._cond:
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+        delay = min(self.base_delay * (2**failures), self.max_delay)
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: str) -> None:
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def num_requeues(self, key: str) -> int:
+        with self._cond:
+            return self._failures.get(key, 0)
+
+    # --------------------------------------------------------------- lifecycle and metrics
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    def pending_delayed(self) -> int:
+        with self._cond:
+            return len(self._waiting)
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+        self._timer.join(timeout=5)
+
+    @property
+    def is_shutdown(self) -> bool:
+        return self._shutdown
+
+    def _timer_loop(self) -> None:
+        with self._cond:
+            while not self._shutdown:
+                now = self._clock()
+                ready: list[str] = []
+                while self._waiting and self._waiting[0][0] <= now:
+                    ready.append(heapq.heappop(self._waiting)[2])
+                for key in ready:
+                    if key not in self._dirty:
+                        self._dirty.add(key)
+                        if key not in self._processing:
+                            self._queue.append(key)
+                if ready:
+                    self._cond.notify_all()
+                timeout = (self._waiting[0][0] - now) if self._waiting else None
+                self._cond.wait(timeout)
