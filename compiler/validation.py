@@ -76,16 +76,26 @@ def _type_name(value: Any) -> str:
 def _model_at(model: type[BaseModel], path: Loc) -> Optional[type[BaseModel]]:
     """The model class that owns the last key of `path`, for did-you-mean suggestions."""
     current: Any = model
+    keyed = False  # the previous field was a mapping: this part is one of its keys
     for part in path[:-1]:
-        if isinstance(part, int):
+        if isinstance(part, int) or keyed:
+            keyed = False
             continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
         info = current.model_fields.get(str(part))
         if info is None:
             return None
+        keyed = _is_mapping(info.annotation)
         current = _unwrap(info.annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _is_mapping(annotation: Any) -> bool:
+    """dict[K, V] or Optional[dict[K, V]] (environments, roles): the next path part is a key."""
+    if typing.get_origin(annotation) is dict:
+        return True
+    return any(typing.get_origin(arg) is dict for arg in typing.get_args(annotation))
 
 
 def _unwrap(annotation: Any) -> Any:

@@ -15,9 +15,11 @@ from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJson
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-# Kubernetes resource.Quantity grammar: signed number, optional exponent or suffix.
+# Kubernetes resource.Quantity grammar: number, optional exponent or suffix. The grammar
+# allows a sign, but every quantity in the spec is an amount of something (cpu, memory,
+# storage), which the API server rejects when negative; so no minus here.
 QUANTITY = re.compile(
-    r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$"
+    r"^\+?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$"
 )
 DURATION = re.compile(r"^(\d+)([smhd]?)$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
@@ -49,6 +51,8 @@ def _dns1123(value: str) -> str:
 def _quantity(value: object) -> object:
     if isinstance(value, bool):
         raise ValueError("a quantity cannot be a boolean; write a number such as 4 or 16Gi")
+    if isinstance(value, (int, str)) and str(value).startswith("-"):
+        raise ValueError(f"{value} is negative; resources are amounts, use 0 or more")
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str) and QUANTITY.match(value):
