@@ -151,5 +151,9 @@ def schema(out: Path) -> None:
         click.echo(f"train-compile: wrote {path}", err=True)
 
 
+from compiler.cli_gitops import register  # noqa: E402  (argocd and flux commands, sarif)
+register(main)
+
+
 if __name__ == "__main__":
     main()

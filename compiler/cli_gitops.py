@@ -1,0 +1,139 @@
+"""`train-compile argocd` and `train-compile flux`: the GitOps objects for a repository.
+
+Both read the same sources as `build` (the project file decides the environments; an
+invalid spec fails the run with the usual diagnostics) and write a small folder of YAML
+to commit next to the compiled tree. `register(main)` adds the commands to the
+`train-compile` group; it runs at import time of `compiler.cli`, so only `click` and
+`compiler.diagnostics` (two standard-library imports) are loaded here and everything
+else is imported inside the commands, keeping `train-compile --help` fast.
+
+Registering also offers every formatter of `compiler.diagnostics.FORMATTERS` (which now
+includes `sarif`) to the existing `--format` options.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from compiler.diagnostics import FORMATTERS
+
+_sources = click.argument(
+    "sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
+)
+_out = click.option(
+    "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write the generated objects into.",
+)
+_env = click.option("--env", "env", default=None, help="Only this environment.")
+_prefix = click.option("--prefix", default="trainforge", show_default=True,
+                       help="Name prefix of the generated objects (<prefix>-<env>).")
+
+
+def _environments(sources: tuple[Path, ...], env: Optional[str]) -> list[str]:
+    from compiler.cli import _compile, _fail_if_invalid, _report
+
+    result = _compile(sources, env, lower_jobs=False)
+    _report(result, "text")
+    _fail_if_invalid(result)
+    return result.environments
+
+
+def _write(out: Path, files: dict[str, str], *, owned: tuple[str, ...]) -> None:
+    """Write `files` under `out`; drop stale YAML only inside the folders we own."""
+    for folder in owned:
+        for old in sorted((out / folder).glob("*.yaml")) if (out / folder).is_dir() else []:
+            if str(old.relative_to(out)) not in files:
+                old.unlink()
+    for rel, text in files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        click.echo(f"train-compile: wrote {path}", err=True)
+
+
+def _origin_url() -> Optional[str]:
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "config", "--get", "remote.origin.url"],
+                              capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return proc.stdout.strip() or None
+
+
+@click.command()
+@_sources
+@_out
+@_env
+@click.option("--repo-url", default=None, help="Git repository Argo CD reads [default: remote.origin.url].")
+@click.option("--path", "repo_path", required=True,
+              help="Repo-relative folder: the build output (kustomize source) or the TrainJob sources (plugin).")
+@click.option("--revision", default="HEAD", show_default=True, help="Branch, tag or commit to sync.")
+@click.option("--source", "source", type=click.Choice(("kustomize", "plugin")), default="kustomize",
+              show_default=True, help="Committed kustomize tree, or the Config Management Plugin.")
+@click.option("--cmp-image", default=None, help="Sidecar image with train-compile (plugin source).")
+@click.option("--appset", is_flag=True, help="One ApplicationSet instead of one Application per environment.")
+@click.option("--project", default="default", show_default=True, help="Argo CD project.")
+@click.option("--server", default="https://kubernetes.default.svc", show_default=True,
+              help="Destination cluster API server.")
+@click.option("--namespace", default="argocd", show_default=True, help="Namespace Argo CD runs in.")
+@click.option("--self-heal", is_flag=True,
+              help="Re-create jobs deleted in the cluster (they run again); off by default.")
+@_prefix
+def argocd(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_url: Optional[str],
+           repo_path: str, revision: str, source: str, cmp_image: Optional[str], appset: bool,
+           project: str, server: str, namespace: str, self_heal: bool, prefix: str) -> None:
+    """Argo CD Applications per environment, health checks and the plugin, into OUT."""
+    from compiler.gitops import argocd as gen
+
+    envs = _environments(sources, env)
+    repo_url = repo_url or _origin_url()
+    if not repo_url:
+        raise click.UsageError("no --repo-url given and no git remote 'origin' to take it from")
+    if source == "plugin" and not cmp_image:
+        raise click.UsageError("--source plugin needs --cmp-image (an image with train-compile installed)")
+    target = gen.Target(repo_url=repo_url, path=repo_path, revision=revision, source=source,
+                        project=project, server=server, namespace=namespace, prefix=prefix,
+                        self_heal=self_heal)
+    _write(out, gen.files(target, envs, appset=appset, cmp_image=cmp_image),
+           owned=("applications", "install"))
+
+
+@click.command()
+@_sources
+@_out
+@_env
+@click.option("--path", "repo_path", required=True, help="Repo-relative folder of the build output.")
+@click.option("--source-kind", default="GitRepository", show_default=True, help="Kind of the Flux source.")
+@click.option("--source-name", default="flux-system", show_default=True, help="Name of the Flux source.")
+@click.option("--namespace", default="flux-system", show_default=True, help="Namespace of the Kustomizations.")
+@click.option("--interval", default="10m", show_default=True, help="Reconcile interval.")
+@click.option("--timeout", default="5m", show_default=True, help="How long one reconciliation waits for health.")
+@click.option("--apply-updates", is_flag=True,
+              help="Re-apply changed jobs (off: jobs are create-only, so Kueue's changes stand).")
+@_prefix
+def flux(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_path: str, source_kind: str,
+         source_name: str, namespace: str, interval: str, timeout: str, apply_updates: bool,
+         prefix: str) -> None:
+    """Flux Kustomizations per environment with health checks for the job kinds, into OUT."""
+    from compiler.gitops import flux as gen
+
+    envs = _environments(sources, env)
+    target = gen.Target(path=repo_path, source_kind=source_kind, source_name=source_name,
+                        namespace=namespace, prefix=prefix, interval=interval, timeout=timeout,
+                        create_only=not apply_updates)
+    _write(out, gen.files(target, envs), owned=(".",))
+
+
+def register(main: click.Group) -> None:
+    main.add_command(argocd)
+    main.add_command(flux)
+    formats = click.Choice(tuple(FORMATTERS))
+    for command in main.commands.values():
+        for param in command.params:
+            if param.name == "fmt" and isinstance(param.type, click.Choice):
+                param.type = formats

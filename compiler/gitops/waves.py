@@ -1,0 +1,58 @@
+"""Argo CD sync waves: what a job needs exists before the job does.
+
+A job applied before its ServiceAccount fails its pods (the ServiceAccount admission
+plugin rejects them and the operator backs off), and a gang-scheduled job needs its
+PodGroup first. Argo CD applies a wave, waits until everything in it is healthy, then
+applies the next; so ServiceAccounts, Roles, RoleBindings and PodGroups go in wave -1
+and the job stays in the default wave 0. None of those kinds has an Argo CD health
+check, so wave -1 is done as soon as it is applied.
+
+PersistentVolumeClaims deliberately stay in wave 0 with the job. Argo CD reports a
+Pending claim as Progressing, and a claim of a `WaitForFirstConsumer` storage class (the
+default class on GKE, EKS and AKS) stays Pending until a pod uses it: in an earlier wave
+it would hold the job back forever (argo-cd issue 12840). In the same wave nothing is
+lost: Argo CD sorts claims before custom resources, and a pod whose claim is not there
+yet waits in Pending rather than failing.
+
+The annotation is written into the compiled objects, so the kustomize tree and
+`train-compile render` (the Config Management Plugin path) carry the same waves.
+`apply` is an overlay step (pure, idempotent) to run after the overlays that add the
+objects; `annotate` works on any single object.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from typing import Any
+
+from compiler.bundle import Bundle
+
+ANNOTATION = "argocd.argoproj.io/sync-wave"
+PREREQUISITE_WAVE = "-1"
+JOB_WAVE = "0"  # Argo CD's default; the job carries no annotation
+EARLY_KINDS = frozenset({"ServiceAccount", "Role", "RoleBinding", "PodGroup"})
+
+
+def wave_of(obj: dict[str, Any]) -> int:
+    """The wave Argo CD puts `obj` in."""
+    return int(obj.get("metadata", {}).get("annotations", {}).get(ANNOTATION, JOB_WAVE))
+
+
+def annotate(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `obj`, in wave -1 if it is a prerequisite kind (else unchanged)."""
+    if obj.get("kind") not in EARLY_KINDS or wave_of(obj) < 0:
+        return obj
+    out = copy.deepcopy(obj)
+    out.setdefault("metadata", {}).setdefault("annotations", {})[ANNOTATION] = PREREQUISITE_WAVE
+    return out
+
+
+def apply(bundle: Bundle) -> Bundle:
+    """Overlay step: put the prerequisites among the bundle's component objects in wave -1."""
+    components = tuple(
+        replace(c, resources=tuple(annotate(r) for r in c.resources)) for c in bundle.components
+    )
+    if components == bundle.components:
+        return bundle
+    return replace(bundle, components=components)
