@@ -22,11 +22,14 @@ CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 ALLOW_FIX = "or set policy.allowPrivileged: true in trainforge.yaml"
 
 
-def _who(target: Target) -> str:
-    """Whose rule it is: the environment's own policy, or the project's."""
+def _where(target: Target) -> str:
+    """Names the environment when its own policy sets the limit, since limits differ.
+
+    Yes/no rules (labels, host access) never name it: the same violation then reads the
+    same in every environment and is reported once."""
     if target.environment.policy is not None:
-        return f"environment '{target.env_name}'"
-    return "the project"
+        return f" in environment '{target.env_name}'"
+    return ""
 
 
 def total_gpus(target: Target) -> int:
@@ -59,7 +62,7 @@ def _max_gpus(target: Target) -> Iterator[Diagnostic]:
     if total > limit:
         yield target.view.error(
             _gpu_loc(target),
-            f"the job uses {total} GPUs over all pods; {_who(target)} allows at most {limit}",
+            f"the job uses {total} GPUs over all pods; the policy{_where(target)} allows at most {limit}",
             "lower nodes or resources.gpu, or ask for a higher policy.maxGpusPerJob",
         )
 
@@ -78,7 +81,7 @@ def _namespace(target: Target) -> Iterator[Diagnostic]:
     yield _metadata_error(
         target,
         ("metadata", "namespace"),
-        f"namespace '{target.namespace}' is not allowed by {_who(target)}",
+        f"namespace '{target.namespace}' is not allowed by the policy{_where(target)}",
         f"set metadata.namespace to one of {', '.join(allowed)}",
         prefer_key=False,
     )
@@ -90,7 +93,7 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
             yield _metadata_error(
                 target,
                 ("metadata", "labels"),
-                f"label '{key}' is required by {_who(target)}",
+                f"label '{key}' is required by the policy",
                 f"add {key}: <value> under metadata.labels",
                 prefer_key=True,
             )
@@ -121,7 +124,7 @@ def _privileged(target: Target) -> Iterator[Diagnostic]:
     for loc, what in _host_access(target.spec.podTemplate):
         yield target.view.error(
             loc,
-            f"podTemplate sets {what}, which {_who(target)} does not allow",
+            f"podTemplate sets {what}, which the policy does not allow",
             f"remove it, {ALLOW_FIX}",
             prefer_key=True,
         )
