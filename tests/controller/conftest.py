@@ -1,0 +1,37 @@
+"""Fixtures for the controller tests: an in-process controller per test namespace."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from controller.kinds import select
+from controller.kube import Client
+from controller.manager import Manager
+from controller_kit import Cluster
+
+logging.getLogger("controller").setLevel(logging.INFO)
+
+
+@pytest.fixture
+def cluster(control_plane, namespace: str) -> Iterator[Cluster]:
+    client = Client.connect(str(control_plane.kubeconfig))
+    try:
+        yield Cluster(client, namespace)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def manager(control_plane, namespace: str) -> Iterator[Manager]:
+    """The controller, running in this process, watching only the test's namespace."""
+    client = Client.connect(str(control_plane.kubeconfig), pool_size=32)
+    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60)
+    mgr.start()
+    try:
+        yield mgr
+    finally:
+        mgr.stop()
+        client.close()
