@@ -106,13 +106,32 @@ def _storage(target: Target) -> Iterator[Diagnostic]:
         paths.add(volume.mountPath)
 
 
+_SHAPES = {type(None): "empty (null)", list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+
+
 def _pod_template(target: Target) -> Iterator[Diagnostic]:
-    for key in target.spec.podTemplate:
+    for key, value in target.spec.podTemplate.items():
         if key not in POD_TEMPLATE_KEYS:
             yield target.view.error(
                 ("podTemplate", key),
                 f"podTemplate is a pod template patch; '{key}' is not one of its fields",
                 "put pod fields under podTemplate.spec and labels under podTemplate.metadata",
+                prefer_key=True,
+            )
+        elif not isinstance(value, dict):
+            # null means "delete" in a strategic merge: an empty `spec:` would remove the
+            # whole pod spec (containers included) and leave a job no cluster accepts
+            yield target.view.error(
+                ("podTemplate", key),
+                f"podTemplate.{key} must be a mapping, not {_SHAPES.get(type(value), 'a scalar')}",
+                f"write fields under podTemplate.{key} or remove it",
+                prefer_key=True,
+            )
+        elif key == "spec" and "containers" in value and not isinstance(value["containers"], list):
+            yield target.view.error(
+                ("podTemplate", "spec", "containers"),
+                "podTemplate.spec.containers must be a list of containers (merged by name)",
+                "list containers as - name: <container> with the fields to change",
                 prefer_key=True,
             )
 

@@ -1,0 +1,414 @@
+"""Invalid specs through the real CLI: exit code, exact position, field path and text.
+
+Each case is the smallest valid job (see `job_text`: spec extras start on line 8) plus
+the one mistake it is about, so the expected `job.yaml:LINE:COL` can be checked by
+counting lines in the case itself. Every case must produce exactly the one diagnostic
+shown, as `validate` prints it, and exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from compiler_builders import EXAMPLES, job_text, run_cli
+
+LONG_NAME = "a" * 64
+
+
+def bomb() -> str:
+    """A 'billion laughs' document: nine levels of ten aliases each (10**9 nodes)."""
+    lines = ['    l0: &l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for level in range(1, 9):
+        refs = ", ".join([f"*l{level - 1}"] * 10)
+        lines.append(f"    l{level}: &l{level} [{refs}]")
+    return job_text(metadata="annotations:\n" + "\n".join(line[2:] for line in lines) + "\n")
+
+
+def deep() -> str:
+    return job_text("args: " + "[" * 400 + "]" * 400 + "\n")
+
+
+def two_jobs_named_alike() -> str:
+    return job_text() + "---\n" + job_text(framework="jax")
+
+
+def not_ours(api_version: str = "trainforge.dev/v1alpha1", kind: str = "TrainJob") -> str:
+    return job_text().replace("apiVersion: trainforge.dev/v1alpha1", f"apiVersion: {api_version}").replace(
+        "kind: TrainJob", f"kind: {kind}"
+    )
+
+
+def without(line: str) -> str:
+    return job_text().replace(line + "\n", "")
+
+
+# (id, spec text, expected diagnostic without the leading "job.yaml:")
+CASES = [
+    # --- YAML itself
+    ("a YAML syntax error points at the offending character",
+     job_text("command: python train.py: --lr\n"),
+     "8:27: error: mapping values are not allowed here; fix the YAML syntax"),
+    ("an unclosed flow list is reported where the stream ends",
+     job_text("args: [--lr, 3e-5\n"),
+     "9:1: error: expected ',' or ']', but got '<stream end>'; fix the YAML syntax"),
+    ("a duplicate key is rejected at the second occurrence",
+     job_text("image: ghcr.io/acme/other:2\n"),
+     '8:3: error: found duplicate key "image" with value "ghcr.io/acme/other:2"'
+     ' (original value: "ghcr.io/acme/train:1"); remove or rename one of the duplicate keys'),
+    ("an alias bomb stops at the node limit",
+     bomb(),
+     "1:1: error: document expands to more than 200000 nodes (YAML aliases);"
+     " write the values out or use fewer nested aliases"),
+    ("a document nested hundreds of levels deep is refused, not a crash",
+     deep(),
+     "1:1: error: YAML nests too deeply to parse; flatten the nested lists or mappings"),
+    # --- document identity
+    ("an unknown kind in our group is a typo, not someone else's document",
+     not_ours(kind="TrainJobs"),
+     "2:7: error: kind: unknown kind 'TrainJobs' in trainforge.dev; use TrainJob or Project"),
+    ("our kind with another group's apiVersion is an error",
+     not_ours(api_version="kubeflow.org/v1"),
+     "1:13: error: apiVersion: TrainJob needs apiVersion trainforge.dev/v1alpha1, got 'kubeflow.org/v1';"
+     " write apiVersion: trainforge.dev/v1alpha1"),
+    ("our kind with an unknown version is an error",
+     not_ours(api_version="trainforge.dev/v1"),
+     "1:13: error: apiVersion: TrainJob needs apiVersion trainforge.dev/v1alpha1, got 'trainforge.dev/v1';"
+     " write apiVersion: trainforge.dev/v1alpha1"),
+    # --- required fields
+    ("a job without image names the missing field at its parent",
+     without("  image: ghcr.io/acme/train:1"),
+     "5:1: error: spec.image: is required; add 'image'"),
+    ("a job without framework names the missing field at its parent",
+     without("  framework: pytorch"),
+     "5:1: error: spec.framework: is required; add 'framework'"),
+    ("a job without metadata.name names the missing field at metadata",
+     job_text().replace("  name: demo\n", "  namespace: nlp\n"),
+     "3:1: error: metadata.name: is required; add 'name'"),
+    # --- unknown fields and choices
+    ("an unknown spec field suggests the closest one and lists the allowed ones",
+     job_text("nodez: 3\n"),
+     "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
+     " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
+     " resources, roles, scheduling, serviceAccount, storage, workingDir"),
+    ("an unknown nested field suggests the closest one",
+     job_text("resources: {gpus: 2}\n"),
+     "8:15: error: spec.resources.gpus: unknown field 'gpus'; did you mean 'gpu'?"
+     " allowed here: cpu, gpu, gpuType, memory, sharedMemory"),
+    ("an unknown field inside a role suggests the closest one",
+     job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
+     "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
+     " allowed here: args, command, replicas, resources"),
+    ("an unknown framework suggests the closest one",
+     job_text(framework="pytorc"),
+     "6:14: error: spec.framework: the string 'pytorc' is not allowed; did you mean 'pytorch'?"
+     " use one of pytorch, tensorflow, mpi, xgboost, paddle, jax, mxnet"),
+    ("a misspelled restart policy suggests the right one",
+     job_text("policy: {restart: OnFailur}\n"),
+     "8:21: error: spec.policy.restart: the string 'OnFailur' is not allowed; did you mean 'OnFailure'?"
+     " use one of OnFailure, Never, ExitCode, Always"),
+    # --- strict types
+    ("nodes given as a boolean is not coerced to a number",
+     job_text("nodes: true\n"),
+     "8:10: error: spec.nodes: expected a whole number, got the boolean true;"
+     " write a number without quotes, e.g. 4"),
+    ("nodes given as a quoted string is not coerced to a number",
+     job_text('nodes: "4"\n'),
+     "8:10: error: spec.nodes: expected a whole number, got the string '4'; write a number without quotes, e.g. 4"),
+    ("zero nodes is below the minimum",
+     job_text("nodes: 0\n"),
+     "8:10: error: spec.nodes: 0 is too small; use a value >= 1"),
+    ("a fractional GPU count is rejected",
+     job_text("resources: {gpu: 2.5}\n"),
+     "8:20: error: spec.resources.gpu: expected a whole number, got the number 2.5;"
+     " write a number without quotes, e.g. 4"),
+    ("a memory size with a space is not a quantity",
+     job_text("resources:\n  memory: 16 GB\n"),
+     "9:13: error: spec.resources.memory: '16 GB' is not a Kubernetes quantity; write e.g. 4, \"500m\", 16Gi or 1.5"),
+    ("an unquoted fractional cpu asks to be quoted",
+     job_text("resources: {cpu: 1.5}\n"),
+     '8:20: error: spec.resources.cpu: 1.5 is not a Kubernetes quantity; quote it, e.g. "1.5" or use 500m'),
+    ("a negative memory size is refused",
+     job_text('resources: {memory: "-1Gi"}\n'),
+     "8:23: error: spec.resources.memory: -1Gi is negative; resources are amounts, use 0 or more"),
+    ("a duration in words is not a duration",
+     job_text("policy:\n  activeDeadline: 2 days\n"),
+     "9:21: error: spec.policy.activeDeadline: '2 days' is not a duration; write 90s, 30m, 24h, 7d or whole seconds"),
+    ("an env value that is a number must be quoted",
+     job_text("env:\n  LR: 0.001\n"),
+     "9:9: error: spec.env.LR: an env value is a string, {secret: NAME, key: KEY} or {configMap: NAME, key: KEY},"
+     " not the number 0.001; quote numbers and booleans"),
+    ("a secret reference without key names the missing key",
+     job_text("env:\n  HF_TOKEN: {secret: hf}\n"),
+     "9:5: error: spec.env.HF_TOKEN.key: is required; add 'key'"),
+    ("an environment variable name starting with a digit is rejected at the key",
+     job_text("env:\n  1WORKERS: '4'\n"),
+     "9:5: error: spec.env.1WORKERS: '1WORKERS' is not a valid environment variable name; use letters,"
+     " digits, '_', '-' or '.', not starting with a digit"),
+    ("a gang value that is neither a switch nor an object says what it got",
+     job_text('scheduling: {gang: "yes"}\n'),
+     "8:22: error: spec.scheduling.gang: gang is true, false or {scheduler: volcano | coscheduling,"
+     " timeoutSeconds: N}, not the string 'yes'"),
+    # --- names
+    ("a job name that is not a DNS-1035 label is rejected",
+     job_text(name="Demo_Job"),
+     "4:9: error: metadata.name: 'Demo_Job' is not a DNS-1035 label; use lower-case letters, digits and '-',"
+     " starting with a letter and ending with a letter or digit"),
+    ("a job name longer than 63 characters is rejected",
+     job_text(name=LONG_NAME),
+     f"4:9: error: metadata.name: '{LONG_NAME}' is 64 characters; use at most 63"),
+    ("a job name whose worker pod names would pass 63 characters says the limit",
+     job_text("nodes: 12\n", name="a" * 55),
+     f"4:9: error: metadata.name: generated name '{'a' * 55}-worker-10' is 65 characters;"
+     " Kubernetes allows 63; shorten the job name to at most 53 characters"),
+    ("an invalid label value is rejected",
+     job_text(metadata='labels: {team: "NLP team"}\n'),
+     "5:18: error: metadata.labels.team: 'NLP team' is not a valid label value; use at most 63 letters,"
+     " digits, '-', '_' or '.', starting and ending with a letter or digit"),
+    ("two jobs with the same name in one namespace are refused",
+     two_jobs_named_alike(),
+     "12:9: error: metadata.name: job default/demo is also defined in job.yaml:1;"
+     " give each job a unique name within its namespace"),
+    # --- cross-field rules
+    ("a role pytorch does not have is rejected",
+     job_text("roles:\n  ps: {replicas: 2}\n"),
+     "9:5: error: spec.roles.ps: pytorch has no role 'ps'; allowed roles for pytorch: none"),
+    ("a role tensorflow does not have lists the ones it has",
+     job_text("roles:\n  server: {replicas: 2}\n", framework="tensorflow"),
+     "9:5: error: spec.roles.server: tensorflow has no role 'server'; allowed roles for tensorflow: ps, evaluator"),
+    ("the MPI launcher role takes only resources",
+     job_text("roles:\n  launcher: {replicas: 2}\n", framework="mpi"),
+     "9:5: error: spec.roles.launcher: the MPI launcher takes only resources;"
+     " drop replicas, command and args; the launcher runs spec.command"),
+    ("elastic training on tensorflow is rejected",
+     job_text("elastic: {minNodes: 1, maxNodes: 4}\n", framework="tensorflow"),
+     "8:3: error: spec.elastic: elastic training is pytorch only, not tensorflow;"
+     " remove elastic or use framework: pytorch"),
+    ("nodes outside the elastic range is rejected",
+     job_text("nodes: 10\nelastic: {minNodes: 1, maxNodes: 4}\n"),
+     "8:10: error: spec.nodes: nodes (10) is outside elastic minNodes..maxNodes (1..4);"
+     " set nodes to the starting size, between minNodes and maxNodes"),
+    ("an elastic maximum below the minimum is rejected",
+     job_text("elastic: {minNodes: 4, maxNodes: 2}\n"),
+     "8:12: error: spec.elastic: maxNodes (2) is below minNodes (4); set maxNodes >= minNodes"),
+    ("processesPerNode on tensorflow is rejected",
+     job_text("processesPerNode: 4\n", framework="tensorflow"),
+     "8:21: error: spec.processesPerNode: processesPerNode only applies to pytorch and mpi, not tensorflow;"
+     " remove it; start several processes from your command instead"),
+    ("a gpuType without a project file is rejected",
+     job_text("resources: {gpu: 1, gpuType: h100}\n"),
+     "8:32: error: spec.resources.gpuType: gpuType 'h100' needs a gpuTypes table in environment 'default';"
+     " declare gpuTypes for this environment in trainforge.yaml, or remove gpuType"),
+    ("a volume with both an existing claim and a size is rejected",
+     job_text("storage:\n  - {name: data, mountPath: /data, claim: imagenet, size: 1Ti}\n"),
+     "9:7: error: spec.storage[0]: give exactly one of claim (existing PVC) or size (new PVC)"),
+    ("two volumes on one mount path are rejected",
+     job_text("storage:\n  - {name: data, mountPath: /data, claim: a}\n  - {name: more, mountPath: /data, claim: b}\n"),
+     "10:31: error: spec.storage[1].mountPath: mountPath '/data' is used twice; mount each volume at its own path"),
+    ("a volume on /dev/shm is reserved for sharedMemory",
+     job_text("storage:\n  - {name: shm, mountPath: /dev/shm, size: 1Gi}\n"),
+     "9:14: error: spec.storage[0].name: dshm and /dev/shm are reserved; use resources.sharedMemory for /dev/shm"),
+    ("rbac rules without create are rejected",
+     job_text("serviceAccount: {rules: [{resources: [pods], verbs: [get]}]}\n"),
+     "8:19: error: spec.serviceAccount: rules and imagePullSecrets need create: true; add it or drop them"),
+    ("a podTemplate with an unknown top-level key is rejected",
+     job_text("podTemplate:\n  containers: []\n"),
+     "9:5: error: spec.podTemplate.containers: podTemplate is a pod template patch; 'containers' is not one of"
+     " its fields; put pod fields under podTemplate.spec and labels under podTemplate.metadata"),
+    ("an empty podTemplate spec would delete the pod spec and is refused",
+     job_text("podTemplate:\n  spec:\n"),
+     "9:5: error: spec.podTemplate.spec: podTemplate.spec must be a mapping, not empty (null);"
+     " write fields under podTemplate.spec or remove it"),
+    ("podTemplate containers that are not a list are refused",
+     job_text("podTemplate:\n  spec: {containers: {name: pytorch}}\n"),
+     "9:12: error: spec.podTemplate.spec.containers: podTemplate.spec.containers must be a list of containers"
+     " (merged by name); list containers as - name: <container> with the fields to change"),
+    # --- environments
+    ("environments naming an undeclared environment are rejected",
+     job_text("environments:\n  staging: {nodes: 2}\n"),
+     "9:5: error: spec.environments.staging: environment 'staging' is not declared by the project;"
+     " use one of default or declare it in trainforge.yaml"),
+    ("a wrong type inside an environment override points into the override",
+     job_text('environments:\n  default: {nodes: "2"}\n'),
+     "9:22: error: spec.environments.default.nodes: expected a whole number, got the string '2';"
+     " write a number without quotes, e.g. 4"),
+    ("an override that breaks a cross-field rule points into the override",
+     job_text("environments:\n  default: {processesPerNode: 4}\n", framework="jax"),
+     "9:33: error: spec.environments.default.processesPerNode: processesPerNode only applies to pytorch and mpi,"
+     " not jax; remove it; start several processes from your command instead"),
+    ("an override cannot change the framework",
+     job_text("environments:\n  default: {framework: jax}\n"),
+     "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
+     " elastic, env, image, nodes, podTemplate, policy, processesPerNode, resources, roles, scheduling,"
+     " serviceAccount, storage, workingDir"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), [pytest.param(t, e, id=i) for i, t, e in CASES])
+def test_invalid_spec_is_reported_with_position_path_and_fix(tmp_path, monkeypatch, text, expected):
+    monkeypatch.chdir(tmp_path)
+    Path("job.yaml").write_text(text, encoding="utf-8")
+
+    run = run_cli("validate", "job.yaml")
+
+    assert run.exit_code == 1
+    assert run.errors() == [f"job.yaml:{expected}"]
+    assert "nothing was written" in run.stderr
+
+
+def test_the_table_is_large_enough_and_every_id_is_a_sentence():
+    assert len(CASES) >= 30
+    assert len({case[0] for case in CASES}) == len(CASES)
+    assert all(len(case[0].split()) >= 5 and case[0][0].islower() for case in CASES)
+
+
+def test_an_alias_bomb_is_refused_fast(tmp_path):
+    (tmp_path / "bomb.yaml").write_text(bomb(), encoding="utf-8")
+
+    started = time.perf_counter()
+    run = run_cli("validate", tmp_path / "bomb.yaml")
+
+    assert run.exit_code == 1
+    assert time.perf_counter() - started < 5
+    assert "document expands to more than 200000 nodes" in run.stderr
+
+
+# --- the run as a whole ---------------------------------------------------------------
+
+
+def _two_broken_files(folder: Path) -> None:
+    (folder / "b.yaml").write_text(job_text("nodes: 0\nresources: {gpu: true}\n", name="bee"), encoding="utf-8")
+    (folder / "a.yaml").write_text(
+        job_text("workingDir: ''\nenv:\n  LR: 0.1\n", name="ay")
+        + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
+        encoding="utf-8",
+    )
+
+
+def test_every_problem_of_a_run_is_reported_sorted_errors_first(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _two_broken_files(Path("."))
+
+    run = run_cli("validate", ".")
+
+    assert run.exit_code == 1
+    assert [line.split(": error: ")[0] for line in run.errors()] == [
+        "a.yaml:8:15", "a.yaml:10:9", "b.yaml:8:10", "b.yaml:9:20",
+    ]
+    assert run.notices() == ["a.yaml:12:1: notice: skipped ConfigMap (v1); only TrainJob and Project documents are compiled"]
+    assert run.stderr.index(": error: ") < run.stderr.index(": notice: ")
+    assert "train-compile: 4 error(s); nothing was written" in run.stderr
+
+
+def test_json_format_is_a_list_of_positioned_objects_on_stdout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _two_broken_files(Path("."))
+
+    run = run_cli("validate", ".", "--format", "json")
+
+    assert run.exit_code == 1
+    problems = json.loads(run.stdout)
+    assert isinstance(problems, list) and len(problems) == 5
+    assert all({"file", "line", "col", "path", "message", "fix"} <= set(p) for p in problems)
+    assert problems[0] == {
+        "file": "a.yaml", "line": 8, "col": 15, "path": "spec.workingDir",
+        "message": "must not be empty", "fix": "give a value", "severity": "error",
+    }
+    assert problems[-1]["severity"] == "notice"
+
+
+def test_github_format_prints_workflow_annotations(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _two_broken_files(Path("."))
+
+    run = run_cli("validate", ".", "--format", "github")
+
+    lines = run.stdout.splitlines()
+    assert run.exit_code == 1
+    assert len(lines) == 5
+    assert all(line.startswith(("::error file=", "::notice file=")) for line in lines)
+    assert lines[2] == (
+        "::error file=b.yaml,line=8,col=10,title=spec.nodes::0 is too small; use a value >= 1"
+    )
+
+
+def test_other_documents_beside_the_jobs_are_skipped_with_a_notice(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("job.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n---\n" + job_text(),
+        encoding="utf-8",
+    )
+
+    run = run_cli("render", "job.yaml")
+
+    assert run.exit_code == 0
+    assert run.notices() == ["job.yaml:1:1: notice: skipped ConfigMap (v1); only TrainJob and Project documents are compiled"]
+    assert "kind: PyTorchJob" in run.stdout and "ConfigMap" not in run.stdout
+
+
+def test_empty_documents_are_skipped_silently(tmp_path):
+    (tmp_path / "job.yaml").write_text("---\n---\n" + job_text() + "---\n", encoding="utf-8")
+
+    run = run_cli("validate", tmp_path / "job.yaml")
+
+    assert run.exit_code == 0
+    assert run.errors() == [] and run.notices() == []
+
+
+# --- usage errors exit 2 ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(("validate", "{job}", "--env", "staging"),
+                     "unknown environment 'staging'; the project declares default",
+                     id="an unknown environment is a usage error"),
+        pytest.param(("build", "{job}"), "Missing option '-o'", id="build without an output folder"),
+        pytest.param(("validate",), "Missing argument 'SOURCES...'", id="validate without sources"),
+        pytest.param(("validate", "{missing}"), "does not exist", id="a source path that does not exist"),
+        pytest.param(("validate", "{job}", "--format", "xml"), "'xml' is not one of",
+                     id="an unknown output format"),
+        pytest.param(("compile", "{job}"), "No such command 'compile'", id="an unknown command"),
+    ],
+)
+def test_usage_errors_exit_2(tmp_path, args, message):
+    paths = {"job": EXAMPLES / "pytorch-bert-finetune.yaml", "missing": tmp_path / "no-such-job.yaml"}
+
+    run = run_cli(*(arg.format(**paths) for arg in args))
+
+    assert run.exit_code == 2
+    assert message in run.stderr
+
+
+def test_help_lists_every_command():
+    run = run_cli("--help")
+
+    assert run.exit_code == 0
+    for command in ("build", "validate", "check", "render", "schema"):
+        assert f"  {command} " in run.stdout
+
+
+# --- robustness: no input makes the CLI crash ------------------------------------------
+
+
+def _truncations(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    return ["".join(lines[:n]) for n in range(1, len(lines))] + [text[:n] for n in range(0, len(text), 97)]
+
+
+def test_no_prefix_of_the_kitchen_sink_makes_the_cli_crash(tmp_path):
+    """Every truncation of a real spec is either valid or reported, never a traceback."""
+    text = (EXAMPLES / "kitchen-sink.yaml").read_text(encoding="utf-8")
+    job = tmp_path / "job.yaml"
+    codes = set()
+    for prefix in _truncations(text):
+        job.write_text(prefix, encoding="utf-8")
+        run = run_cli("validate", job)  # raises on any Python exception
+        codes.add(run.exit_code)
+        assert run.exit_code in (0, 1), prefix
+        assert run.exit_code == 0 or run.errors(), prefix
+    assert codes == {0, 1}
