@@ -20,11 +20,11 @@ from typing import Any, Callable
 from compiler.bundle import Bundle, JsonObject, escape
 
 Step = Callable[[Bundle], Bundle]
-_MISSING = object()
+MISSING = object()
 
 
 def lookup(doc: Any, pointer: str) -> Any:
-    """The value at a JSON pointer in `doc`, or `_MISSING` when any part is absent."""
+    """The value at a JSON pointer in `doc`, or `MISSING` when any part is absent."""
     node = doc
     for raw in pointer.split("/")[1:]:
         token = raw.replace("~1", "/").replace("~0", "~")
@@ -33,7 +33,7 @@ def lookup(doc: Any, pointer: str) -> Any:
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
         else:
-            return _MISSING
+            return MISSING
     return node
 
 
@@ -47,12 +47,12 @@ def merge_ops(doc: JsonObject, pointer: str, value: Any) -> list[JsonObject]:
 
 
 def _merge(current: Any, pointer: str, value: Any) -> list[JsonObject]:
-    if current is _MISSING:
+    if current is MISSING:
         return [{"op": "add", "path": pointer, "value": copy.deepcopy(value)}]
     if isinstance(current, dict) and isinstance(value, dict):
         ops: list[JsonObject] = []
         for key, item in value.items():
-            ops += _merge(current.get(key, _MISSING), f"{pointer}/{escape(str(key))}", item)
+            ops += _merge(current.get(key, MISSING), f"{pointer}/{escape(str(key))}", item)
         return ops
     if isinstance(current, list) and isinstance(value, list):
         return [

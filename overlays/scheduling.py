@@ -15,11 +15,12 @@
 
 Why the PodGroup is in git rather than left to the operator: the pods carry the group
 decoration themselves, so gang scheduling works whether or not the operator runs with
-`--gang-scheduler-name`; the object is reviewable; and it is created before the job
-(kustomize lists it separately, Argo CD syncs it a wave earlier). Its spec is exactly
-what the operator would compute, and `minResources` is also pinned in
+`--gang-scheduler-name`; the object is reviewable; and, having no owner reference, it
+can exist before the job (Argo CD syncs it one wave earlier, `sync-wave: "-1"`). Its
+spec is what the operator would compute, and `minResources` is also pinned in
 `schedulingPolicy`, so an operator that does manage PodGroups finds ours equal and never
-rewrites it.
+rewrites it. The price: such an operator deletes the PodGroup when the job finishes and
+a self-healing sync puts it back, empty, until the job leaves git.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from decimal import Decimal
 from typing import Any, Optional
 
 from compiler.bundle import Bundle, Component, JsonObject, pod_template_paths
-from overlays import _MISSING, lookup, merge_ops
+from overlays import MISSING, lookup, merge_ops
 from schemas.project import GpuPlacement
 from schemas.trainjob import Gang
 
@@ -232,7 +233,7 @@ def _pod_fragment(bundle: Bundle, replica_type: str, spec_path: str, gang: Optio
         # affinity terms are ORed inside a list, so merging lists would weaken the user's
         # own affinity: add only the parts (nodeAffinity, podAffinity...) it lacks
         existing = lookup(bundle.job, f"{spec_path}/affinity")
-        have = existing if existing is not _MISSING and isinstance(existing, dict) else {}
+        have = existing if existing is not MISSING and isinstance(existing, dict) else {}
         extra = {k: v for k, v in placement.affinity.items() if k not in have}
         if extra:
             pod["affinity"] = extra
