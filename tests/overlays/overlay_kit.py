@@ -89,10 +89,14 @@ KUBERNETES_VERSION = "1.32.0"  # the machine's kubectl
 
 
 @functools.cache
-def crd_validator(api_version: str) -> jsonschema.protocols.Validator:
-    """A validator for a PodGroup version, from its CRD's openAPIV3Schema (structural
-    schema: unknown fields are errors, as the API server's pruning would drop them)."""
-    crd = yaml.safe_load((SHARED / "reference/crds/scheduling" / CRD_FILES[api_version]).read_text())
+def crd_validator(api_version: str, kind: str = "PodGroup") -> jsonschema.protocols.Validator:
+    """A validator from a reference CRD's openAPIV3Schema (a structural schema: unknown
+    fields are errors, since the API server's pruning would silently drop them)."""
+    if kind == "PodGroup":
+        path = SHARED / "reference/crds/scheduling" / CRD_FILES[api_version]
+    else:
+        path = SHARED / "reference/crds/kubeflow-v1" / f"kubeflow.org_{kind.lower()}s.yaml"
+    crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)  # the CRDs are large
     version = next(v for v in crd["spec"]["versions"] if v["name"] == api_version.split("/")[1])
     schema = _closed(version["schema"]["openAPIV3Schema"])
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -115,7 +119,8 @@ def _closed(schema: Any) -> Any:
 
 
 def crd_errors(obj: dict) -> list[str]:
-    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in crd_validator(obj["apiVersion"]).iter_errors(obj)]
+    validator = crd_validator(obj["apiVersion"], obj["kind"])
+    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
 
 
 def kubernetes_errors(obj: dict) -> list[str]:

@@ -102,6 +102,15 @@ def test_overlay_objects_validate_against_their_schemas(name, env, compiled):
                 assert errors == [], f"{_key(obj)}: {errors}"
 
 
+@pytest.mark.parametrize("name", PROJECTS)
+def test_patched_jobs_validate_against_the_kubeflow_crds(name, compiled):
+    """The fields the overlays add (schedulingPolicy, pod scheduling, volumes) are real."""
+    result, _, _ = compiled[name]
+    for bundle in (b for bundles in result.bundles.values() for b in bundles):
+        job = bundle.rendered_job()
+        assert crd_errors(job) == [], f"{_key(job)}: {crd_errors(job)}"
+
+
 def test_project_example_environments_differ_where_the_clusters_do(compiled):
     result, _, _ = compiled["project"]
     jobs = {env: {b.target.name: b for b in bundles} for env, bundles in result.bundles.items()}
