@@ -35,3 +35,18 @@ def manager(control_plane, namespace: str) -> Iterator[Manager]:
     finally:
         mgr.stop()
         client.close()
+
+
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode  # noqa: E402
+
+
+class YamlSnapshot(SingleFileSnapshotExtension):
+    """One real-YAML file per test under tests/controller/__snapshots__/<module>/."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "yaml"
+
+
+@pytest.fixture
+def yaml_snapshot(snapshot):
+    return snapshot.use_extension(YamlSnapshot)
