@@ -11,6 +11,7 @@ entry point and refuses to let a Python exception pass for an exit code.
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 import traceback
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -82,8 +82,10 @@ def project_doc(**fields: Any) -> dict[str, Any]:
 
 
 def write_docs(path: Path, *docs: dict[str, Any]) -> Path:
+    """Write documents as JSON, which is YAML 1.2: key order kept, every string quoted
+    (PyYAML's safe_dump would leave `3e-5` bare, which a YAML 1.2 reader takes for a number)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    path.write_text("".join(f"---\n{json.dumps(doc, indent=1)}\n" for doc in docs), encoding="utf-8")
     return path
 
 
