@@ -1,0 +1,85 @@
+"""`train-compile flux`: Kustomizations that kustomize renders, whose `healthCheckExprs`
+(read back from the generated YAML) give Flux the Lua check's answer in a real CEL
+evaluator, and whose patches make jobs create-only when kustomize applies them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import FIXTURES, kustomize, run, tool
+from gitops_statuses import CASES, KINDS
+
+from compiler.gitops import flux, health
+
+
+def generate(out: Path, *extra: str) -> Path:
+    run(tool("train-compile"), "flux", str(FIXTURES / "project"), "-o", str(out), "--path", "deploy", *extra)
+    return out
+
+
+@pytest.fixture(scope="module")
+def kustomizations(tmp_path_factory) -> dict[str, dict]:
+    out = generate(tmp_path_factory.mktemp("flux") / "flux")
+    return {k["metadata"]["name"]: k for k in kustomize(out)}
+
+
+def test_one_kustomization_per_environment(kustomizations):
+    assert sorted(kustomizations) == ["trainforge-dev", "trainforge-prod"]
+    for env in ("dev", "prod"):
+        k = kustomizations[f"trainforge-{env}"]
+        assert k["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1"
+        assert k["metadata"]["namespace"] == "flux-system"
+        spec = k["spec"]
+        assert spec["path"] == f"./deploy/{env}"
+        assert spec["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
+        assert spec["prune"] is True and spec["wait"] is True
+        assert [(e["apiVersion"], e["kind"]) for e in spec["healthCheckExprs"]] == health.kinds()
+        for entry in spec["healthCheckExprs"]:
+            assert set(entry) == {"apiVersion", "kind", "current", "failed", "inProgress"}
+
+
+PAIRS = [pytest.param(kind, case, id=f"{kind}: {case.id}") for case in CASES for kind in KINDS]
+
+
+@pytest.mark.parametrize(("kind", "case"), PAIRS)
+def test_the_generated_expressions_agree_with_the_lua_check(kustomizations, kind, case):
+    (entry,) = [e for e in kustomizations["trainforge-prod"]["spec"]["healthCheckExprs"] if e["kind"] == kind]
+    obj = case.build(kind)
+    verdict = health.run_cel(entry, obj)
+    assert verdict == case.flux
+    argo = health.run_lua(health.lua_script(), obj)["status"]
+    # Unknown: cel-go cannot read `status` before the first status write; Flux waits.
+    assert argo == "Progressing" if verdict == "Unknown" else health.ARGO_TO_FLUX[argo] == verdict
+
+
+def _apply_patches(tmp_path: Path, tree: Path, patches: list[dict]) -> list[dict]:
+    """What Flux's kustomize build does with spec.patches over spec.path."""
+    wrapper = tmp_path / "flux-build"
+    wrapper.mkdir()
+    (wrapper / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(tree, wrapper)], "patches": patches,
+    }))
+    return kustomize(wrapper)
+
+
+def test_jobs_are_create_only_and_nothing_else_is(tmp_path, kustomizations, project_tree):
+    patches = kustomizations["trainforge-prod"]["spec"]["patches"]
+    objects = _apply_patches(tmp_path, project_tree / "prod", patches)
+    jobs = [o for o in objects if o["apiVersion"] == "kubeflow.org/v1"]
+    others = [o for o in objects if o["apiVersion"] != "kubeflow.org/v1"]
+    assert {j["kind"] for j in jobs} == {"PyTorchJob", "MPIJob"} and others
+    for j in jobs:
+        assert j["metadata"]["annotations"][flux.SSA_ANNOTATION] == "IfNotPresent"
+        assert j["metadata"]["name"] in ("bert", "horovod")  # the patch's placeholder name is not applied
+    for o in others:
+        assert flux.SSA_ANNOTATION not in o["metadata"].get("annotations", {})
+    assert len(objects) == len(kustomize(project_tree / "prod"))
+
+
+def test_apply_updates_drops_the_create_only_patches(tmp_path):
+    (k, *_) = kustomize(generate(tmp_path / "flux", "--apply-updates"))
+    assert "patches" not in k["spec"]
