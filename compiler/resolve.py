@@ -19,7 +19,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.validation import diagnostics_from, format_path
 from schemas.loader import Document, Loc, Pos
 from schemas.project import Environment, Project, ProjectPolicy
-from schemas.trainjob import Scheduling, TrainJob, TrainJobSpec
+from schemas.trainjob import TrainJob, TrainJobSpec
 
 DEFAULT_NAMESPACE = "default"
 
@@ -82,12 +82,15 @@ def deep_merge(base: Any, override: Any) -> Any:
 def _with_scheduling_defaults(spec: TrainJobSpec, environment: Environment) -> TrainJobSpec:
     own = spec.scheduling
     env = environment.scheduling
-    resolved = Scheduling(
-        queue=own.queue if own.queue is not None else env.queue,
-        priority=own.priority if own.priority is not None else env.priority,
-        gang=own.gang if own.gang is not None else env.gang,
-        nodeSelector=own.nodeSelector,
-        tolerations=own.tolerations,
+    # model_copy, not Scheduling(...): both sides are validated already, and
+    # re-validating would send a `Gang` model (not a mapping) through the gang
+    # discriminator, which rejects it.
+    resolved = own.model_copy(
+        update={
+            "queue": own.queue if own.queue is not None else env.queue,
+            "priority": own.priority if own.priority is not None else env.priority,
+            "gang": own.gang if own.gang is not None else env.gang,
+        }
     )
     return spec.model_copy(update={"scheduling": resolved})
 

@@ -7,6 +7,11 @@ sees real `int`/`str`/`bool`, never ruamel's scalar subclasses) and keep a table
 table. Aliases are expanded while copying, under a node budget, so a "billion laughs"
 document is an error rather than a hang. Problems are returned as `LoadProblem`s, not
 raised, so one run can report every broken file.
+
+That ruamel loader is the reference but pure Python (~5 ms per job spec), so files go
+through libyaml first (`schemas.fastyaml`): same plain data, position tables filled by
+ruamel only when a diagnostic reads them, and the ruamel loader alone for any file the
+fast path is not sure about (errors, anchors, tags, ambiguous scalars).
 """
 
 from __future__ import annotations
@@ -116,7 +121,40 @@ def _scalar(value: Any) -> Any:
 
 
 def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
-    """Parse every document of one file; empty documents are skipped."""
+    """Parse every document of one file; empty documents are skipped.
+
+    libyaml first (`schemas.fastyaml`), with positions filled lazily by ruamel; the
+    ruamel loader alone whenever the fast path is not sure (errors, anchors, tags...).
+    """
+    from schemas import fastyaml
+
+    try:
+        parsed = fastyaml.documents(text, MAX_NODES)
+    except fastyaml.Fallback:
+        return load_text_ruamel(text, file)
+    documents: list[Document] = []
+
+    def fill() -> None:  # once per file, on the first read of any of its tables
+        twins = {d.index: d for d in load_text_ruamel(text, file)[0]}
+        for doc in documents:
+            doc.key_pos._fill = doc.value_pos._fill = None  # type: ignore[attr-defined]
+            twin = twins.get(doc.index)
+            if twin is not None:
+                dict.update(doc.key_pos, twin.key_pos)
+                dict.update(doc.value_pos, twin.value_pos)
+
+    for index, data, start in parsed:
+        documents.append(
+            Document(
+                file=file, index=index, data=data, start=start,
+                key_pos=fastyaml.LazyTable(fill), value_pos=fastyaml.LazyTable(fill),
+            )
+        )
+    return documents, []
+
+
+def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
+    """The reference loader: ruamel round-trip, positions recorded while copying."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     documents: list[Document] = []

@@ -1,0 +1,250 @@
+"""The fast path of `loader`: libyaml parses, positions come later and only if asked.
+
+ruamel.yaml's round-trip loader is pure Python here and spends ~5 ms on a 40-line job
+spec, which made parsing 90% of a `train-compile build`. libyaml (the C parser that
+PyYAML ships, and the `kubernetes` client pulls in) parses the same file in a tenth of
+that, and the plain data is built here straight from its events, with an explicit stack
+(libyaml's own composer recurses in C and crashes on a 100,000-deep document).
+Positions are only needed for diagnostics, so a document loaded here gets position
+tables that fill themselves, on first read, by re-parsing its file with the ruamel
+loader: a clean run never pays for them, a run with errors pays once per file that has
+one.
+
+The fast path must never change what a document means, so it takes only what it is
+sure of and gives up (`Fallback`) on everything else, and the caller then runs the
+ruamel loader on the whole file, which keeps its exact values, errors and messages:
+any libyaml error, anchors (alias expansion and its size limit stay ruamel's), tags,
+tabs (ruamel rejects some that libyaml takes), NEL/LS/PS characters (line breaks in
+YAML 1.1, not in 1.2), `%` directives (a `%YAML 1.1` would change the schema), duplicate keys, non-scalar
+keys, non-mapping documents, and any plain scalar that ruamel's YAML 1.2 resolver would
+not read as a string unless it is one of the plain forms below (`true`, `null`, `42`,
+`-1.5e3`). Scalars are resolved here, not by libyaml's YAML 1.1 resolver (`on` would
+be a boolean there).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterator
+
+from yaml import (
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    YAMLError,
+)
+from yaml._yaml import CParser
+
+STR = "tag:yaml.org,2002:str"
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_UNSURE = "tag:trainforge.dev,2025:unsure"  # let ruamel decide
+MAX_DEPTH = 100  # deeper documents go to ruamel, which reports when it cannot cope
+
+_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+_TRUE = frozenset(("true", "True", "TRUE"))
+_FALSE = frozenset(("false", "False", "FALSE"))
+_PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
+_PLAIN_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)\Z")
+# Every plain scalar ruamel 0.19's YAML 1.2 resolver takes for something other than a
+# string (int, float, merge, timestamp, value; bools and nulls are the sets above):
+# matching here without being a plain form above means "ask ruamel".
+_RUAMEL_NOT_STR = re.compile(
+    r"""(?:
+        [-+]?0b[0-1_]+ | [-+]?0o?[0-7_]+ | [-+]?[0-9_]+ | [-+]?0x[0-9a-fA-F_]+
+      | [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+      | [-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+      | [-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?
+      | [-+]?\.(?:inf|Inf|INF) | \.(?:nan|NaN|NAN)
+      | << | =
+      | [0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?.*
+    )\Z""",
+    re.VERBOSE,
+)
+_MAYBE_NOT_STR = frozenset("-+.0123456789~nNtTfF<=")
+# Anchors, tags, tabs (ruamel rejects some that libyaml takes), NEL/LS/PS (line breaks
+# in YAML 1.1 only) and directives: the whole file goes to ruamel.
+_RUAMEL_ONLY = re.compile("[&!\t\x85\u2028\u2029]|^%", re.MULTILINE)
+
+
+class Fallback(Exception):
+    """This file needs the ruamel loader (see the module docstring for when)."""
+
+
+def _implicit_tag(value: str) -> str:
+    if not value or value in _NULLS:
+        return _NULL
+    if value[0] not in _MAYBE_NOT_STR:
+        return STR
+    if value in _TRUE or value in _FALSE:
+        return _BOOL
+    if _PLAIN_INT.match(value):
+        return _INT
+    if _PLAIN_FLOAT.match(value):
+        return _FLOAT
+    if _RUAMEL_NOT_STR.match(value):
+        return _UNSURE
+    return STR
+
+
+def _scalar(event: ScalarEvent) -> Any:
+    if event.anchor is not None or event.tag is not None:
+        raise Fallback
+    value = event.value
+    if not event.implicit[0]:  # quoted or block: always a string
+        return value
+    tag = _implicit_tag(value)
+    if tag == STR:
+        return value
+    if tag == _INT:
+        return int(value)
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return value in _TRUE
+    if tag == _FLOAT:
+        return float(value)
+    raise Fallback
+
+
+_NO_KEY = object()
+
+
+def _build(parser: CParser, first: Any, max_nodes: int) -> Any:
+    """Plain data of one document from its events (`first` is its root's start)."""
+    budget = max_nodes  # counted as the ruamel loader counts: keys are free
+    stack: list[list[Any]] = []  # [container, pending key] per open collection
+    event = first
+    while True:
+        kind = event.__class__
+        if kind is ScalarEvent:
+            value: Any = _scalar(event)
+            opened = False
+        elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise Fallback
+            value = {} if kind is MappingStartEvent else []
+            opened = True
+        elif kind is MappingEndEvent or kind is SequenceEndEvent:
+            done = stack.pop()[0]
+            if not stack:
+                return done
+            event = parser.get_event()
+            continue
+        else:  # an alias (anchors are already excluded) or something unexpected
+            raise Fallback
+        if stack:
+            frame = stack[-1]
+            container = frame[0]
+            if container.__class__ is list:
+                container.append(value)
+                budget -= 1
+            elif frame[1] is _NO_KEY:
+                if opened or value in container:
+                    raise Fallback  # non-scalar or duplicate key: ruamel's to judge
+                frame[1] = value
+            else:
+                container[frame[1]] = value
+                frame[1] = _NO_KEY
+                budget -= 1
+        elif not opened:
+            return value
+        if opened:
+            stack.append([value, _NO_KEY])
+            if len(stack) > MAX_DEPTH:
+                raise Fallback  # ruamel reports how deep is too deep
+        if budget < 1:
+            raise Fallback  # ruamel reports the size error with its position
+        event = parser.get_event()
+
+
+def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]]]:
+    """(index, plain data, 1-based start) per non-empty document; raises `Fallback`."""
+    if _RUAMEL_ONLY.search(text):
+        raise Fallback
+    parser = CParser(text)
+    out = []
+    index = 0
+    try:
+        while True:
+            event = parser.get_event()
+            kind = event.__class__
+            if kind is DocumentStartEvent:
+                first = parser.get_event()
+                if first.__class__ is not MappingStartEvent:
+                    if first.__class__ is ScalarEvent and _scalar(first) is None:
+                        index += 1  # an empty document: skipped, but it keeps its index
+                        parser.get_event()  # its DocumentEndEvent
+                        continue
+                    raise Fallback  # ruamel positions non-mapping documents its own way
+                mark = first.start_mark
+                out.append((index, _build(parser, first, max_nodes), (mark.line + 1, mark.column + 1)))
+                index += 1
+                parser.get_event()  # DocumentEndEvent
+            elif kind is StreamEndEvent or event is None:
+                return out
+    except YAMLError as exc:
+        raise Fallback from exc
+    finally:
+        parser.dispose()
+
+
+class LazyTable(dict):
+    """A position table that fills itself (all tables of a file at once) on first read."""
+
+    def __init__(self, fill: Callable[[], None]) -> None:
+        super().__init__()
+        self._fill: Callable[[], None] | None = fill
+
+    def _ready(self) -> None:
+        fill, self._fill = self._fill, None
+        if fill is not None:
+            fill()
+
+    def __contains__(self, key: object) -> bool:
+        self._ready()
+        return super().__contains__(key)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._ready()
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._ready()
+        return super().get(key, default)
+
+    def __iter__(self) -> Iterator[Any]:
+        self._ready()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._ready()
+        return super().__len__()
+
+    def keys(self):  # type: ignore[override]
+        self._ready()
+        return super().keys()
+
+    def values(self):  # type: ignore[override]
+        self._ready()
+        return super().values()
+
+    def items(self):  # type: ignore[override]
+        self._ready()
+        return super().items()
+
+    def __eq__(self, other: object) -> bool:
+        self._ready()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        self._ready()
+        return super().__repr__()

@@ -1,0 +1,111 @@
+"""The libyaml fast path of the loader must mean exactly what the ruamel loader means.
+
+`schemas.fastyaml` exists for speed only (see `bench/compiler_bench.py`), so every input
+here is loaded both ways and must give the same documents, values *with their types*,
+start positions, position tables and problems: either the fast path agrees, or it gives
+the file to ruamel. A seeded fuzz of mutated job specs covers what the list misses.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bench import specs
+from schemas import fastyaml, loader
+
+SCALARS = [
+    "on", "off", "yes", "no", "y", "true", "True", "TRUE", "tRue", "false", "null", "Null", "~", "",
+    "0", "-0", "+1", "007", "0o17", "0x1F", "0b101", "1_000", "1.5", "-1.5e3", "1e3", "3e-5", "1.", ".5",
+    "+.5", ".inf", "-.inf", ".nan", "1:20", "2001-12-14", "2001-12-14t21:59:43.10-05:00", "<<", "=",
+    "1.2.3", "v1", "-", "'q'", '"3e-5"', "12:30:00", "0.0", "00", "1e", "1E+3", "NaN", "9" * 30,
+]
+DOCUMENTS = {
+    "empty documents keep their index": "a: 1\n---\n---\nb: 2\n",
+    "an empty file": "",
+    "only a comment": "# nothing\n",
+    "a duplicate key": "a: 1\na: 2\n",
+    "an alias": "a: &x 1\nb: *x\n",
+    "a tag": "a: !!str 5\n",
+    "a YAML 1.1 directive": "%YAML 1.1\n---\na: on\n",
+    "a list document": "- a\n- b\n",
+    "a scalar document": "just text\n",
+    "a syntax error": "a: [1, 2\n",
+    "a tab": "a:\n\tb: 1\n",
+    "a literal block": "x: |\n  line1\n  line2\n",
+    "a folded block": "x: >-\n  folded\n  text\n",
+    "escapes": 'x: "esc\\u00e9\\n"\n',
+    "a complex key": "? [a]\n: 1\n",
+    "flow in flow": "a: {b: [c, {d: e}]}\n",
+    "a flow root after ---": "--- {a: 1}\n",
+    "null keys twice": "null: 1\n~: 2\n",
+    "int and str keys": "1: a\n'1': b\n",
+    "CRLF line ends": "a: 1\r\nb: x\r\n",
+    "a line separator": "a: 1\u2028b: 2\n",
+    "a deep document": "k: " + "[" * 150 + "]" * 150 + "\n",
+    "a too deep document": "k: " + "[" * 300 + "]" * 300 + "\n",
+}
+
+
+def _typed(value):
+    if isinstance(value, dict):
+        return {(type(k).__name__, k): _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+def _seen(result):
+    documents, problems = result
+    return (
+        [(d.index, _typed(d.data), d.start, dict(d.key_pos.items()), dict(d.value_pos.items())) for d in documents],
+        problems,
+    )
+
+
+def _same_both_ways(text: str) -> None:
+    assert _seen(loader.load_text(text, "f.yaml")) == _seen(loader.load_text_ruamel(text, "f.yaml"))
+
+
+@pytest.mark.parametrize("scalar", SCALARS, ids=lambda s: f"the scalar {s!r}")
+def test_a_scalar_means_the_same_as_value_key_and_item(scalar: str) -> None:
+    for text in (f"k: {scalar}\n", f"{scalar}: v\n" if scalar else "x: v\n", f"l: [{scalar}]\n", f"l:\n  - {scalar}\n"):
+        _same_both_ways(text)
+
+
+@pytest.mark.parametrize("text", DOCUMENTS.values(), ids=DOCUMENTS.keys())
+def test_a_document_loads_the_same_both_ways(text: str) -> None:
+    _same_both_ways(text)
+
+
+def test_a_benchmark_spec_takes_the_fast_path_and_positions_fill_lazily() -> None:
+    text = specs.job_yaml(3)
+    fastyaml.documents(text, loader.MAX_NODES)  # does not fall back
+    (doc,), _ = loader.load_text(text, "f.yaml")
+    assert dict.__len__(doc.key_pos) == 0  # nothing parsed by ruamel yet
+    assert doc.position(("spec", "nodes")) == (17, 3)
+    _same_both_ways(text)
+
+
+def test_mutated_specs_load_the_same_both_ways() -> None:
+    rnd = random.Random(8)
+    alphabet = list(" :-[]{},'\"#|>\n\t?0123456789abcxyz.eE+_~\\") + [
+        "\n  ", ": ", "- ", "\n- ", "---\n", "null", "on", "\u00e9", "\r", "\x85", "\x00", "%", "!", "&", "*",
+    ]
+    bases = [specs.job_yaml(i) for i in range(8)]
+    for _ in range(200):
+        text = rnd.choice(bases)
+        for _ in range(rnd.randint(1, 4)):
+            at = rnd.randrange(len(text) + 1)
+            if rnd.random() < 0.5:
+                text = text[:at] + rnd.choice(alphabet) + text[at:]
+            else:
+                text = text[:at] + text[at + rnd.randint(1, 3):]
+        _same_both_ways(text)
+
+
+def test_a_100000_deep_document_leaves_the_fast_path_without_crashing() -> None:
+    # libyaml's own composer recurses in C and segfaults here; the event builder must not
+    with pytest.raises(fastyaml.Fallback):
+        fastyaml.documents("k: " + "[" * 100_000 + "]" * 100_000 + "\n", loader.MAX_NODES)
