@@ -12,7 +12,7 @@ from pathlib import Path
 import jq
 import pytest
 import yaml
-from conftest import FIXTURES, by_kind, kustomize, run, tool
+from gitops_tools import FIXTURES, by_kind, kustomize, run, tool
 from gitops_statuses import condition, job
 
 from compiler.frameworks import BY_KIND

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import BIN, FIXTURES, kustomize, run, tool
+from gitops_tools import BIN, FIXTURES, kustomize, run, tool
 
 from compiler.gitops import argocd
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, kustomize, run, tool
+from gitops_tools import FIXTURES, kustomize, run, tool
 from gitops_statuses import CASES, KINDS
 
 from compiler.gitops import flux, health

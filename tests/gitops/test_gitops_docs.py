@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run, tool
+from gitops_tools import run, tool
 
 from compiler.gitops import argocd
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, by_kind, kustomize
+from gitops_tools import FIXTURES, by_kind, kustomize
 
 from compiler import render, tree
 from compiler.gitops import waves
