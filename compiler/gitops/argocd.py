@@ -21,6 +21,7 @@ the cluster (by `ttlAfterFinished` or by hand) would be created again and run ag
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -149,7 +150,8 @@ def _source(target: Target, env: str) -> dict[str, Any]:
         source["path"] = target.path
         source["plugin"] = {"name": f"{PLUGIN_NAME}-{PLUGIN_VERSION}", "env": [{"name": ENV_PARAM, "value": env}]}
     else:
-        source["path"] = f"{target.path.rstrip('/')}/{env}" if target.path not in ("", ".") else env
+        base = posixpath.normpath(target.path or ".")
+        source["path"] = env if base == "." else f"{base}/{env}"
     return source
 
 
