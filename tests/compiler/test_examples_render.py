@@ -149,6 +149,12 @@ def test_the_crd_schema_rejects_a_job_with_a_wrong_type():
         jsonschema.validate(job, _pytorch_schema())
 
 
+def yaml_12(text: str) -> list:
+    from ruamel.yaml import YAML
+
+    return [doc for doc in YAML(typ="safe").load_all(text) if doc is not None]
+
+
 # --- the examples ----------------------------------------------------------------------
 
 
@@ -203,6 +209,9 @@ def test_kubectl_kustomize_renders_what_train_compile_render_prints(build_root, 
     kustomized = [doc for doc in yaml.safe_load_all(proc.stdout) if doc is not None]
     assert len(kustomized) >= 1
     assert kustomized == rendered
+    # the same under a YAML 1.2 reader (kustomize's own, and JSON's): `3e-5` must stay a string
+    render = run_cli("render", *dict(SETS)[set_name], "--env", env)
+    assert yaml_12(proc.stdout) == yaml_12(render.stdout) == rendered
 
 
 @pytest.mark.parametrize(("set_name", "env"), _set_env_params())

@@ -115,11 +115,20 @@ def test_strings_that_look_like_other_types_are_quoted(value):
     assert yaml.safe_load(text) == {"value": value}  # a YAML 1.1 reader gets the string back
 
 
-@pytest.mark.parametrize("value", AMBIGUOUS + PLAIN)
-def test_every_string_reads_back_as_a_string_in_yaml_1_2(value):
+# strings YAML syntax itself could misread: indicators, comments, colons, whitespace, quotes
+TRICKY = ["a: b", "# not a comment", "x #y", "*star", "&anchor", "!tag", "%pct", "@at", "`tick", "- dash",
+          "[x]", "{y}", "? q", "|pipe", ">gt", "  leading", "trailing  ", "tab\there", "caf\u00e9", 'say "hi"',
+          "it's", "'single'", "back\\slash", "--lr=3e-5", "http://x:80/y", "a,b", "=", "<<"]
+
+
+@pytest.mark.parametrize("value", AMBIGUOUS + PLAIN + TRICKY)
+def test_every_string_reads_back_as_the_same_string_in_yaml_1_1_and_1_2(value):
     from ruamel.yaml import YAML
 
-    assert YAML(typ="safe").load(serialize.dump({"value": value})) == {"value": value}
+    text = serialize.dump({"env": [{"name": "X", "value": value}]})
+
+    assert YAML(typ="safe").load(text) == {"env": [{"name": "X", "value": value}]}
+    assert yaml.safe_load(text) == {"env": [{"name": "X", "value": value}]}
 
 
 @pytest.mark.parametrize("value", PLAIN)
