@@ -412,3 +412,53 @@ def test_no_prefix_of_the_kitchen_sink_makes_the_cli_crash(tmp_path):
         assert run.exit_code in (0, 1), prefix
         assert run.exit_code == 0 or run.errors(), prefix
     assert codes == {0, 1}
+
+
+# --- the project file ---------------------------------------------------------------------
+
+PROJECT_HEAD = "apiVersion: trainforge.dev/v1alpha1\nkind: Project\n"
+
+PROJECT_CASES = [
+    ("an invalid default namespace in the project is positioned in trainforge.yaml",
+     "defaults: {namespace: ML}\n",
+     "trainforge.yaml:3:23: error: defaults.namespace: 'ML' is not a valid namespace; use at most 63 lower-case"
+     " letters, digits and '-', starting and ending with a letter or digit"),
+    ("a misspelled field deep in an environment suggests the right one",
+     "environments:\n  dev:\n    gpuTypes: {h100: {nodeSelecter: {a: b}}}\n",
+     "trainforge.yaml:5:23: error: environments.dev.gpuTypes.h100.nodeSelecter: unknown field 'nodeSelecter';"
+     " did you mean 'nodeSelector'? allowed here: affinity, nodeSelector, tolerations"),
+    ("an unknown gang scheduler lists the known ones",
+     "environments:\n  dev:\n    scheduling: {gangScheduler: kube}\n",
+     "trainforge.yaml:5:33: error: environments.dev.scheduling.gangScheduler: the string 'kube' is not allowed;"
+     " use one of volcano, coscheduling"),
+    ("a gpuType the environment does not declare lists the declared ones",
+     "environments:\n  dev:\n    gpuTypes: {a100: {}, h100: {}}\n",
+     "job.yaml:8:32: error: spec.resources.gpuType: environment 'dev' has no GPU type 'b200'; use one of a100, h100"),
+]
+
+
+@pytest.mark.parametrize(("project", "expected"), [pytest.param(p, e, id=i) for i, p, e in PROJECT_CASES])
+def test_project_file_problems_are_reported_where_they_are(tmp_path, monkeypatch, project, expected):
+    monkeypatch.chdir(tmp_path)
+    Path("trainforge.yaml").write_text(PROJECT_HEAD + project, encoding="utf-8")
+    Path("job.yaml").write_text(job_text("resources: {gpu: 1, gpuType: b200}\n"), encoding="utf-8")
+
+    run = run_cli("validate", ".")
+
+    assert run.exit_code == 1
+    assert run.errors() == [expected]
+
+
+def test_a_project_outside_the_source_root_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("team").mkdir()
+    Path("team/trainforge.yaml").write_text(PROJECT_HEAD, encoding="utf-8")
+    Path("job.yaml").write_text(job_text(), encoding="utf-8")
+
+    run = run_cli("validate", ".")
+
+    assert run.exit_code == 1
+    assert run.errors() == [
+        "team/trainforge.yaml:1:1: error: kind: a Project document only counts as the trainforge.yaml at the root"
+        " of a source folder; move it to trainforge.yaml in the folder you compile"
+    ]
