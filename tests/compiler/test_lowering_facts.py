@@ -42,11 +42,11 @@ ALL_ROLES = {
 }
 
 
+UPSTREAM_BY_KIND = {facts[0]: facts for facts in UPSTREAM.values()}
+
+
 def replicas(job: dict) -> dict:
     return job["spec"][UPSTREAM_BY_KIND[job["kind"]][1]]
-
-
-UPSTREAM_BY_KIND = {facts[0]: facts for facts in UPSTREAM.values()}
 
 
 def containers(job: dict) -> dict[str, dict]:
