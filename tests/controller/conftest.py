@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 import logging
+import sys
+from pathlib import Path
+
+# `tests/controller` and `tests/overlays` share their names with the `controller` and
+# `overlays` packages: put the repository root first so imports find the packages, not
+# these folders as namespace packages (same guard as tests/overlays/conftest.py).
+_REPO = str(Path(__file__).resolve().parents[2])
+if _REPO in sys.path:
+    sys.path.remove(_REPO)
+sys.path.insert(0, _REPO)
+for _name in ("controller", "overlays"):
+    if getattr(sys.modules.get(_name), "__file__", "") is None:
+        del sys.modules[_name]
 from collections.abc import Iterator
 
 import pytest
