@@ -15,16 +15,18 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
+from compiler.diagnostics import FORMATTERS
+
 if TYPE_CHECKING:
     from compiler.pipeline import Result
 
-FORMATS = ("text", "json", "github")  # each one a formatter in compiler.diagnostics
+
 
 _sources = click.argument(
     "sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
 )
 _format = click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+    "--format", "fmt", type=click.Choice(tuple(FORMATTERS)), default="text", show_default=True,
     help="How to print diagnostics.",
 )
 _env = click.option("--env", "env", default=None, help="Limit the run to one environment.")

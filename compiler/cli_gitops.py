@@ -6,9 +6,6 @@ to commit next to the compiled tree. `register(main)` adds the commands to the
 `train-compile` group; it runs at import time of `compiler.cli`, so only `click` and
 `compiler.diagnostics` (two standard-library imports) are loaded here and everything
 else is imported inside the commands, keeping `train-compile --help` fast.
-
-Registering also offers every formatter of `compiler.diagnostics.FORMATTERS` (which now
-includes `sarif`) to the existing `--format` options.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from typing import Optional
 
 import click
 
-from compiler.diagnostics import FORMATTERS
 
 _sources = click.argument(
     "sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
@@ -132,8 +128,3 @@ def flux(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_path: st
 def register(main: click.Group) -> None:
     main.add_command(argocd)
     main.add_command(flux)
-    formats = click.Choice(tuple(FORMATTERS))
-    for command in main.commands.values():
-        for param in command.params:
-            if param.name == "fmt" and isinstance(param.type, click.Choice):
-                param.type = formats

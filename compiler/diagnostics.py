@@ -10,7 +10,9 @@ so one run reports everything. Formatters are pure functions of the sorted list.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import asdict, dataclass
+from itertools import zip_longest
 from typing import Callable, Iterable, Literal
 
 Severity = Literal["error", "warning", "notice"]
@@ -51,6 +53,19 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity == "error" for d in diagnostics)
 
 
+def annotation_order(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Most useful first: by severity, then round-robin over files, each file in line order."""
+    out: list[Diagnostic] = []
+    by_severity: dict[str, dict[str, list[Diagnostic]]] = defaultdict(lambda: defaultdict(list))
+    for d in ordered(diagnostics):
+        by_severity[d.severity][d.file].append(d)
+    for severity in ("error", "warning", "notice"):
+        files = by_severity.get(severity, {})
+        for turn in zip_longest(*(files[f] for f in sorted(files))):
+            out.extend(d for d in turn if d is not None)
+    return out
+
+
 def format_text(diagnostics: list[Diagnostic]) -> str:
     return "".join(d.text() + "\n" for d in diagnostics)
 
@@ -67,9 +82,9 @@ def _escape_github(value: str, *, prop: bool = False) -> str:
 
 
 def format_github(diagnostics: list[Diagnostic]) -> str:
-    """GitHub workflow commands; GitHub shows ten per step, so order matters (errors first)."""
+    """GitHub workflow commands; GitHub shows ten per step, so they come in annotation order."""
     lines = []
-    for d in diagnostics:
+    for d in annotation_order(diagnostics):
         level = {"error": "error", "warning": "warning", "notice": "notice"}[d.severity]
         title = _escape_github(d.path or "trainforge", prop=True)
         props = f"file={_escape_github(d.file, prop=True)},line={d.line},col={d.col},title={title}"

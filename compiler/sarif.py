@@ -16,30 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import defaultdict
-from itertools import zip_longest
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
-from compiler.diagnostics import Diagnostic, ordered
+from compiler.diagnostics import Diagnostic, annotation_order
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL = "train-compile"
 _LEVEL = {"error": "error", "warning": "warning", "notice": "note"}
 _INDEX = re.compile(r"\[[^\]]*\]")
-
-
-def annotation_order(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """Most useful first: by severity, then round-robin over files, each file in line order."""
-    out: list[Diagnostic] = []
-    by_severity: dict[str, dict[str, list[Diagnostic]]] = defaultdict(lambda: defaultdict(list))
-    for d in ordered(diagnostics):
-        by_severity[d.severity][d.file].append(d)
-    for severity in ("error", "warning", "notice"):
-        files = by_severity.get(severity, {})
-        for turn in zip_longest(*(files[f] for f in sorted(files))):
-            out.extend(d for d in turn if d is not None)
-    return out
 
 
 def rule_id(d: Diagnostic) -> str:

@@ -102,8 +102,18 @@ def _label_value(value: str) -> str:
     return value
 
 
-Name = Annotated[str, Field(strict=True), AfterValidator(_dns1035)]
-Namespace = Annotated[str, Field(strict=True), AfterValidator(_dns1123)]
+# Patterns go into the JSON Schema only (editors, check-jsonschema); validation itself runs
+# through the validators above because their messages say how to fix the value.
+Name = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": DNS1035.pattern, "maxLength": 63}),
+    AfterValidator(_dns1035),
+]
+Namespace = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
+    AfterValidator(_dns1123),
+]
 Quantity = Annotated[
     str,
     BeforeValidator(_quantity),
@@ -114,7 +124,9 @@ Seconds = Annotated[
     BeforeValidator(_duration),
     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": DURATION.pattern}]}),
 ]
-EnvName = Annotated[str, Field(strict=True), AfterValidator(_env_name)]
+EnvName = Annotated[
+    str, Field(strict=True, json_schema_extra={"pattern": ENV_NAME.pattern}), AfterValidator(_env_name)
+]
 LabelKey = Annotated[str, Field(strict=True), AfterValidator(_label_key)]
 LabelValue = Annotated[str, Field(strict=True), AfterValidator(_label_value)]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
