@@ -2,7 +2,7 @@
 
 - applying a step twice equals applying it once (and the whole chain twice equals once);
 - no step mutates its input (the bundle, its base job, its components);
-- the order is rbac, storage, scheduling, and each writes only its own component;
+- the order is rbac, storage, scheduling, and each overlay writes only its own component;
 - roles that do not run on GPUs (MPI launcher, parameter servers, MXNet scheduler...)
   get no GPU, no shared memory and no GPU placement, through the whole chain.
 """
@@ -62,8 +62,12 @@ def _run(bundle):
     return bundle
 
 
+# steps after the three overlays (e.g. Argo CD sync waves) annotate, they add no component
+OVERLAY_STEPS = tuple(step for step in overlays.STEPS if step.__module__.startswith("overlays."))
+
+
 def test_steps_are_declared_in_order():
-    assert [step.__module__ for step in overlays.STEPS] == ["overlays.rbac", "overlays.storage", "overlays.scheduling"]
+    assert [step.__module__ for step in overlays.STEPS][:3] == ["overlays.rbac", "overlays.storage", "overlays.scheduling"]
 
 
 @pytest.mark.parametrize(("framework", "gang"), CASES)
@@ -92,7 +96,7 @@ def test_steps_do_not_mutate_their_input(framework, gang):
 @pytest.mark.parametrize(("framework", "gang"), CASES)
 def test_each_step_writes_only_its_own_component(framework, gang):
     bundle = _bundle(framework, gang)
-    for step in overlays.STEPS:
+    for step in OVERLAY_STEPS:
         name = step.__module__.split(".")[-1]
         after = step(bundle)
         assert [c.name for c in after.components] == [c.name for c in bundle.components] + [name]
