@@ -4,9 +4,11 @@ Keys come out in the order Kubernetes users read (`apiVersion`, `kind`, `metadat
 `name`... first, then alphabetical), lists keep their order because order in a list
 carries meaning (env, args, containers). Emitting uses PyYAML's libyaml emitter (it
 ships with the `kubernetes` client and is an order of magnitude faster than a pure
-Python emitter). Strings that any YAML 1.1 *or* 1.2 reader could take for a number,
-boolean or null are double-quoted: kustomize's YAML 1.2 reader would otherwise turn
-`LR: 3e-5` into a float and the API server would reject the env value.
+Python emitter); `compiler.fastemit` writes the same bytes for our JSON-shaped objects
+without PyYAML's per-node Python work, and hands anything unusual back to PyYAML.
+Strings that any YAML 1.1 *or* 1.2 reader could take for a number, boolean or null are
+double-quoted: kustomize's YAML 1.2 reader would otherwise turn `LR: 3e-5` into a float
+and the API server would reject the env value.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import re
 from typing import Any
 
 import yaml
+
+from compiler import fastemit
 
 FIRST_KEYS = ("apiVersion", "kind", "metadata", "name", "namespace")
 _RANK = {key: i for i, key in enumerate(FIRST_KEYS)}
@@ -62,11 +66,24 @@ _Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(dict, _represent_dict)
 
 
+def _pyyaml_dump(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, width=4096, allow_unicode=True)
+
+
+# Emits what `_pyyaml_dump(ordered(obj))` emits, several times faster (see fastemit).
+_FAST = fastemit.Emitter(
+    quote_double=lambda value: _AMBIGUOUS.match(value) is not None,
+    emit_one=lambda value: _pyyaml_dump({"k": value}),
+    rank=lambda key: (_RANK.get(key, len(FIRST_KEYS)), str(key)),
+)
+
+
 def dump(obj: Any) -> str:
     """One YAML document (no `---`), keys in reading order, trailing newline."""
-    return yaml.dump(
-        ordered(obj), Dumper=_Dumper, default_flow_style=False, width=4096, allow_unicode=True
-    )
+    try:
+        return _FAST.dump(obj)
+    except fastemit.Slow:
+        return _pyyaml_dump(ordered(obj))
 
 
 def dump_all(objects: list[Any]) -> str:
