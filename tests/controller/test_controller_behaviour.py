@@ -1,0 +1,142 @@
+"""Controller behaviour beyond the happy path, on the real API server: a settled job
+costs zero write requests, children carry the controller owner reference (there is no
+garbage collector here, so the references are what we assert), a job being deleted is
+left alone, and bad objects get a clear condition or event without a hot retry loop."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from controller.kube import CONFIGMAPS, EVENTS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES
+from controller.reconcile import job_key
+from controller_kit import job, wait_for
+
+
+def settle(manager, quiet: float = 0.6, timeout: float = 10.0) -> int:
+    """Wait until the controller has made no write for `quiet` seconds; return the count."""
+    deadline = time.monotonic() + timeout
+    last, since = manager.client.writes(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = manager.client.writes()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet and len(manager.queue) == 0:
+            return now
+    raise AssertionError("controller never went quiet")
+
+
+@pytest.mark.parametrize("finish", [False, True], ids=["running job", "succeeded job"])
+@pytest.mark.parametrize("kind,replicas,master", [
+    ("PyTorchJob", {"Master": 1, "Worker": 2}, "z-master-0"),
+    ("TFJob", {"Chief": 1, "Worker": 1}, "z-chief-0"),
+    ("MPIJob", {"Launcher": 1, "Worker": 2}, "z-launcher"),
+], ids=["pytorch", "tensorflow", "mpi"])
+def test_second_reconcile_of_a_settled_job_makes_zero_writes(cluster, manager, kind, replicas, master, finish) -> None:
+    cluster.apply(job(kind, "z", **replicas))
+    pods = wait_for(lambda: (lambda p: p if len(p) == sum(replicas.values()) else None)(cluster.pods()), what="pods")
+    cluster.run_all(*pods)
+    cluster.wait_condition(kind, "z", "Running")
+    if finish:
+        cluster.set_phase(master, "Succeeded")
+        cluster.wait_condition(kind, "z", "Succeeded")
+    before = settle(manager)
+    counts = manager.client.snapshot()
+    key = job_key(kind, cluster.namespace, "z")
+    for _ in range(3):
+        manager.process(key)
+    assert manager.client.writes() == before
+    changed = {k: v - counts[k] for k, v in manager.client.snapshot().items() if v != counts[k]}
+    assert changed == {}, changed  # not even a read: reconcile works from the informer caches
+
+
+def test_children_carry_the_controller_owner_reference(cluster, manager) -> None:
+    applied = cluster.apply(job("PyTorchJob", "own", Master=1, Worker=1))
+    mpi = cluster.apply(job("MPIJob", "ompi", Launcher=1, Worker=1))
+    cluster.wait_pods({"own-master-0", "own-worker-0", "ompi-launcher", "ompi-worker-0"})
+    wait_for(lambda: len(cluster.objects(SERVICES)) == 2 and "ompi-launcher" in cluster.objects(ROLEBINDINGS), what="children")
+    owned = {("Pod", n): o for n, o in cluster.objects(PODS).items()}
+    owned.update({("Service", n): o for n, o in cluster.objects(SERVICES).items()})
+    for res, kind in ((CONFIGMAPS, "ConfigMap"), (SERVICEACCOUNTS, "ServiceAccount"), (ROLES, "Role"), (ROLEBINDINGS, "RoleBinding")):
+        owned.update({(kind, n): o for n, o in cluster.objects(res).items() if n.startswith("ompi")})
+    assert len(owned) == 10
+    for (kind, name), obj in owned.items():
+        parent = mpi if name.startswith("ompi") else applied
+        assert obj["metadata"]["ownerReferences"] == [{
+            "apiVersion": "kubeflow.org/v1", "kind": parent["kind"], "name": parent["metadata"]["name"],
+            "uid": parent["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}], (kind, name)
+
+
+def test_job_being_deleted_is_left_alone_and_a_deleted_job_is_forgotten(cluster, manager) -> None:
+    cluster.apply(job("PyTorchJob", "gone", Master=1, Worker=1))
+    cluster.wait_pods({"gone-master-0", "gone-worker-0"})
+    settle(manager)
+    # foreground deletion leaves the job with a deletionTimestamp (no GC here to finish it)
+    from controller.reconcile import job_resource
+    from controller.kinds import KINDS
+
+    cluster.client.delete(job_resource(KINDS["PyTorchJob"]), cluster.namespace, "gone", propagation="Foreground")
+    cluster.client.delete(PODS, cluster.namespace, "gone-worker-0")
+    time.sleep(1.0)
+    assert set(cluster.pods()) == {"gone-master-0"}, "no pod is recreated for a job being deleted"
+    key = job_key("PyTorchJob", cluster.namespace, "gone")
+    assert manager.reconciler.reconcile(key) is None
+
+
+def events_of(cluster, name: str) -> list[tuple[str, str, str]]:
+    items = cluster.client.list(EVENTS, namespace=cluster.namespace)["items"]
+    return [(e["type"], e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
+
+
+BAD = [
+    ("no containers", lambda: _without_containers(), "PyTorchJob",
+     "spec.pytorchReplicaSpecs[Worker].template.spec.containers: Required value: must be specified"),
+    ("missing image", lambda: _without_image(), "PyTorchJob",
+     "spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: must be required"),
+    ("unknown replica type", lambda: job("PyTorchJob", "bad", Master=1, Trainer=2), "PyTorchJob",
+     'spec.pytorchReplicaSpecs: Unsupported value: "Trainer": supported values: "Master", "Worker"'),
+    ("two chiefs", lambda: job("TFJob", "bad", Chief=1, Master=1), "TFJob",
+     "spec.tfReplicaSpecs: Forbidden: must not have more than 1 Chief or Master role"),
+    ("master replicas omitted", lambda: job("XGBoostJob", "bad", Master=None), "XGBoostJob",
+     "spec.xgbReplicaSpecs[Master].replicas: Forbidden: must be 1"),
+]
+
+
+def _without_containers():
+    body = job("PyTorchJob", "bad", Master=1, Worker=1)
+    body["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = []
+    return body
+
+
+def _without_image():
+    body = job("PyTorchJob", "bad", Master=1)
+    del body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["image"]
+    return body
+
+
+@pytest.mark.parametrize("build,kind,field_error", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_object_fails_with_a_clear_condition_and_no_retry_loop(cluster, manager, build, kind, field_error) -> None:
+    cluster.apply(build())
+    failed = cluster.wait_condition(kind, "bad", "Failed")
+    condition = failed["status"]["conditions"][-1]
+    assert condition["reason"] == f"{kind}FailedValidation"
+    assert condition["message"] == f"{kind} failed validation because {field_error}"
+    assert ("Warning", f"{kind}FailedValidation", condition["message"]) in events_of(cluster, "bad")
+    assert cluster.pods() == {}
+    before = manager.reconciles
+    time.sleep(1.0)
+    assert manager.reconciles - before <= 2, "no hot retry"
+    assert manager.errors == 0
+
+
+def test_invalid_mpijob_gets_an_event_and_backs_off(cluster, manager) -> None:
+    body = job("MPIJob", "bad", Worker=1)  # no Launcher
+    cluster.apply(body)
+    message = "MPIJob failed validation because spec.mpiReplicaSpecs[Launcher]: Required value: must be present"
+    wait_for(lambda: ("Warning", "MPIJobFailedValidation", message) in events_of(cluster, "bad"), what="event")
+    time.sleep(1.5)
+    assert manager.errors <= 12, "exponential backoff, not a hot loop"
+    assert (cluster.get_job("MPIJob", "bad").get("status") or {}).get("conditions") is None  # upstream writes none
+    assert cluster.pods() == {}
