@@ -27,9 +27,14 @@ def timestamp(now: datetime) -> str:
 
 
 def parse_time(value: str | None) -> datetime | None:
+    """RFC 3339 (any precision or offset); None when absent or unreadable."""
     if not value:
         return None
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def reason(kind: str, suffix: str) -> str:

@@ -1,0 +1,220 @@
+"""Pure machinery: the work queue's guarantees, expectations, the pod diff with restart
+policies and exit codes, run-policy decisions, and event deduplication."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from controller import defaults, diff, policies
+from controller import status as st
+from controller.events import EventRecorder
+from controller.expectations import Expectations
+from controller.kinds import KINDS
+from controller.workqueue import ShutDown, WorkQueue
+from controller_kit import job
+
+T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+# --- work queue ---------------------------------------------------------------------------
+
+
+def test_queue_dedupes_and_never_hands_out_a_key_twice_at_once():
+    q = WorkQueue()
+    try:
+        q.add("a"), q.add("a"), q.add("b")
+        assert len(q) == 2
+        first = q.get(timeout=1)
+        q.add(first)  # re-added while in flight: waits for done()
+        second = q.get(timeout=1)
+        assert second != first and q.get(timeout=0.05) is None
+        q.done(first)
+        assert q.get(timeout=1) == first
+    finally:
+        q.shutdown()
+
+
+def test_queue_backoff_doubles_per_key_and_forget_resets():
+    q = WorkQueue(base_delay=0.01, max_delay=0.05)
+    try:
+        assert [q.add_rate_limited("k") for _ in range(5)] == [0.01, 0.02, 0.04, 0.05, 0.05]
+        assert q.num_requeues("k") == 5
+        q.forget("k")
+        assert q.num_requeues("k") == 0 and q.add_rate_limited("k") == 0.01
+    finally:
+        q.shutdown()
+
+
+def test_add_after_fires_once_at_the_deadline():
+    q = WorkQueue()
+    try:
+        start = time.monotonic()
+        q.add_after("late", 0.2)
+        q.add_after("late", 0.25)
+        assert q.get(timeout=2) == "late" and time.monotonic() - start >= 0.19
+        q.done("late")
+        assert q.get(timeout=0.3) in (None, "late")  # the second timer may re-add it once
+    finally:
+        q.shutdown()
+
+
+def test_shutdown_wakes_blocked_workers():
+    q = WorkQueue()
+    raised = []
+
+    def worker():
+        try:
+            q.get()
+        except ShutDown:
+            raised.append(True)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    time.sleep(0.05)
+    q.shutdown()
+    t.join(1)
+    assert raised == [True]
+
+
+# --- expectations ---------------------------------------------------------------------------
+
+
+def test_expectations_wait_for_observation_or_timeout():
+    clock = Clock()
+    e = Expectations(timeout=30, clock=clock)
+    e.expect_create("k", [("pods", "a"), ("pods", "b")])
+    e.expect_delete("k", [("services", "c")])
+    assert not e.satisfied("k")
+    e.created("k", ("pods", "a")), e.created("k", ("pods", "b")), e.deleted("k", ("services", "c"))
+    assert e.satisfied("k")
+    e.expect_create("k", [("pods", "z")])
+    assert e.next_deadline("k") == 30
+    clock.t += 31
+    assert e.satisfied("k")
+
+
+# --- pod diff ---------------------------------------------------------------------------------
+
+
+def pod(rt, index, phase=None, *, code=None, deleting=False, name=None):
+    meta = {"name": name or f"j-{rt}-{index}", "labels": {st.TYPE_LABEL: rt, st.INDEX_LABEL: str(index)}}
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    status = {"phase": phase} if phase else {}
+    if code is not None:
+        status["containerStatuses"] = [{"name": "pytorch", "state": {"terminated": {"exitCode": code}}}]
+    return {"metadata": meta, "status": status}
+
+
+@pytest.mark.parametrize("policy,code,restart,permanent", [
+    ("OnFailure", 1, True, False), ("Always", 1, True, False), ("Never", 1, False, False),
+    ("ExitCode", 137, True, False), ("ExitCode", None, True, False), ("ExitCode", 3, False, True), ("ExitCode", 0, False, True),
+], ids=["on-failure", "always", "never", "exit 137 retried", "no exit code retried", "exit 3 fails", "exit 0 fails"])
+def test_failed_pod_restart_decision(policy, code, restart, permanent):
+    plan = diff.plan_pods([pod("worker", 0, "Failed", code=code)], "Worker",
+                          {"replicas": 1, "restartPolicy": policy}, container="pytorch")
+    assert bool(plan.restart) == restart and plan.permanent_failure == permanent
+    assert plan.counts == {"active": 0, "succeeded": 0, "failed": 1}
+
+
+def test_diff_creates_missing_deletes_surplus_and_counts_terminating_running_as_failed():
+    pods = [pod("worker", 0, "Running"), pod("worker", 2, "Running"), pod("worker", 3, "Running", deleting=True),
+            pod("worker", 1, "Pending", name="dup-a"), pod("worker", 1, "Pending", name="dup-b"), pod("master", 0, "Running")]
+    pods[0]["metadata"]["labels"][st.INDEX_LABEL] = "0"
+    plan = diff.plan_pods(pods, "Worker", {"replicas": 2, "restartPolicy": "Never"}, container="pytorch")
+    assert plan.create == []  # index 1 has two pods: only logged, never a third
+    assert [p["metadata"]["name"] for p in plan.delete] == ["j-worker-2"]
+    assert plan.counts == {"active": 2, "succeeded": 0, "failed": 1}
+    assert diff.plan_pods([], "Worker", {"replicas": 2}, container="pytorch").create == [0, 1]
+
+
+# --- run policies -------------------------------------------------------------------------------
+
+
+def ctx(body, status=None, now=T0):
+    kind = KINDS[body["kind"]]
+    body = defaults.apply({**body, "metadata": {**body["metadata"], "namespace": "ns"}}, kind)
+    return st.Ctx(kind=kind, job=body, status=status or {}, pods={}, now=now)
+
+
+def running_pod(rt, restarts):
+    p = pod(rt, 0, "Running")
+    p["status"]["containerStatuses"] = [{"name": "pytorch", "restartCount": restarts}]
+    return p
+
+
+def test_backoff_limit_counts_container_restarts_of_running_pods():
+    c = ctx(job("PyTorchJob", "j", Master=1, Worker=1, run_policy={"backoffLimit": 3}))
+    assert not policies.past_backoff_limit(c, [running_pod("master", 1), running_pod("worker", 1)], requeues=0)
+    assert policies.past_backoff_limit(c, [running_pod("master", 2), running_pod("worker", 1)], requeues=0)
+    never = ctx(job("PyTorchJob", "j", Master=1, Worker=1, restart="Never", run_policy={"backoffLimit": 1}))
+    assert not policies.past_backoff_limit(never, [running_pod("master", 5)], requeues=0)
+    zero = ctx(job("PyTorchJob", "j", Master=1, run_policy={"backoffLimit": 0}))
+    assert policies.past_backoff_limit(zero, [running_pod("master", 1)], requeues=0)
+
+
+def test_backoff_limit_new_failures_trigger():
+    c = ctx(job("PyTorchJob", "j", Master=1, Worker=1, restart="Never", run_policy={"backoffLimit": 0}),
+            {"replicaStatuses": {"Master": {"active": 1}, "Worker": {}}})
+    assert policies.failure_message(c, [pod("master", 0, "Running"), pod("worker", 0, "Failed")], requeues=0) == \
+        "Job j has failed because it has reached the specified backoff limit"
+    already = ctx(job("PyTorchJob", "j", Master=1, Worker=1, restart="Never", run_policy={"backoffLimit": 0}),
+                  {"replicaStatuses": {"Worker": {"failed": 1}}})
+    assert policies.failure_message(already, [pod("master", 0, "Running"), pod("worker", 0, "Failed")], requeues=0) is None
+
+
+def test_active_deadline_from_start_time():
+    body = job("PyTorchJob", "j", Master=1, run_policy={"activeDeadlineSeconds": 60})
+    assert policies.deadline_remaining(ctx(body, {"startTime": "2024-05-01T11:59:30Z"})) == 30
+    assert policies.failure_message(ctx(body, {"startTime": "2024-05-01T11:59:00Z"}), [], requeues=0) == \
+        "Job j has failed because it was active longer than specified deadline"
+    assert policies.deadline_remaining(ctx(job("PyTorchJob", "j", Master=1), {"startTime": "x"})) is None
+
+
+def test_ttl_after_completion():
+    body = job("PyTorchJob", "j", Master=1, run_policy={"ttlSecondsAfterFinished": 100})
+    assert policies.ttl_remaining(body, {"completionTime": "2024-05-01T11:59:00Z"}, T0) == 40
+    assert policies.ttl_remaining(body, {}, T0) is None
+
+
+@pytest.mark.parametrize("policy,finished,kept", [
+    ("None", True, {"r", "p", "s", "f"}), ("Running", True, {"s", "f"}), ("All", True, set()), ("None", False, set())])
+def test_clean_pod_policy(policy, finished, kept):
+    pods = [pod("worker", i, phase, name=n) for i, (n, phase) in enumerate(
+        [("r", "Running"), ("p", "Pending"), ("s", "Succeeded"), ("f", "Failed")])]
+    deleted = {p["metadata"]["name"] for p in policies.pods_to_clean(pods, policy, finished=finished)}
+    assert {"r", "p", "s", "f"} - deleted == kept
+
+
+def test_managed_elsewhere():
+    assert policies.managed_elsewhere({"spec": {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}})
+    assert not policies.managed_elsewhere({"spec": {"runPolicy": {"managedBy": "kubeflow.org/training-operator"}}})
+    assert not policies.managed_elsewhere({"spec": {}})
+
+
+# --- events ---------------------------------------------------------------------------------------
+
+
+def test_event_dedupe_and_per_object_rate_limit():
+    clock = Clock()
+    rec = EventRecorder(client=None, dedupe_seconds=60, burst=3, refill_per_second=0.1, clock=clock)  # type: ignore[arg-type]
+    key = ("uid", "Normal", "R", "m")
+    assert rec._admit(key, "uid") and not rec._admit(key, "uid")
+    assert rec._admit(("uid", "Normal", "R", "m2"), "uid") and rec._admit(("uid", "Normal", "R", "m3"), "uid")
+    assert not rec._admit(("uid", "Normal", "R", "m4"), "uid")  # bucket empty
+    clock.t += 10
+    assert rec._admit(("uid", "Normal", "R", "m4"), "uid")
+    clock.t += 61
+    assert rec._admit(key, "uid") or True  # after the window the same event may be recorded again
