@@ -52,16 +52,29 @@ class Bundle:
     def rendered_job(self) -> JsonObject:
         import jsonpatch
 
-        job = copy.deepcopy(self.job)
+        job = json_copy(self.job)
         for component in self.components:
-            if component.patches:
-                job = jsonpatch.apply_patch(job, list(component.patches))
+            if component.patches:  # in place: `job` is our own copy (added values are copied)
+                job = jsonpatch.apply_patch(job, list(component.patches), in_place=True)
         return job
 
     def objects(self) -> list[JsonObject]:
         """Every object this bundle puts in the cluster (job last is kustomize's concern)."""
-        extra = [copy.deepcopy(r) for c in self.components for r in c.resources]
+        extra = [json_copy(r) for c in self.components for r in c.resources]
         return extra + [self.rendered_job()]
+
+
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
+def json_copy(value: Any) -> Any:
+    """`copy.deepcopy` for JSON-shaped data, several times faster (render copies every job)."""
+    kind = value.__class__
+    if kind is dict:
+        return {k: v if v.__class__ in _ATOMS else json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [v if v.__class__ in _ATOMS else json_copy(v) for v in value]
+    return value if kind in _ATOMS else copy.deepcopy(value)
 
 
 def pod_template_paths(job: JsonObject, replica_specs: str) -> list[tuple[str, str]]:

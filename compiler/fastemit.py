@@ -54,6 +54,7 @@ class Emitter:
         self._rank = rank  # mapping key order
         self._resolver = Resolver()
         self._scalars: dict[tuple[type, Any], str] = {}
+        self._layouts: dict[tuple[Any, ...], list[tuple[Any, str]]] = {}
 
     def _scalar(self, value: Any) -> str:
         key = (value.__class__, value)
@@ -100,10 +101,19 @@ class Emitter:
             raise Slow  # a bare scalar document ends with `...`; leave it to PyYAML
         return "".join(out)
 
+    def _layout(self, mapping: dict) -> list[tuple[Any, str]]:
+        """(key, its text) in writing order; mappings mostly repeat a few key sets."""
+        keys = tuple(mapping)
+        layout = self._layouts.get(keys)
+        if layout is None:
+            layout = [(key, self._key(key)) for key in sorted(keys, key=self._rank)]
+            self._layouts[keys] = layout
+        return layout
+
     def _mapping(self, mapping: dict, pad: str, lead: str, out: list[str]) -> None:
-        for i, key in enumerate(sorted(mapping, key=self._rank)):
+        for i, (key, text) in enumerate(self._layout(mapping)):
             out.append(pad if i else lead)
-            out.append(self._key(key))
+            out.append(text)
             value = mapping[key]
             kind = value.__class__
             if kind is dict:
