@@ -59,7 +59,7 @@ def asset_dir(build: bool = True, quiet: bool = False) -> Path:
     """Return the directory holding kube-apiserver and etcd.
 
     ``KUBEBUILDER_ASSETS`` wins. Otherwise run ``build-assets.sh``, which answers
-    at once from its cache or builds (10-30 minutes cold). With ``build=False``
+    at once from its cache or builds (4-10 minutes cold). With ``build=False``
     a missing cache is an error instead of a build.
     """
     env_dir = os.environ.get("KUBEBUILDER_ASSETS")
@@ -67,7 +67,10 @@ def asset_dir(build: bool = True, quiet: bool = False) -> Path:
         return _from_dir(Path(env_dir)).directory
     if not build:
         from_cache = default_cache_dir()
-        _from_dir(from_cache)
+        try:
+            _from_dir(from_cache)
+        except AssetsError as err:
+            raise AssetsError(f"{err}; build them with `make k8s-assets` (bash {BUILD_SCRIPT})") from err
         return from_cache
     if shutil.which("bash") is None:
         raise AssetsError("bash is needed to run build-assets.sh; or set KUBEBUILDER_ASSETS")

@@ -92,7 +92,24 @@ export GOPROXY="${GOPROXY:-https://proxy.golang.org}"
 WORK="$(mktemp -d "${CACHE_ROOT}/.build.XXXXXX")"
 cleanup() { rm -rf "${WORK}"; }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Long go builds run as background children we `wait` for: a trapped signal
+# interrupts `wait` at once (not only after the build), and is passed on.
+CHILD=""
+run_child() {
+    local rc=0
+    "$@" &
+    CHILD=$!
+    wait "${CHILD}" || rc=$?
+    CHILD=""
+    return "${rc}"
+}
+on_signal() {
+    log "interrupted: stopping the build; the cache is left as it was"
+    [[ -n "${CHILD}" ]] && kill -TERM "${CHILD}" 2>/dev/null
+    wait "${CHILD:-}" 2>/dev/null || true
+    exit 130
+}
+trap on_signal INT TERM
 OUT="${WORK}/out"
 mkdir -p "${OUT}"
 log "building into ${WORK} with $(go version)"
@@ -106,7 +123,7 @@ go_sumdb_tolerant() {
     local attempt errf missing
     errf="$(mktemp "${WORK}/go-stderr.XXXXXX")"
     for attempt in 1 2 3 4 5 6; do
-        if "$@" 2> >(tee "${errf}" >&2); then
+        if run_child "$@" 2> >(tee "${errf}" >&2); then
             return 0
         fi
         wait  # let tee flush
@@ -166,7 +183,7 @@ for p in "${VPKG_CB}" "${VPKG_CG}"; do
 done
 ldf+=" ${TRAINFORGE_EXTRA_LDFLAGS:-}"
 
-log "go build k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION} (cold: 10-30 min on 2 cores)"
+log "go build k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION} (cold: ~4 min on 2 idle cores, ~10 min on a busy machine)"
 go_sumdb_tolerant go build -trimpath -ldflags "${ldf}" -o "${OUT}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \
     || die "building kube-apiserver failed (see the go errors above; scratch module kept only for this run: ${SRC})"
 t1=$(now)

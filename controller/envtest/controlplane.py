@@ -21,6 +21,7 @@ copied to a kept ``trainforge-cp-failed-*`` dir, because the temp dir is removed
 
 from __future__ import annotations
 
+import atexit
 import base64
 import ctypes
 import json
@@ -34,6 +35,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -89,6 +91,16 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except OSError:
         pass  # not Linux/glibc: stop() still cleans up on orderly exits
+
+
+# Safety net for callers that forget stop(): every live plane is stopped at exit.
+_LIVE: weakref.WeakSet[ControlPlane] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_forgotten_planes() -> None:
+    for plane in list(_LIVE):
+        plane.stop()
 
 
 class ManagedProcess:
@@ -219,6 +231,7 @@ class ControlPlane:
         if self._started:
             raise ControlPlaneError("control plane already started")
         self._started = True
+        _LIVE.add(self)
         if self.use_existing:
             self._use_existing_cluster()
             return self
@@ -240,6 +253,7 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Stop kube-apiserver, then etcd, then remove the temp dir. Idempotent."""
+        _LIVE.discard(self)
         self.close_clients()
         try:
             if self._apiserver is not None:
