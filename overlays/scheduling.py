@@ -5,8 +5,8 @@
   `priorityClassName` on every pod), or, when the environment says `kueuePriority`, the
   `kueue.x-k8s.io/priority-class` label (a WorkloadPriorityClass) instead.
 - Gang scheduling (volcano or coscheduling from scheduler-plugins): `schedulingPolicy`
-  gets `minAvailable` (every pod, or `elastic.minNodes`), `minResources`,
-  `scheduleTimeoutSeconds` and, for volcano, the queue; pods get the scheduler and the
+  gets `minAvailable` (every pod, or `elastic.minNodes`), `minResources` and
+  `scheduleTimeoutSeconds`; pods get the scheduler and the
   pod-group decoration the operator would add; and a PodGroup named after the job is
   written beside it.
 - Placement: the environment's `gpuTypes` entry for the job's `gpuType` goes only to
@@ -157,8 +157,9 @@ def _pod_group(bundle: Bundle, gang: GangScheduler, policy: JsonObject) -> JsonO
     if "minResources" in policy:
         spec["minResources"] = policy["minResources"]
     if gang.name == "volcano":
-        if "queue" in policy:
-            spec["queue"] = policy["queue"]
+        # no queue: `scheduling.queue` names a Kueue LocalQueue, not a Volcano queue, and a
+        # PodGroup in a Volcano queue that does not exist never starts (Volcano's default
+        # queue is used instead, as the operator does when schedulingPolicy.queue is unset)
         if "priorityClass" in policy:
             spec["priorityClassName"] = policy["priorityClass"]
     elif "scheduleTimeoutSeconds" in policy:
@@ -179,8 +180,6 @@ def _scheduling_policy(bundle: Bundle, gang: Optional[tuple[GangScheduler, Optio
             policy["minResources"] = resources
         if timeout is not None:
             policy["scheduleTimeoutSeconds"] = timeout
-        if scheduler.name == "volcano" and scheduling.queue:
-            policy["queue"] = scheduling.queue
     return policy
 
 

@@ -149,7 +149,7 @@ def test_gang_false_turns_off_an_environment_default():
     assert "runPolicy" not in job["spec"]
 
 
-def test_volcano_pods_carry_the_group_annotations_and_the_queue():
+def test_volcano_pods_carry_the_group_annotations_and_the_kueue_queue_stays_a_label():
     bundle, out, job = _apply({"nodes": 2, "scheduling": {"gang": True, "queue": "q", "priority": "high"}})
     pods = templates(job, bundle)
     for rtype, pod in pods.items():
@@ -157,10 +157,12 @@ def test_volcano_pods_carry_the_group_annotations_and_the_queue():
             "scheduling.k8s.io/group-name": "mini",
             "volcano.sh/task-spec": rtype.lower(),
         }
+    # scheduling.queue is a Kueue LocalQueue: it must not become a (likely missing) Volcano queue
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q"
     policy = job["spec"]["runPolicy"]["schedulingPolicy"]
-    assert policy["queue"] == "q"
+    assert "queue" not in policy
     (group,) = out.component("scheduling").resources
-    assert group["spec"]["queue"] == "q" and group["spec"]["priorityClassName"] == "high"
+    assert "queue" not in group["spec"] and group["spec"]["priorityClassName"] == "high"
 
 
 def test_coscheduling_pods_carry_the_group_label_and_the_timeout():
