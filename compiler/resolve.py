@@ -108,7 +108,8 @@ def targets_for(
                 Diagnostic(
                     doc.file, line, col, f"spec.environments.{env_name}",
                     f"environment '{env_name}' is not declared by the project",
-                    f"use one of {', '.join(declared)} or declare it in trainforge.yaml",
+                    f"declared environments: {', '.join(declared)}; rename it or add it"
+                    " under environments in trainforge.yaml",
                 )
             )
     if diagnostics:

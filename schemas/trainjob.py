@@ -126,8 +126,14 @@ class Volume(StrictModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> "Volume":
-        if (self.claim is None) == (self.size is None):
-            raise ValueError("give exactly one of claim (existing PVC) or size (new PVC)")
+        if self.claim is not None and self.size is not None:
+            raise ValueError(
+                "has both claim and size; keep claim to mount an existing PVC or size to create one"
+            )
+        if self.claim is None and self.size is None:
+            raise ValueError(
+                "has neither claim nor size; add claim: <existing PVC> or size: <e.g. 100Gi>"
+            )
         if self.claim is not None and (self.storageClass or self.accessMode):
             raise ValueError(
                 "storageClass and accessMode only apply to a new PVC; drop them or use size"

@@ -204,7 +204,12 @@ CASES = [
      " declare gpuTypes for this environment in trainforge.yaml, or remove gpuType"),
     ("a volume with both an existing claim and a size is rejected",
      job_text("storage:\n  - {name: data, mountPath: /data, claim: imagenet, size: 1Ti}\n"),
-     "9:7: error: spec.storage[0]: give exactly one of claim (existing PVC) or size (new PVC)"),
+     "9:7: error: spec.storage[0]: has both claim and size;"
+     " keep claim to mount an existing PVC or size to create one"),
+    ("a volume with neither claim nor size is rejected",
+     job_text("storage:\n  - {name: data, mountPath: /data}\n"),
+     "9:7: error: spec.storage[0]: has neither claim nor size;"
+     " add claim: <existing PVC> or size: <e.g. 100Gi>"),
     ("two volumes on one mount path are rejected",
      job_text("storage:\n  - {name: data, mountPath: /data, claim: a}\n  - {name: more, mountPath: /data, claim: b}\n"),
      "10:31: error: spec.storage[1].mountPath: mountPath '/data' is used twice; mount each volume at its own path"),
@@ -230,7 +235,7 @@ CASES = [
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),
      "9:5: error: spec.environments.staging: environment 'staging' is not declared by the project;"
-     " use one of default or declare it in trainforge.yaml"),
+     " declared environments: default; rename it or add it under environments in trainforge.yaml"),
     ("a wrong type inside an environment override points into the override",
      job_text('environments:\n  default: {nodes: "2"}\n'),
      "9:22: error: spec.environments.default.nodes: expected a whole number, got the string '2';"
