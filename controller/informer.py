@@ -27,6 +27,14 @@ Handler = Callable[[str, "dict[str, Any] | None", "dict[str, Any] | None"], None
 IndexFn = Callable[[dict[str, Any]], Iterable[str]]
 
 
+def _rv_number(obj: dict[str, Any]) -> int:
+    """resourceVersions are opaque, but etcd's are increasing integers; -1 if not one."""
+    try:
+        return int(obj["metadata"].get("resourceVersion", ""))
+    except ValueError:
+        return -1
+
+
 def object_key(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
     return f"{meta.get('namespace', '')}/{meta['name']}"
@@ -42,6 +50,7 @@ class Informer:
         self.watch_timeout, self.page_size = watch_timeout, page_size
         self._lock = threading.RLock()
         self._items: dict[str, dict[str, Any]] = {}
+        self._remembered: dict[str, int] = {}  # key -> resourceVersion of an object we wrote
         self._index: dict[str, set[str]] = {}
         self._synced = threading.Event()
         self._stop = threading.Event()
@@ -70,8 +79,10 @@ class Informer:
         guaranteed 409 on the next status write."""
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
+        key = object_key(obj)
         with self._lock:
-            self._store(object_key(obj), obj)
+            self._store(key, obj)
+            self._remembered[key] = _rv_number(obj)
 
     @property
     def synced(self) -> bool:
@@ -184,6 +195,11 @@ class Informer:
         key = object_key(obj)
         with self._lock:
             prev = self._items.get(key)
+            mark = self._remembered.pop(key, None)
+            if etype == "MODIFIED" and mark is not None and _rv_number(obj) < mark:
+                self._remembered[key] = mark  # an older version than the one we wrote: keep ours
+                self._rv = rv or self._rv
+                return
             if etype == "DELETED":
                 self._remove(key)
             else:

@@ -95,14 +95,13 @@ class Reconciler:
                      pods={}, now=self.clock())
         ctx.set(cond.CREATED, "Created", f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
-        done = False
         try:
             wake = self._run(key, ctx, job, pods)
-            done = True
+            self._write_status(job, kind, ctx.status)
+            for action in ctx.deferred:
+                action()
         finally:
             self._emit(job, kind, ctx.events)  # also the FailedCreate* of an aborted pass
-        if done:
-            self._write_status(job, kind, ctx.status)
         return wake
 
     def _run(self, key: str, ctx: st.Ctx, job: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
@@ -121,7 +120,7 @@ class Reconciler:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
             ctx.event("Normal", "Failed", message)
             ctx.set(cond.FAILED, "Failed", message)
-            self._clean(key, ctx, pods, policy, finished=True)
+            ctx.deferred.append(lambda: self._clean(key, ctx, pods, policy, finished=True))
             return self._ttl(job, ctx)
         if self.gang is not None and not self.gang.sync(self, ctx):
             ctx.status["lastReconcileTime"] = cond.timestamp(ctx.now)
@@ -150,7 +149,7 @@ class Reconciler:
             for pod in plan.delete:
                 self.delete_child(key, ctx, PODS, pod)
             for pod in plan.restart:
-                self.delete_child(key, ctx, PODS, pod)
+                ctx.deferred.append(lambda pod=pod: self.delete_child(key, ctx, PODS, pod))
                 msg = f"job {ctx.name} is restarting because {rtype} replica(s) failed."
                 ctx.event("Warning", "Restarting", msg)
                 ctx.set(cond.RESTARTING, "Restarting", msg)

@@ -37,6 +37,10 @@ class Ctx:
     pods: dict[str, list[dict[str, Any]]]
     now: datetime
     events: list[Event] = field(default_factory=list)
+    # actions that destroy the evidence a decision was made from (deleting a failed pod
+    # to restart it, cleaning up after a failure limit) run only once the status that
+    # records the decision is written: if that write loses a race, nothing was deleted
+    deferred: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
