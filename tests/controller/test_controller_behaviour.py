@@ -140,3 +140,31 @@ def test_invalid_mpijob_gets_an_event_and_backs_off(cluster, manager) -> None:
     assert manager.errors <= 12, "exponential backoff, not a hot loop"
     assert (cluster.get_job("MPIJob", "bad").get("status") or {}).get("conditions") is None  # upstream writes none
     assert cluster.pods() == {}
+
+
+def test_cli_runs_the_controller_and_stops_on_sigterm(control_plane, cluster) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "controller", "--kubeconfig", str(control_plane.kubeconfig),
+                             "--namespace", cluster.namespace, "--frameworks", "pytorch,jax", "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        cluster.apply(job("JAXJob", "cli", Worker=2))
+        cluster.wait_pods({"cli-worker-0", "cli-worker-1"}, timeout=30)
+        cluster.wait_condition("JAXJob", "cli", "Created")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=15)
+    assert proc.returncode == 0, out
+    assert "kinds=PyTorchJob,JAXJob" in out
+
+
+def test_cli_rejects_an_unknown_framework() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "controller", "--frameworks", "pytorch,caffe"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "unknown framework 'caffe'" in proc.stderr
