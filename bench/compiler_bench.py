@@ -1,0 +1,200 @@
+"""`make bench-compiler`: train-compile against `kubectl kustomize`, in one run.
+
+For each size N (10, 100, 1,000 by default) a synthetic monorepo (`bench.specs`) is
+compiled with `train-compile build`, printed with `train-compile render`, and the
+built tree rendered with `kubectl kustomize` (the step Argo CD runs anyway): the
+baseline. Every command is a fresh process, as in CI, pinned to one CPU (the targets
+are per core, and a pinned process is less disturbed by a busy machine), and the three
+are interleaved repeat by repeat so load changes hit them alike. Wall time is the
+median of the repeats; CPU time and peak RSS come from the kernel's accounting of that
+child (`wait4`). The render stream is checked against kustomize's (same objects).
+`train-compile --help` is timed cold, and a before/after row runs `bench.reference`
+(the ruamel loader and PyYAML representer this work replaced) on the largest size.
+
+Work files go to /dev/shm when it exists: the benchmark measures the compiler and
+kustomize, not the disk, which other jobs on a shared machine make very noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from bench import report, specs
+
+ENV = "prod"  # the one environment of the synthetic project
+
+
+@dataclass(frozen=True)
+class Run:
+    wall: float  # seconds
+    cpu: float  # user + system seconds of the child
+    rss_mb: float  # peak resident set of the child
+
+
+def run(argv: list[str], *, stdout: Optional[Path] = None, cpu: Optional[int] = None) -> Run:
+    """Run one command to the end; raise with its stderr if it fails."""
+    out = open(stdout, "wb") if stdout else subprocess.DEVNULL
+    err = tempfile.TemporaryFile()
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    try:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, preexec_fn=pin)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if stdout:
+            out.close()  # type: ignore[union-attr]
+    if proc.returncode != 0:
+        err.seek(0)
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {err.read().decode()[-2000:]}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def train_compile() -> list[str]:
+    script = Path(sys.executable).parent / "train-compile"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "compiler.cli"]
+
+
+def _median(runs: list[Run]) -> Run:
+    return Run(
+        statistics.median(r.wall for r in runs),
+        statistics.median(r.cpu for r in runs),
+        max(r.rss_mb for r in runs),
+    )
+
+
+@dataclass
+class Size:
+    n: int
+    build: Run
+    render: Run
+    kustomize: Optional[Run]
+    same_stream: Optional[bool]
+    reference: Optional[Run] = None
+
+
+def _same_objects(ours: Path, theirs: Path) -> bool:
+    import yaml
+
+    def load(path: Path) -> list:
+        with open(path, encoding="utf-8") as f:
+            return [d for d in yaml.load_all(f, Loader=yaml.CSafeLoader) if d is not None]
+
+    return load(ours) == load(theirs)
+
+
+def measure_size(n: int, work: Path, *, repeat: int, kustomize_repeat: int, cpu: Optional[int],
+                 kubectl: Optional[str], reference: bool) -> Size:
+    src = specs.write(work / f"src-{n}", n)
+    tc = train_compile()
+    builds, renders, kusts = [], [], []
+    ref = None
+    for r in range(repeat):
+        out = work / f"out-{n}-{r}"
+        builds.append(run([*tc, "build", str(src), "-o", str(out)], cpu=cpu))
+        renders.append(run([*tc, "render", str(src)], stdout=work / f"render-{n}.yaml", cpu=cpu))
+        if kubectl and r < kustomize_repeat:
+            kusts.append(run([kubectl, "kustomize", str(out / ENV)], stdout=work / f"kustomize-{n}.yaml", cpu=cpu))
+        if r:
+            shutil.rmtree(out, ignore_errors=True)
+    if reference:
+        ref = run([sys.executable, "-m", "bench.reference", "build", str(src), "-o", str(work / f"ref-{n}")], cpu=cpu)
+    same = _same_objects(work / f"render-{n}.yaml", work / f"kustomize-{n}.yaml") if kusts else None
+    return Size(n, _median(builds), _median(renders), _median(kusts) if kusts else None, same, ref)
+
+
+def _cold_start(argv: list[str], *, times: int, cpu: Optional[int]) -> float:
+    return statistics.median(run(argv, cpu=cpu).wall for _ in range(times))
+
+
+def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) -> list[report.Row]:
+    R = report.Row
+    out: list[R] = []
+    big = sizes[-1]
+    k = big.kustomize
+    out.append(R(f"build throughput, N={big.n} (specs/s, higher is better)", big.n / big.build.wall,
+                 big.n / k.wall if k else None, "/s", ">= 1,000/s"))
+    for s in sizes:
+        kw = s.kustomize.wall if s.kustomize else None
+        out.append(R(f"build wall, N={s.n} (s)", s.build.wall, kw, "s", "<= 0.10x"))
+        out.append(R(f"render wall, N={s.n} (s)", s.render.wall, kw, "s", "<= 0.10x"))
+    out.append(R(f"build CPU, N={big.n} (s)", big.build.cpu, k.cpu if k else None, "s"))
+    out.append(R(f"render CPU, N={big.n} (s)", big.render.cpu, k.cpu if k else None, "s"))
+    for s in sizes:
+        out.append(R(f"peak RSS of build, N={s.n} (MB)", s.build.rss_mb,
+                     s.kustomize.rss_mb if s.kustomize else None, "MB"))
+    if len(sizes) > 1:
+        small = sizes[0]
+        span = (big.n - small.n) / 1000
+
+        def growth(a: Optional[Run], b: Optional[Run]) -> Optional[float]:
+            return (b.rss_mb - a.rss_mb) / span if a and b else None
+
+        out.append(R(f"RSS growth per 1,000 specs, N={small.n}->{big.n} (MB)", growth(small.build, big.build),
+                     growth(small.kustomize, big.kustomize), "MB", "linear or better"))
+    out.append(R("train-compile --help cold start (s; baseline kubectl kustomize --help)", help_ours,
+                 help_kubectl, "s", "< 0.3 s"))
+    if big.reference:
+        out.append(R(f"build wall, N={big.n}, vs before (ruamel loader + PyYAML representer)",
+                     big.build.wall, big.reference.wall, "s"))
+        out.append(R(f"build CPU, N={big.n}, vs before", big.build.cpu, big.reference.cpu, "s"))
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.compiler_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,100,1000", help="comma-separated job counts (default 10,100,1000)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each train-compile command per size")
+    parser.add_argument("--kustomize-repeat", type=int, default=None,
+                        help="runs of kubectl kustomize per size (default: --repeat, 1 from N=1000: it is slow)")
+    parser.add_argument("--cpu", type=int, default=0, help="CPU to pin every command to; -1 to not pin")
+    parser.add_argument("--no-reference", action="store_true", help="skip the before/after row")
+    parser.add_argument("--workdir", type=Path, default=None, help="where specs and trees go (default /dev/shm)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
+    args = parser.parse_args(argv)
+
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    cpu = None if args.cpu < 0 or not hasattr(os, "sched_setaffinity") else args.cpu
+    kubectl = shutil.which("kubectl")
+    base = args.workdir or (Path("/dev/shm") if Path("/dev/shm").is_dir() else None)
+    work = Path(tempfile.mkdtemp(prefix="trainforge-bench-", dir=base))
+    machine = report.machine([f"kubectl {report.tool_version([kubectl, 'version', '--client']) if kubectl else 'missing'}",
+                              f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
+    try:
+        measured = []
+        for n in sizes:
+            k_repeat = args.kustomize_repeat if args.kustomize_repeat is not None else (1 if n >= 1000 else args.repeat)
+            print(f"compiler bench: N={n} ...", file=sys.stderr, flush=True)
+            measured.append(measure_size(n, work, repeat=args.repeat, kustomize_repeat=k_repeat, cpu=cpu,
+                                         kubectl=kubectl, reference=not args.no_reference and n == sizes[-1]))
+        help_ours = _cold_start([*train_compile(), "--help"], times=5, cpu=cpu)
+        help_kubectl = _cold_start([kubectl, "kustomize", "--help"], times=5, cpu=cpu) if kubectl else None
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    notes = [f"{len(set(specs.FRAMEWORKS))} frameworks, 4 nodes per job, overlays: storage, serviceAccount, "
+             "queue + gang; one environment; one file per job",
+             "ratio = ours / baseline; wall = median of the repeats, each command a fresh process",
+             *(f"N={s.n}: train-compile render {'equals' if s.same_stream else 'DIFFERS FROM'} kubectl kustomize "
+               "(same objects)" for s in measured if s.same_stream is not None)]
+    if not kubectl:
+        notes.append("kubectl not found: no baseline")
+    report.emit("trainforge compiler benchmark", rows(measured, help_ours=help_ours, help_kubectl=help_kubectl),
+                machine_line=machine, notes=notes, markdown=args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

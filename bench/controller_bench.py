@@ -1,0 +1,298 @@
+"""`make bench-controller`: the controller on a real API server against a bare client.
+
+One run starts its own control plane (etcd + kube-apiserver, `controller.envtest`),
+installs our CRDs and then, per repeat, interleaved:
+
+- controller round: `bench.controller_child` (the `train-controller` Manager, its own
+  process) watches a fresh namespace; N PyTorchJobs of M pods plus one 64-node job are
+  created in parallel; we time apply -> every pod created (seen on a watch), then play
+  the kubelet (pods/status -> Running) and time -> every job Running; then a resync of
+  every settled job, which must write nothing. Writes are counted at the controller's
+  client and from the API server's `apiserver_request_total` (minus our own job
+  creates and status patches); CPU per reconcile comes from the child's clock.
+- bare round (the baseline, the API server's own limit here): the same pods, as the
+  controller made them, POSTed into a fresh namespace by a thread pool.
+
+`--rss` instead runs one controller round of 1,000 jobs and reports the controller's
+RSS. Nothing here fails on timing; the table is printed (and written with --markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from bench import kube_tools as kt
+from bench import report
+from controller.kube import PODS, Client
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Child:
+    """The controller process and its one-line JSON protocol."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, workers: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.controller_child", str(kubeconfig), namespace, str(workers)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+        )
+        self.ready = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            raise RuntimeError(f"controller process exited ({self.proc.poll()})")
+        return json.loads(line)
+
+    def ask(self, command: str) -> dict[str, Any]:
+        self.proc.stdin.write(command + "\n")  # type: ignore[union-attr]
+        self.proc.stdin.flush()  # type: ignore[union-attr]
+        return self._read()
+
+    def settle(self, *, quiet: float = 1.0, timeout: float = 120.0, after: int = 0) -> dict[str, Any]:
+        """Stats once `after` reconciles are done and nothing was queued or running for `quiet` s."""
+        deadline = time.monotonic() + timeout
+        calm_since: Optional[float] = None
+        while True:
+            stats = self.ask("stats")
+            calm = stats["queued"] == 0 and stats["busy"] == 0 and stats["reconciles"] >= after
+            now = time.monotonic()
+            calm_since = (calm_since or now) if calm else None
+            if calm_since is not None and now - calm_since >= quiet:
+                return stats
+            if now > deadline:
+                raise TimeoutError(f"controller did not settle in {timeout:.0f}s: {stats}")
+            time.sleep(0.1)
+
+    def quit(self) -> None:
+        try:
+            self.proc.stdin.write("quit\n")  # type: ignore[union-attr]
+            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+@dataclass
+class CtlRound:
+    jobs: int
+    pods: int
+    to_pods: float  # apply -> every pod created
+    to_running: float  # first status patch -> every job Running
+    after_last_patch: float  # last status patch -> every job Running
+    client_writes: int
+    server_writes: int  # controller's share of apiserver_request_total writes
+    settled_writes: int  # during a resync of every settled job
+    settled_server_writes: int
+    reconciles: int
+    cpu: float
+    reconcile_cpu: float
+    rss_mb: float
+    peak_rss_mb: float
+    idle_rss_mb: float
+    requests: dict[str, int] = field(default_factory=dict)
+    pod_bodies: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def pods_per_s(self) -> float:
+        return self.pods / self.to_pods
+
+
+class Bench:
+    def __init__(self, plane: Any, *, threads: int, workers: int, timeout: float) -> None:
+        self.plane, self.threads, self.workers, self.timeout = plane, threads, workers, timeout
+        self.client = Client.connect(str(plane.kubeconfig), pool_size=threads + 8)
+
+    def _namespace(self, prefix: str) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        kt.create_namespace(self.client, name)
+        return name
+
+    def _server_writes(self) -> Counter[tuple[str, str]]:
+        status, body = self.plane.raw_get("/metrics", timeout=30)
+        if status != 200:
+            raise RuntimeError(f"GET /metrics answered {status}")
+        return kt.server_writes(body)
+
+    def controller_round(self, jobs: int, pods_per_job: int, big: int) -> CtlRound:
+        ns = self._namespace("ctl")
+        child = Child(self.plane.kubeconfig, ns, self.workers)
+        try:
+            return self._drive(child, ns, jobs, pods_per_job, big)
+        finally:
+            child.quit()
+
+    def _drive(self, child: Child, ns: str, jobs: int, pods_per_job: int, big: int) -> CtlRound:
+        bodies = [kt.pytorch_job(f"job-{i:04d}", pods_per_job) for i in range(jobs)]
+        if big:
+            bodies.append(kt.pytorch_job("big", big))
+        total = jobs * pods_per_job + big
+        names = [b["metadata"]["name"] for b in bodies]
+        pods = kt.Follow(self.client, PODS, ns)
+        jobs_seen = kt.Follow(self.client, kt.PYTORCHJOBS, ns)
+        try:
+            s0, m0 = child.settle(quiet=0.2), self._server_writes()
+            t0 = time.perf_counter()
+            kt.parallel(lambda body: self.client.create(kt.PYTORCHJOBS, ns, body), bodies, threads=self.threads)
+            t_pods = pods.wait(lambda objs: len(objs) >= total, timeout=self.timeout, what=f"{total} pods")
+            created = list(pods.objects.values())
+            t1 = time.perf_counter()
+            kt.parallel(lambda pod: kt.run_pod(self.client, pod), created, threads=self.threads)
+            t2 = time.perf_counter()
+            t_run = jobs_seen.wait(lambda objs: all(n in objs and kt.job_running(objs[n]) for n in names),
+                                   timeout=self.timeout, what="every job Running")
+            s1 = child.settle()
+            m1 = self._server_writes()
+            ours = len(bodies) + len(created)  # our job creates and pods/status patches
+            s2 = child.settle(quiet=0.2)
+            m2 = self._server_writes()
+            child.ask("resync")
+            s3 = child.settle(after=s2["reconciles"] + len(bodies))
+            m3 = self._server_writes()
+        finally:
+            pods.stop()
+            jobs_seen.stop()
+        return CtlRound(
+            jobs=len(bodies), pods=total, to_pods=t_pods - t0, to_running=t_run - t1, after_last_patch=t_run - t2,
+            client_writes=s1["writes"] - s0["writes"],
+            server_writes=sum((m1 - m0).values()) - ours,
+            settled_writes=s3["writes"] - s2["writes"], settled_server_writes=sum((m3 - m2).values()),
+            reconciles=s1["reconciles"] - s0["reconciles"], cpu=s1["cpu"] - s0["cpu"],
+            reconcile_cpu=s1["reconcile_cpu"] - s0["reconcile_cpu"], rss_mb=s3["rss_mb"],
+            peak_rss_mb=s3["peak_rss_mb"], idle_rss_mb=child.ready["rss_mb"],
+            requests={k: v - s0["requests"].get(k, 0) for k, v in s1["requests"].items()}, pod_bodies=created,
+        )
+
+    def bare_round(self, pods: list[dict[str, Any]]) -> float:
+        """Seconds for a thread pool of plain POSTs to create `pods`."""
+        ns = self._namespace("bare")
+        bodies = [kt.bare_pod(p, ns) for p in pods]
+        t0 = time.perf_counter()
+        kt.parallel(lambda body: self.client.create(PODS, ns, body), bodies, threads=self.threads)
+        return time.perf_counter() - t0
+
+
+def _nonzero(requests: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in sorted(requests.items()) if v}
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def scale_rows(rounds: list[CtlRound], bares: list[float], *, pods_per_job: int, big: int) -> list[report.Row]:
+    R = report.Row
+    r = rounds[-1]
+    n_jobs = r.jobs
+    to_pods = _median([x.to_pods for x in rounds])
+    bare = _median(bares)
+    label = f"{n_jobs - (1 if big else 0)} jobs x {pods_per_job} pods" + (f" + 1 x {big}" if big else "")
+    rec = sum(x.reconciles for x in rounds)
+    return [
+        R(f"pods created per second, {label} (higher is better; baseline: bare parallel POSTs)",
+          r.pods / to_pods, r.pods / bare, "/s", ">= 0.70x"),
+        R(f"apply -> all {r.pods} pods created (s)", to_pods, bare, "s"),
+        R("pods Running -> all jobs Running (s, from the first status patch)",
+          _median([x.to_running for x in rounds]), None, "s"),
+        R("... from the last status patch (s)", _median([x.after_last_patch for x in rounds]), None, "s"),
+        R("write requests per job, counted at the controller's client",
+          _median([x.client_writes / x.jobs for x in rounds]), None, ""),
+        R("write requests per job, from apiserver_request_total",
+          _median([x.server_writes / x.jobs for x in rounds]), None, ""),
+        R("writes for a settled reconcile (resync of every Running job, client)",
+          _median([x.settled_writes / x.jobs for x in rounds]), None, "", "0"),
+        R("... the same, from apiserver_request_total",
+          _median([x.settled_server_writes / x.jobs for x in rounds]), None, "", "0"),
+        R("controller CPU per reconcile, all threads (ms)",
+          1000 * sum(x.cpu for x in rounds) / rec if rec else None, None, "ms"),
+        R("CPU inside reconcile() per reconcile (ms)",
+          1000 * sum(x.reconcile_cpu for x in rounds) / rec if rec else None, None, "ms"),
+        R(f"controller RSS after the round (MB; baseline: idle controller)", r.rss_mb, r.idle_rss_mb, "MB"),
+    ]
+
+
+def rss_rows(r: CtlRound) -> list[report.Row]:
+    R = report.Row
+    return [
+        R(f"controller RSS with {r.jobs} jobs, {r.pods} pods Running (MB; baseline: idle controller)",
+          r.rss_mb, r.idle_rss_mb, "MB", "<= 120 MB"),
+        R("controller peak RSS (MB)", r.peak_rss_mb, None, "MB", "<= 120 MB"),
+        R(f"apply -> all {r.pods} pods created (s)", r.to_pods, None, "s"),
+        R("write requests per job, counted at the controller's client", r.client_writes / r.jobs, None, ""),
+        R("writes for a settled reconcile (resync of every Running job)", r.settled_writes / r.jobs, None, "", "0"),
+        R("controller CPU per reconcile, all threads (ms)", 1000 * r.cpu / r.reconciles if r.reconciles else None,
+          None, "ms"),
+    ]
+
+
+def start_plane() -> Any:
+    from controller.envtest.assets import find_assets
+    from controller.envtest.controlplane import ControlPlane
+
+    plane = ControlPlane(assets=find_assets(build=True))
+    plane.start()
+    try:
+        plane.install_crds([REPO / "controller" / "install" / "crds"])
+    except BaseException:
+        plane.stop()
+        raise
+    return plane
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.controller_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=100, help="jobs per round (default 100; the issue goes to 200)")
+    parser.add_argument("--pods", type=int, default=4, help="pods per job (default 4)")
+    parser.add_argument("--big", type=int, default=64, help="pods of the one big job (0: none)")
+    parser.add_argument("--repeat", type=int, default=2, help="controller/bare round pairs, interleaved")
+    parser.add_argument("--threads", type=int, default=16, help="client threads for creates, patches and the baseline")
+    parser.add_argument("--workers", type=int, default=4, help="controller reconcile workers (train-controller's default)")
+    parser.add_argument("--rss", action="store_true", help="RSS mode: one round of --rss-jobs jobs, no baseline")
+    parser.add_argument("--rss-jobs", type=int, default=1000)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for pods or Running")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
+    args = parser.parse_args(argv)
+
+    plane = start_plane()
+    try:
+        bench = Bench(plane, threads=args.threads, workers=args.workers, timeout=args.timeout)
+        machine = report.machine([f"kube-apiserver {plane.assets.directory.name if plane.assets else 'existing cluster'}",
+                                  f"{args.threads} client threads, {args.workers} controller workers"])
+        if args.rss:
+            print(f"controller bench: RSS round, {args.rss_jobs} jobs ...", file=sys.stderr, flush=True)
+            r = bench.controller_round(args.rss_jobs, args.pods, 0)
+            report.emit("trainforge controller benchmark: RSS", rss_rows(r), machine_line=machine,
+                        notes=[f"{r.reconciles} reconciles, requests: {_nonzero(r.requests)}"],
+                        markdown=args.markdown)
+            return 0
+        rounds, bares = [], []
+        for i in range(args.repeat):
+            print(f"controller bench: round {i + 1}/{args.repeat}: controller ...", file=sys.stderr, flush=True)
+            rounds.append(bench.controller_round(args.jobs, args.pods, args.big))
+            print(f"controller bench: round {i + 1}/{args.repeat}: bare client ...", file=sys.stderr, flush=True)
+            bares.append(bench.bare_round(rounds[0].pod_bodies))
+        last = rounds[-1]
+        notes = [
+            "ratio = ours / baseline; times are medians of the rounds; the controller also creates one Service per pod",
+            f"controller requests in the last round: {_nonzero(last.requests)}",
+        ]
+        report.emit("trainforge controller benchmark", scale_rows(rounds, bares, pods_per_job=args.pods, big=args.big),
+                    machine_line=machine, notes=notes, markdown=args.markdown)
+    finally:
+        plane.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

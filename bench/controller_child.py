@@ -1,0 +1,110 @@
+"""The controller under benchmark, in its own process, answering the benchmark on stdin.
+
+`python -m bench.controller_child KUBECONFIG NAMESPACE WORKERS` builds the same
+`Manager` as `train-controller` (every kind enabled, one client, the same pool sizing),
+limited to one namespace so rounds do not see each other. Its own process so CPU and
+RSS are the controller's alone. Commands, one per line, each answered with one JSON
+line: `stats` (reconciles, request counts by verb and resource, CPU, RSS, queue),
+`resync` (queue every cached job again, as a periodic resync would: a settled job must
+cost zero writes) and `quit`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from controller.kinds import select
+from controller.kube import WRITE_VERBS, Client
+from controller.manager import Manager
+
+
+def _status_mb(field: str) -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Probe:
+    """Counts reconciles in flight and the CPU time of the reconcile calls themselves."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.manager = manager
+        self.busy = 0
+        self.reconcile_cpu = 0.0
+        self._lock = threading.Lock()
+        inner = manager.process
+
+        def process(key: str) -> None:
+            with self._lock:
+                self.busy += 1
+            start = time.thread_time()
+            try:
+                inner(key)
+            finally:
+                spent = time.thread_time() - start
+                with self._lock:
+                    self.busy -= 1
+                    self.reconcile_cpu += spent
+
+        manager.process = process  # type: ignore[method-assign]
+
+    def stats(self) -> dict[str, Any]:
+        mgr = self.manager
+        counts = mgr.client.snapshot()
+        times = os.times()
+        return {
+            "reconciles": mgr.reconciles,
+            "errors": mgr.errors,
+            "writes": sum(n for (verb, _), n in counts.items() if verb in WRITE_VERBS),
+            "requests": {f"{verb} {res}": n for (verb, res), n in sorted(counts.items())},
+            "cpu": times.user + times.system,
+            "reconcile_cpu": self.reconcile_cpu,
+            "rss_mb": _status_mb("VmRSS"),
+            "peak_rss_mb": _status_mb("VmHWM"),
+            "queued": len(mgr.queue) + mgr.queue.pending_delayed(),
+            "busy": self.busy,
+            "threads": threading.active_count(),
+        }
+
+    def resync(self) -> int:
+        keys = 0
+        for kind, informer in self.manager.job_informers.items():
+            for obj in informer.items():
+                meta = obj["metadata"]
+                self.manager.queue.add(f"{kind}/{meta.get('namespace', '')}/{meta['name']}")
+                keys += 1
+        return keys
+
+
+def main(argv: list[str]) -> int:
+    kubeconfig, namespace, workers = argv[0], argv[1], int(argv[2])
+    kinds = select("")
+    client = Client.connect(kubeconfig, pool_size=workers + len(kinds) + 8)  # as train-controller sizes it
+    manager = Manager(client, kinds, namespace=namespace, workers=workers)
+    probe = Probe(manager)
+    manager.start()
+    print(json.dumps({"ready": True, **probe.stats()}), flush=True)
+    try:
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "stats":
+                print(json.dumps(probe.stats()), flush=True)
+            elif command == "resync":
+                print(json.dumps({"queued_keys": probe.resync()}), flush=True)
+            elif command == "quit":
+                break
+    finally:
+        manager.stop()
+        client.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
