@@ -603,20 +603,22 @@ class ControlPlane:
         names = [n.split("/", 1)[1] for n in out if n.startswith("customresourcedefinition")]
         if not names:
             return []
-        self.kubectl("wait", "--for=condition=Established", f"--timeout={int(timeout)}s",
-                     *[f"crd/{n}" for n in names])
-        self._wait_discovery(names, timeout)
+        # `wait -o jsonpath` prints, per CRD once Established: group plural served-versions...
+        fmt = '{.spec.group} {.spec.names.plural} {.spec.versions[?(@.served==true)].name}{"\\n"}'
+        established = self.kubectl(
+            "wait", "--for=condition=Established", f"--timeout={int(timeout)}s",
+            *[f"crd/{n}" for n in names], "-o", f"jsonpath={fmt}",
+        ).stdout
+        wanted: dict[str, set[str]] = {}
+        for line in established.splitlines():
+            group, plural, *versions = line.split()
+            for version in versions:
+                wanted.setdefault(f"/apis/{group}/{version}", set()).add(plural)
+        self._wait_discovery(wanted, timeout)
         return names
 
-    def _wait_discovery(self, names: list[str], timeout: float) -> None:
-        items = json.loads(self.kubectl("get", "crd", *names, "-o", "json").stdout)
-        items = items.get("items", [items]) if isinstance(items, dict) else items
-        wanted: dict[str, set[str]] = {}
-        for crd in items:
-            spec = crd["spec"]
-            for version in spec["versions"]:
-                if version.get("served", True):
-                    wanted.setdefault(f"/apis/{spec['group']}/{version['name']}", set()).add(spec["names"]["plural"])
+    def _wait_discovery(self, wanted: dict[str, set[str]], timeout: float) -> None:
+        """Established is not yet served: poll discovery until every plural is listed."""
         deadline = time.monotonic() + timeout
         for path, plurals in wanted.items():
             while True:
