@@ -20,15 +20,15 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
-from .assets import AssetsError, find_assets
+from .assets import Assets, AssetsError, find_assets
 from .controlplane import ControlPlane, ControlPlaneError, KubectlError, env_true
 
 UPSTREAM_CRD_DIRS = ("reference/crds/kubeflow-v1", "reference/crds/scheduling")
-_FIXTURES = {"control_plane", "namespace", "k8s_client"}
+_FIXTURES = {"control_plane", "namespace", "k8s_client", "envtest_assets"}
 
 
 def shared_dir(repo_root: Path | None = None) -> Path:
@@ -51,21 +51,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.controlplane)
 
 
+def _unavailable(what: str, err: BaseException) -> NoReturn:
+    if env_true("TRAINFORGE_SKIP_CONTROLPLANE"):
+        pytest.skip(f"TRAINFORGE_SKIP_CONTROLPLANE=1 and {what} unavailable: {err}")
+    pytest.fail(f"{what} unavailable: {err}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def envtest_assets() -> Assets:
+    """Paths of kube-apiserver/etcd/kubectl, built on first use (fails, never skips,
+    unless TRAINFORGE_SKIP_CONTROLPLANE=1). For tests that start their own ControlPlane."""
+    try:
+        return find_assets(build=not env_true("TRAINFORGE_SKIP_CONTROLPLANE"))
+    except AssetsError as err:
+        _unavailable("control plane binaries", err)
+
+
 @pytest.fixture(scope="session")
 def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     """One etcd + kube-apiserver per session with the upstream CRDs installed."""
-    skip_allowed = env_true("TRAINFORGE_SKIP_CONTROLPLANE")
-    plane: ControlPlane | None = None
+    if env_true("USE_EXISTING_CLUSTER"):
+        plane = ControlPlane(use_existing=True)
+    else:
+        plane = ControlPlane(assets=request.getfixturevalue("envtest_assets"))
     try:
-        if env_true("USE_EXISTING_CLUSTER"):
-            plane = ControlPlane(use_existing=True)
-        else:
-            plane = ControlPlane(assets=find_assets(build=not skip_allowed))
         plane.start()
     except (AssetsError, ControlPlaneError, OSError) as err:
-        if skip_allowed:
-            pytest.skip(f"TRAINFORGE_SKIP_CONTROLPLANE=1 and control plane unavailable: {err}")
-        pytest.fail(f"test control plane unavailable: {err}", pytrace=False)
+        _unavailable("test control plane", err)
     try:
         crd_dirs = upstream_crd_dirs(Path(str(request.config.rootpath)))
         missing = [str(d) for d in crd_dirs if not d.is_dir()]
