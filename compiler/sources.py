@@ -113,11 +113,17 @@ def _collect_file(path: Path, *, is_project_file: bool, out: Sources) -> None:
 def _add_project(doc: Document, *, is_project_file: bool, out: Sources) -> None:
     line, col = doc.start
     if not is_project_file:
+        folder = str(Path(doc.file).parent)
+        fix = (
+            f"compile {folder} as a source of its own (train-compile build {folder} ...)"
+            if Path(doc.file).name == PROJECT_FILE
+            else f"move it to {PROJECT_FILE} at the root of the folder you compile"
+        )
         out.diagnostics.append(
             Diagnostic(
                 doc.file, line, col, "kind",
                 "a Project document only counts as the trainforge.yaml at the root of a source folder",
-                f"move it to {PROJECT_FILE} in the folder you compile",
+                fix,
             )
         )
     elif out.project is not None and out.project.data != doc.data:

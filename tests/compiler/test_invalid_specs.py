@@ -467,5 +467,5 @@ def test_a_project_outside_the_source_root_is_an_error(tmp_path, monkeypatch):
     assert run.exit_code == 1
     assert run.errors() == [
         "team/trainforge.yaml:1:1: error: kind: a Project document only counts as the trainforge.yaml at the root"
-        " of a source folder; move it to trainforge.yaml in the folder you compile"
+        " of a source folder; compile team as a source of its own (train-compile build team ...)"
     ]
