@@ -123,7 +123,7 @@ class Informer:
                 if self._stop.is_set():
                     return
                 failures += 1
-                delay = min(0.2 * 2**failures, 30.0) * (0.5 + random.random())
+                delay = min(0.1 * 2**failures, 5.0) * (0.5 + random.random())
                 log.warning("%s: %s; retrying in %.1fs", self.resource.plural, exc, delay)
                 if failures >= 5:
                     self._rv = None  # long outage: start over with a fresh list
