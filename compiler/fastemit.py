@@ -32,6 +32,7 @@ MAX_KEY = 100  # PyYAML writes keys of 128 characters or more as `? key`
 # no document marker `---`/`...` in front).
 _SAFE = re.compile(r"(?!---|\.\.\.)(?:[A-Za-z0-9_./]|-(?=.))(?:[A-Za-z0-9_./@=+-]|:(?=.))*\Z")
 
+_SCALAR_TYPES = frozenset((str, int, bool, float, type(None)))
 _BREAKS = re.compile("[\n\r\x85\u2028\u2029]")  # what YAML 1.1 (PyYAML) takes for line breaks
 
 
@@ -111,43 +112,51 @@ class Emitter:
         return layout
 
     def _mapping(self, mapping: dict, pad: str, lead: str, out: list[str]) -> None:
-        for i, (key, text) in enumerate(self._layout(mapping)):
-            out.append(pad if i else lead)
-            out.append(text)
+        scalars = self._scalars
+        head = lead
+        for key, key_text in self._layout(mapping):
+            head += key_text
             value = mapping[key]
             kind = value.__class__
             if kind is dict:
                 if value:
-                    out.append(":\n")
+                    out.append(head + ":\n")
                     self._mapping(value, pad + "  ", pad + "  ", out)
                 else:
-                    out.append(": {}\n")
+                    out.append(head + ": {}\n")
             elif kind is list:
                 if value:  # a list under a key is not indented
-                    out.append(":\n")
+                    out.append(head + ":\n")
                     self._sequence(value, pad, pad, out)
                 else:
-                    out.append(": []\n")
+                    out.append(head + ": []\n")
+            elif kind in _SCALAR_TYPES:
+                text = scalars.get((kind, value)) or self._scalar(value)
+                out.append(head + ": " + text + "\n")
             else:
-                out.append(": ")
-                out.append(self._scalar(value))
-                out.append("\n")
+                raise Slow
+            head = pad
 
     def _sequence(self, items: list, pad: str, lead: str, out: list[str]) -> None:
-        for i, item in enumerate(items):
-            out.append(pad if i else lead)
-            out.append("- ")
+        scalars = self._scalars
+        head = lead + "- "
+        for item in items:
             kind = item.__class__
             if kind is dict:
                 if item:
+                    out.append(head)
                     self._mapping(item, pad + "  ", "", out)
                 else:
-                    out.append("{}\n")
+                    out.append(head + "{}\n")
             elif kind is list:
                 if item:
+                    out.append(head)
                     self._sequence(item, pad + "  ", "", out)
                 else:
-                    out.append("[]\n")
+                    out.append(head + "[]\n")
+            elif kind in _SCALAR_TYPES:
+                text = scalars.get((kind, item)) or self._scalar(item)
+                out.append(head + text + "\n")
             else:
-                out.append(self._scalar(item))
-                out.append("\n")
+                raise Slow
+            head = pad + "- "

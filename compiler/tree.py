@@ -120,10 +120,14 @@ def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: 
             for entry in out.iterdir():
                 if entry.name not in envs:
                     shutil.copytree(entry, staging / entry.name)
+        made: set[str] = set()  # one mkdir per folder, not per file (9,000 files for 1,000 jobs)
         for rel, text in tree.items():
-            path = staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            folder = os.path.dirname(rel)
+            if folder not in made:
+                (staging / folder).mkdir(parents=True, exist_ok=True)
+                made.add(folder)
+            with open(staging / rel, "w", encoding="utf-8") as f:
+                f.write(text)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
