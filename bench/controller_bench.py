@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -41,10 +42,11 @@ REPO = Path(__file__).resolve().parents[1]
 class Child:
     """The controller process and its one-line JSON protocol."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, workers: int) -> None:
+    def __init__(self, kubeconfig: Path, namespace: str, workers: int, experiments: str = "") -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.controller_child", str(kubeconfig), namespace, str(workers)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+            env={**os.environ, "TRAINFORGE_BENCH_EXPERIMENTS": experiments},
         )
         self.ready = self._read()
 
@@ -108,10 +110,16 @@ class CtlRound:
     def pods_per_s(self) -> float:
         return self.pods / self.to_pods
 
+    def summary(self) -> str:
+        skip = {"pod_bodies", "requests"}
+        return json.dumps({k: round(v, 4) if isinstance(v, float) else v
+                           for k, v in self.__dict__.items() if k not in skip})
+
 
 class Bench:
-    def __init__(self, plane: Any, *, threads: int, workers: int, timeout: float) -> None:
+    def __init__(self, plane: Any, *, threads: int, workers: int, timeout: float, experiments: str = "") -> None:
         self.plane, self.threads, self.workers, self.timeout = plane, threads, workers, timeout
+        self.experiments = experiments
         self.client = Client.connect(str(plane.kubeconfig), pool_size=threads + 8)
 
     def _namespace(self, prefix: str) -> str:
@@ -127,7 +135,7 @@ class Bench:
 
     def controller_round(self, jobs: int, pods_per_job: int, big: int) -> CtlRound:
         ns = self._namespace("ctl")
-        child = Child(self.plane.kubeconfig, ns, self.workers)
+        child = Child(self.plane.kubeconfig, ns, self.workers, self.experiments)
         try:
             return self._drive(child, ns, jobs, pods_per_job, big)
         finally:
@@ -214,6 +222,9 @@ def scale_rows(rounds: list[CtlRound], bares: list[float], *, pods_per_job: int,
           _median([x.settled_writes / x.jobs for x in rounds]), None, "", "0"),
         R("... the same, from apiserver_request_total",
           _median([x.settled_server_writes / x.jobs for x in rounds]), None, "", "0"),
+        R("reconciles per job (apply -> all Running)", _median([x.reconciles / x.jobs for x in rounds]), None, ""),
+        R("controller CPU, apply -> all Running (s; baseline: that wall time)", _median([x.cpu for x in rounds]),
+          _median([x.to_pods + x.to_running for x in rounds]), "s"),
         R("controller CPU per reconcile, all threads (ms)",
           1000 * sum(x.cpu for x in rounds) / rec if rec else None, None, "ms"),
         R("CPU inside reconcile() per reconcile (ms)",
@@ -231,6 +242,8 @@ def rss_rows(r: CtlRound) -> list[report.Row]:
         R(f"apply -> all {r.pods} pods created (s)", r.to_pods, None, "s"),
         R("write requests per job, counted at the controller's client", r.client_writes / r.jobs, None, ""),
         R("writes for a settled reconcile (resync of every Running job)", r.settled_writes / r.jobs, None, "", "0"),
+        R("reconciles per job (apply -> all Running)", r.reconciles / r.jobs, None, ""),
+        R("controller CPU, apply -> all Running (s; baseline: that wall time)", r.cpu, r.to_pods + r.to_running, "s"),
         R("controller CPU per reconcile, all threads (ms)", 1000 * r.cpu / r.reconciles if r.reconciles else None,
           None, "ms"),
     ]
@@ -261,17 +274,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rss", action="store_true", help="RSS mode: one round of --rss-jobs jobs, no baseline")
     parser.add_argument("--rss-jobs", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for pods or Running")
+    parser.add_argument("--experiment", default="", help="what-if patches in the controller process: "
+                        "async-events, parallel-creates, strip-managed-fields (comma-separated; default: as shipped)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
 
     plane = start_plane()
     try:
-        bench = Bench(plane, threads=args.threads, workers=args.workers, timeout=args.timeout)
+        bench = Bench(plane, threads=args.threads, workers=args.workers, timeout=args.timeout,
+                      experiments=args.experiment)
         machine = report.machine([f"kube-apiserver {plane.assets.directory.name if plane.assets else 'existing cluster'}",
-                                  f"{args.threads} client threads, {args.workers} controller workers"])
+                                  f"{args.threads} client threads, {args.workers} controller workers",
+                                  f"experiments: {args.experiment}" if args.experiment else "controller as shipped"])
         if args.rss:
             print(f"controller bench: RSS round, {args.rss_jobs} jobs ...", file=sys.stderr, flush=True)
             r = bench.controller_round(args.rss_jobs, args.pods, 0)
+            print(f"controller bench: {r.summary()}", file=sys.stderr, flush=True)
             report.emit("trainforge controller benchmark: RSS", rss_rows(r), machine_line=machine,
                         notes=[f"{r.reconciles} reconciles, requests: {_nonzero(r.requests)}"],
                         markdown=args.markdown)
@@ -280,8 +298,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         for i in range(args.repeat):
             print(f"controller bench: round {i + 1}/{args.repeat}: controller ...", file=sys.stderr, flush=True)
             rounds.append(bench.controller_round(args.jobs, args.pods, args.big))
+            print(f"controller bench: {rounds[-1].summary()}", file=sys.stderr, flush=True)
             print(f"controller bench: round {i + 1}/{args.repeat}: bare client ...", file=sys.stderr, flush=True)
             bares.append(bench.bare_round(rounds[0].pod_bodies))
+            print(f"controller bench: bare client {bares[-1]:.3f} s", file=sys.stderr, flush=True)
         last = rounds[-1]
         notes = [
             "ratio = ours / baseline; times are medians of the rounds; the controller also creates one Service per pod",

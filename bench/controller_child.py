@@ -6,7 +6,8 @@ limited to one namespace so rounds do not see each other. Its own process so CPU
 RSS are the controller's alone. Commands, one per line, each answered with one JSON
 line: `stats` (reconciles, request counts by verb and resource, CPU, RSS, queue),
 `resync` (queue every cached job again, as a periodic resync would: a settled job must
-cost zero writes) and `quit`.
+cost zero writes) and `quit`. `TRAINFORGE_BENCH_EXPERIMENTS` turns on what-if patches
+(see `experiment`); the default is the controller exactly as shipped.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from controller.kinds import select
@@ -83,12 +85,68 @@ class Probe:
         return keys
 
 
+def experiment(manager: Manager, names: set[str]) -> None:
+    """What-if changes, patched in here only, to measure what stands in the way of speed.
+
+    `async-events`: Events are recorded by a small thread pool (client-go's recorder is
+    asynchronous too) instead of by the reconcile worker. `parallel-creates`: the pods
+    and services of one reconcile pass are created concurrently (as the Job controller's
+    slow-start batches do) instead of one request after another. `strip-managed-fields`:
+    informer caches drop `metadata.managedFields`, which the controller never reads.
+    """
+    if "async-events" in names:
+        events = ThreadPoolExecutor(max_workers=4, thread_name_prefix="events")
+        record = manager.recorder.event
+
+        def event(obj: dict[str, Any], etype: str, reason: str, message: str, *, component: str) -> bool:
+            events.submit(record, obj, etype, reason, message, component=component)
+            return True
+
+        manager.recorder.event = event  # type: ignore[method-assign]
+    if "strip-managed-fields" in names:  # what client-go users do with an informer transform
+        for informer in manager.informers():
+            store = informer._store
+
+            def stripped(key: str, obj: dict[str, Any], store: Any = store) -> None:
+                obj.get("metadata", {}).pop("managedFields", None)
+                store(key, obj)
+
+            informer._store = stripped  # type: ignore[method-assign]
+    if "parallel-creates" in names:
+        reconciler = manager.reconciler
+        creates = ThreadPoolExecutor(max_workers=16, thread_name_prefix="creates")
+        local = threading.local()
+        create_child, replicas = reconciler.create_child, reconciler._replicas
+
+        def create(key: str, ctx: Any, res: Any, obj: dict[str, Any]) -> None:
+            batch = getattr(local, "batch", None)
+            if batch is None:
+                return create_child(key, ctx, res, obj)
+            batch.append(creates.submit(create_child, key, ctx, res, obj))
+            return None
+
+        def pass_(key: str, ctx: Any, pods: list[dict[str, Any]]) -> None:
+            local.batch = []
+            try:
+                replicas(key, ctx, pods)
+            finally:
+                batch, local.batch = local.batch, None
+                failures = [f.exception() for f in batch]
+            first = next((f for f in failures if f is not None), None)
+            if first is not None:
+                raise first
+
+        reconciler.create_child = create  # type: ignore[method-assign]
+        reconciler._replicas = pass_  # type: ignore[method-assign]
+
+
 def main(argv: list[str]) -> int:
     kubeconfig, namespace, workers = argv[0], argv[1], int(argv[2])
     kinds = select("")
     client = Client.connect(kubeconfig, pool_size=workers + len(kinds) + 8)  # as train-controller sizes it
     manager = Manager(client, kinds, namespace=namespace, workers=workers)
     probe = Probe(manager)
+    experiment(manager, set(filter(None, os.environ.get("TRAINFORGE_BENCH_EXPERIMENTS", "").split(","))))
     manager.start()
     print(json.dumps({"ready": True, **probe.stats()}), flush=True)
     try:
