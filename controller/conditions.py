@@ -58,25 +58,23 @@ def is_finished(status: dict[str, Any]) -> bool:
     return is_true(status, SUCCEEDED) or is_true(status, FAILED)
 
 
-def set_condition(
-    status: dict[str, Any], ctype: str, cstatus: str, why: str, message: str, *, now: datetime
-) -> None:
+def set_condition(status: dict[str, Any], ctype: str, *, state: str, reason: str, message: str, now: datetime) -> None:
     """Upstream's setCondition + filterOutCondition, including their quirks."""
     if is_true(status, FAILED):
         return  # a failed job's conditions never change again
     current = get(status, ctype)
-    if current is not None and current.get("status") == cstatus and current.get("reason") == why:
+    if current is not None and current.get("status") == state and current.get("reason") == reason:
         return
     stamp = timestamp(now)
     condition = {
         "type": ctype,
-        "status": cstatus,
-        "reason": why,
+        "status": state,
+        "reason": reason,
         "message": message,
         "lastUpdateTime": stamp,
         "lastTransitionTime": stamp,
     }
-    if current is not None and current.get("status") == cstatus:
+    if current is not None and current.get("status") == state:
         condition["lastTransitionTime"] = current.get("lastTransitionTime", stamp)
     kept: list[dict[str, Any]] = []
     for existing in status.get("conditions") or []:

@@ -32,7 +32,7 @@ class Options:
     mpi_kubectl_delivery_image: str = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
 
 
-def child_name(job_name: str, replica_type: str, index: int) -> str:
+def child_name(job_name: str, replica_type: str, *, index: int) -> str:
     return f"{job_name}-{replica_type.lower()}-{index}".replace("/", "-")
 
 
@@ -54,7 +54,7 @@ def base_labels(job: dict[str, Any], kind: Kind) -> dict[str, str]:
     }
 
 
-def replica_labels(job: dict[str, Any], kind: Kind, replica_type: str, index: int) -> dict[str, str]:
+def replica_labels(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int) -> dict[str, str]:
     return {**base_labels(job, kind), TYPE_LABEL: replica_type.lower(), INDEX_LABEL: str(index)}
 
 
@@ -63,14 +63,14 @@ def pod_restart_policy(replica: dict[str, Any]) -> str:
     return "Never" if policy == "ExitCode" else policy
 
 
-def pod(job: dict[str, Any], kind: Kind, replica_type: str, index: int, *, options: Options = Options()) -> dict[str, Any]:
+def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, options: Options = Options()) -> dict[str, Any]:
     """The pod for (replica_type, index); raises ValueError when upstream would refuse it."""
     replicas = job["spec"][kind.facts.replica_specs]
     replica = replicas[replica_type]
     template = copy.deepcopy(replica.get("template") or {})
     meta = template.get("metadata") or {}
     spec = template.get("spec") or {}
-    labels = {**(meta.get("labels") or {}), **replica_labels(job, kind, replica_type, index)}
+    labels = {**(meta.get("labels") or {}), **replica_labels(job, kind, replica_type=replica_type, index=index)}
     if kind.master_role(replicas, replica_type, index):
         labels[ROLE_LABEL] = "master"
     env = kind.adapter.rendezvous_env(job, replica_type, index) if kind.adapter.rendezvous_env else []
@@ -85,7 +85,7 @@ def pod(job: dict[str, Any], kind: Kind, replica_type: str, index: int, *, optio
         spec["initContainers"] = [*(spec.get("initContainers") or []), _init_pytorch(job, options)]
     spec["restartPolicy"] = pod_restart_policy(replica)
     metadata: dict[str, Any] = {
-        "name": child_name(job["metadata"]["name"], replica_type, index),
+        "name": child_name(job["metadata"]["name"], replica_type, index=index),
         "namespace": job["metadata"].get("namespace", "default"),
         "labels": labels,
         "ownerReferences": [owner_reference(job, kind)],
@@ -96,14 +96,14 @@ def pod(job: dict[str, Any], kind: Kind, replica_type: str, index: int, *, optio
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def template_sets_restart_policy(job: dict[str, Any], kind: Kind, replica_type: str) -> bool:
+def template_sets_restart_policy(job: dict[str, Any], kind: Kind, *, replica_type: str) -> bool:
     """Upstream warns (SetPodTemplateRestartPolicy) when the template sets its own policy."""
     replica = job["spec"][kind.facts.replica_specs][replica_type]
     return bool(((replica.get("template") or {}).get("spec") or {}).get("restartPolicy"))
 
 
 def _init_pytorch(job: dict[str, Any], options: Options) -> dict[str, Any]:
-    master = child_name(job["metadata"]["name"], "master", 0)
+    master = child_name(job["metadata"]["name"], "master", index=0)
     return {
         "name": "init-pytorch",
         "image": options.pytorch_init_image,
@@ -116,7 +116,7 @@ def _init_pytorch(job: dict[str, Any], options: Options) -> dict[str, Any]:
     }
 
 
-def service(job: dict[str, Any], kind: Kind, replica_type: str, index: int) -> dict[str, Any]:
+def service(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int) -> dict[str, Any]:
     """The headless service for (replica_type, index): every port of the default container."""
     replica = job["spec"][kind.facts.replica_specs][replica_type]
     containers = ((replica.get("template") or {}).get("spec") or {}).get("containers") or []
@@ -130,12 +130,12 @@ def service(job: dict[str, Any], kind: Kind, replica_type: str, index: int) -> d
             break
     if not found:
         raise ValueError("failed to find the port")
-    labels = replica_labels(job, kind, replica_type, index)
+    labels = replica_labels(job, kind, replica_type=replica_type, index=index)
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
-            "name": child_name(job["metadata"]["name"], replica_type, index),
+            "name": child_name(job["metadata"]["name"], replica_type, index=index),
             "namespace": job["metadata"].get("namespace", "default"),
             "labels": dict(labels),
             "ownerReferences": [owner_reference(job, kind)],

@@ -39,7 +39,7 @@ class EventRecorder:
         self.instance = os.environ.get("POD_NAME") or os.uname().nodename
         self.dropped = 0
 
-    def event(self, obj: dict[str, Any], etype: str, reason: str, message: str, *, component: str) -> bool:
+    def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str) -> bool:
         """Record one Event on `obj`; returns False if it was deduplicated or rate-limited."""
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid", ""))

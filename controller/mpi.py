@@ -93,7 +93,7 @@ def _pod(job: dict[str, Any], kind: Any, replica_type: str, name: str, labels: d
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def worker_pod(job: dict[str, Any], kind: Any, index: int) -> dict[str, Any]:
+def worker_pod(job: dict[str, Any], kind: Any, *, index: int) -> dict[str, Any]:
     labels = {**desired.base_labels(job, kind), st.TYPE_LABEL: "worker", st.INDEX_LABEL: str(index)}
     pod = _pod(job, kind, "Worker", f"{job['metadata']['name']}-worker-{index}", labels)
     spec = pod["spec"]
@@ -163,19 +163,20 @@ class MPI:
         if launcher_phase not in ("Succeeded", "Failed"):
             self._ensure_service_account(r, key, ctx)
             running = [p["metadata"]["name"] for p in diff_workers(pods) if (p.get("status") or {}).get("phase") == "Running"]
-            self._ensure(r, key, ctx, CONFIGMAPS, f"{name}-config", {"data": config_data(job, running)}, field="data")
-            self._ensure(r, key, ctx, ROLES, f"{name}-launcher", {"rules": role_rules(job)}, field="rules")
+            self._ensure(r, key, ctx, res=CONFIGMAPS, name=f"{name}-config", content={"data": config_data(job, running)},
+                         field="data")
+            self._ensure(r, key, ctx, res=ROLES, name=f"{name}-launcher", content={"rules": role_rules(job)}, field="rules")
             binding = {
                 "subjects": [{"kind": "ServiceAccount", "name": service_account_name(job), "namespace": ns}],
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-launcher"},
             }
-            self._ensure(r, key, ctx, ROLEBINDINGS, f"{name}-launcher", binding, field=None)
+            self._ensure(r, key, ctx, res=ROLEBINDINGS, name=f"{name}-launcher", content=binding, field=None)
             workers = self._workers(r, key, ctx, pods)
             if launcher is None:
                 pod = launcher_pod(job, kind, delivery_image=r.options.mpi_kubectl_delivery_image)
                 if r.gang is not None:
                     r.gang.decorate(ctx, pod, "Launcher")
-                r.create_child(key, ctx, PODS, pod)
+                r.create_child(key, ctx, res=PODS, obj=pod)
         statuses = ctx.status.setdefault("replicaStatuses", {})
         statuses["Launcher"] = st.compact({
             "active": int(launcher_phase == "Running"),
@@ -196,15 +197,15 @@ class MPI:
                 continue
             if index >= wanted:
                 if len(existing) > wanted and not pod["metadata"].get("deletionTimestamp"):
-                    r.delete_child(key, ctx, PODS, pod)
+                    r.delete_child(key, ctx, res=PODS, obj=pod)
             else:
                 by_index[index] = pod
         for index in range(wanted):
             if index not in by_index:
-                pod = worker_pod(ctx.job, ctx.kind, index)
+                pod = worker_pod(ctx.job, ctx.kind, index=index)
                 if r.gang is not None:
                     r.gang.decorate(ctx, pod, "Worker")
-                r.create_child(key, ctx, PODS, pod)
+                r.create_child(key, ctx, res=PODS, obj=pod)
         return [by_index[i] for i in sorted(by_index)]
 
     def _ensure_service_account(self, r: Any, key: str, ctx: st.Ctx) -> None:
@@ -223,7 +224,7 @@ class MPI:
             r.expectations.created(key, item)
             raise
 
-    def _ensure(self, r: Any, key: str, ctx: st.Ctx, res: Resource, name: str, content: dict[str, Any], *,
+    def _ensure(self, r: Any, key: str, ctx: st.Ctx, *, res: Resource, name: str, content: dict[str, Any],
                 field: str | None) -> None:
         current = self.caches[res.plural].get(ctx.namespace, name)
         if current is None:

@@ -57,18 +57,18 @@ def suspend(ctx: Ctx) -> None:
         entry.pop("active", None)
     msg = f"{ctx.kind.name} {ctx.name} is suspended."
     if cond.is_true(ctx.status, cond.RUNNING):
-        ctx.set(cond.RUNNING, "Suspended", msg, cstatus="False")
+        ctx.set(cond.RUNNING, why="Suspended", message=msg, state="False")
     if not cond.is_true(ctx.status, cond.SUSPENDED):
-        ctx.set(cond.SUSPENDED, "Suspended", msg)
-    ctx.event("Normal", "Suspended", msg)
+        ctx.set(cond.SUSPENDED, why="Suspended", message=msg)
+    ctx.event("Normal", why="Suspended", message=msg)
 
 
 def resume_if_suspended(ctx: Ctx) -> None:
     if cond.is_true(ctx.status, cond.SUSPENDED):
         msg = f"{ctx.kind.name} {ctx.name} is resumed."
-        ctx.set(cond.SUSPENDED, "Resumed", msg, cstatus="False")
+        ctx.set(cond.SUSPENDED, why="Resumed", message=msg, state="False")
         ctx.status["startTime"] = cond.timestamp(ctx.now)
-        ctx.event("Normal", "Resumed", msg)
+        ctx.event("Normal", why="Resumed", message=msg)
 
 
 def _restart_counts(pod: dict[str, Any]) -> int:

@@ -93,7 +93,7 @@ class Reconciler:
             return self._invalid(key, job, kind, problems)
         ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), status=copy.deepcopy(job.get("status") or {}),
                      pods={}, now=self.clock())
-        ctx.set(cond.CREATED, "Created", f"{kind.name} {ctx.name} is created.")
+        ctx.set(cond.CREATED, why="Created", message=f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
         try:
             wake = self._run(key, ctx, job, pods)
@@ -107,20 +107,20 @@ class Reconciler:
     def _run(self, key: str, ctx: st.Ctx, job: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
         policy = policies.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
-            self._clean(key, ctx, pods, policy, finished=True)
+            self._clean(key, ctx, pods=pods, policy=policy, finished=True)
             policies.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if policies.is_suspended(ctx.job):
-            self._clean(key, ctx, pods, policy, finished=False)
+            self._clean(key, ctx, pods=pods, policy=policy, finished=False)
             policies.suspend(ctx)
             return None
         policies.resume_if_suspended(ctx)
         message = policies.failure_message(ctx, pods, requeues=self.queue.num_requeues(key))
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
-            ctx.event("Normal", "Failed", message)
-            ctx.set(cond.FAILED, "Failed", message)
-            ctx.deferred.append(lambda: self._clean(key, ctx, pods, policy, finished=True))
+            ctx.event("Normal", why="Failed", message=message)
+            ctx.set(cond.FAILED, why="Failed", message=message)
+            ctx.deferred.append(lambda: self._clean(key, ctx, pods=pods, policy=policy, finished=True))
             return self._ttl(job, ctx)
         if self.gang is not None and not self.gang.sync(self, ctx):
             ctx.status["lastReconcileTime"] = cond.timestamp(ctx.now)
@@ -145,40 +145,40 @@ class Reconciler:
                 ns = pod["metadata"].get("namespace")
                 ctx.events.append(("Normal", "ExitedWithCode", f"Pod: {ns}.{pod['metadata']['name']} exited with code {code}"))
             for index in plan.create:
-                self.create_pod(key, ctx, rtype, index)
+                self.create_pod(key, ctx, rtype=rtype, index=index)
             for pod in plan.delete:
-                self.delete_child(key, ctx, PODS, pod)
+                self.delete_child(key, ctx, res=PODS, obj=pod)
             for pod in plan.restart:
-                ctx.deferred.append(lambda pod=pod: self.delete_child(key, ctx, PODS, pod))
+                ctx.deferred.append(lambda pod=pod: self.delete_child(key, ctx, res=PODS, obj=pod))
                 msg = f"job {ctx.name} is restarting because {rtype} replica(s) failed."
-                ctx.event("Warning", "Restarting", msg)
-                ctx.set(cond.RESTARTING, "Restarting", msg)
+                ctx.event("Warning", why="Restarting", message=msg)
+                ctx.set(cond.RESTARTING, why="Restarting", message=msg)
             if plan.permanent_failure:
                 msg = f'job "{ctx.name}" is failing because "{rtype}" replica(s) failed.'
-                ctx.event("Warning", "Failed", msg)
+                ctx.event("Warning", why="Failed", message=msg)
                 ctx.complete()  # upstream leaves completionTime nil here, which breaks its TTL
-                ctx.set(cond.FAILED, "Failed", msg)
+                ctx.set(cond.FAILED, why="Failed", message=msg)
             statuses[rtype] = st.compact(plan.counts)
             splan = diff.plan_services(services, rtype, replica)
             for index in splan.create:
-                self.create_child(key, ctx, SERVICES, desired.service(ctx.job, kind, rtype, index))
+                self.create_child(key, ctx, res=SERVICES, obj=desired.service(ctx.job, kind, replica_type=rtype, index=index))
             for svc in splan.delete:
-                self.delete_child(key, ctx, SERVICES, svc)
+                self.delete_child(key, ctx, res=SERVICES, obj=svc)
 
-    def create_pod(self, key: str, ctx: st.Ctx, rtype: str, index: int) -> None:
+    def create_pod(self, key: str, ctx: st.Ctx, *, rtype: str, index: int) -> None:
         try:
-            pod = desired.pod(ctx.job, ctx.kind, rtype, index, options=self.options)
+            pod = desired.pod(ctx.job, ctx.kind, replica_type=rtype, index=index, options=self.options)
         except ValueError as exc:
             ctx.events.append(("Warning", "FailedCreatePod", f"Error creating: {exc}"))
             raise
-        if desired.template_sets_restart_policy(ctx.job, ctx.kind, rtype):
+        if desired.template_sets_restart_policy(ctx.job, ctx.kind, replica_type=rtype):
             ctx.events.append(("Warning", "SetPodTemplateRestartPolicy",
                                "Restart policy in pod template will be overwritten by restart policy in replica spec"))
         if self.gang is not None:
             self.gang.decorate(ctx, pod, rtype)
-        self.create_child(key, ctx, PODS, pod)
+        self.create_child(key, ctx, res=PODS, obj=pod)
 
-    def create_child(self, key: str, ctx: st.Ctx, res: Resource, obj: dict[str, Any]) -> None:
+    def create_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
         name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
         item = (res.plural, name)
         self.expectations.expect_create(key, [item])
@@ -193,7 +193,7 @@ class Reconciler:
             raise
         ctx.events.append(("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}"))
 
-    def delete_child(self, key: str, ctx: st.Ctx, res: Resource, obj: dict[str, Any]) -> None:
+    def delete_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         item = (res.plural, meta["name"])
         self.expectations.expect_delete(key, [item])
@@ -208,14 +208,14 @@ class Reconciler:
             raise
         ctx.events.append(("Normal", f"SuccessfulDelete{res.kind}", f"Deleted {res.kind.lower()}: {meta['name']}"))
 
-    def _clean(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]], policy: str | None, *, finished: bool) -> None:
+    def _clean(self, key: str, ctx: st.Ctx, *, pods: list[dict[str, Any]], policy: str | None, finished: bool) -> None:
         """Delete pods (and the same-named services) per cleanPodPolicy; PodGroup too."""
         services = {s["metadata"]["name"]: s for s in self.owned(ctx.job, ctx.kind, self.services, SERVICES)}
         for pod in policies.pods_to_clean(pods, policy, finished=finished):
-            self.delete_child(key, ctx, PODS, pod)
+            self.delete_child(key, ctx, res=PODS, obj=pod)
             svc = services.get(pod["metadata"]["name"])
             if svc is not None and not svc["metadata"].get("deletionTimestamp"):
-                self.delete_child(key, ctx, SERVICES, svc)
+                self.delete_child(key, ctx, res=SERVICES, obj=svc)
         if self.gang is not None:
             self.gang.delete(self, ctx)
 
@@ -270,21 +270,21 @@ class Reconciler:
 
     def _emit(self, job: dict[str, Any], kind: Kind, events: list[st.Event]) -> None:
         for etype, why, message in events:
-            self.recorder.event(job, etype, why, message, component=kind.facts.operator_name)
+            self.recorder.event(job, etype, reason=why, message=message, component=kind.facts.operator_name)
 
     def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str]) -> float | None:
         message = f"{kind.name} failed validation because {'; '.join(problems)}"
         why = cond.reason(kind.name, "FailedValidation")
-        self.recorder.event(job, "Warning", why, message, component=kind.facts.operator_name)
+        self.recorder.event(job, "Warning", reason=why, message=message, component=kind.facts.operator_name)
         if kind.name in validation.RECONCILER_VALIDATED:
             raise InvalidJob(message)  # upstream: event, no condition, retry with backoff
         status = copy.deepcopy(job.get("status") or {})
         now = self.clock()
-        cond.set_condition(status, cond.CREATED, "True", cond.reason(kind.name, "Created"),
-                           f"{kind.name} {job['metadata']['name']} is created.", now=now)
+        cond.set_condition(status, cond.CREATED, state="True", reason=cond.reason(kind.name, "Created"),
+                           message=f"{kind.name} {job['metadata']['name']} is created.", now=now)
         if not cond.is_true(status, cond.FAILED):
             status.setdefault("completionTime", cond.timestamp(now))
-        cond.set_condition(status, cond.FAILED, "True", why, message, now=now)
+        cond.set_condition(status, cond.FAILED, state="True", reason=why, message=message, now=now)
         self._write_status(job, kind, status)
         return None
 

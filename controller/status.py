@@ -54,10 +54,13 @@ class Ctx:
     def replicas(self) -> dict[str, Any]:
         return self.job["spec"][self.kind.facts.replica_specs]
 
-    def set(self, ctype: str, why: str, message: str, cstatus: str = "True") -> None:
-        cond.set_condition(self.status, ctype, cstatus, cond.reason(self.kind.name, why), message, now=self.now)
+    def set(self, ctype: str, *, why: str, message: str, state: str = "True") -> None:
+        """Set condition `ctype` with reason `{Kind}{why}`."""
+        cond.set_condition(self.status, ctype, state=state, reason=cond.reason(self.kind.name, why), message=message,
+                           now=self.now)
 
-    def event(self, etype: str, why: str, message: str) -> None:
+    def event(self, etype: str, *, why: str, message: str) -> None:
+        """Record an Event with reason `{Kind}{why}`."""
         self.events.append((etype, cond.reason(self.kind.name, why), message))
 
     def complete(self) -> None:
@@ -113,22 +116,22 @@ def _ordered(ctx: Ctx, order: Iterable[str] | None = None) -> list[str]:
     return present + sorted(t for t in ctx.replicas if t not in present)
 
 
-def _fail_or_restart(ctx: Ctx, replica_type: str, failed: int, *, restart: bool, prefix: str) -> None:
+def _fail_or_restart(ctx: Ctx, replica_type: str, *, failed: int, restart: bool, prefix: str) -> None:
     if restart:
         msg = f"{prefix} {ctx.name} is restarting because {failed} {replica_type} replica(s) failed."
-        ctx.event("Warning", "Restarting", msg)
-        ctx.set(RESTARTING, "Restarting", msg)
+        ctx.event("Warning", why="Restarting", message=msg)
+        ctx.set(RESTARTING, why="Restarting", message=msg)
     else:
         msg = f"{prefix} {ctx.name} is failed because {failed} {replica_type} replica(s) failed."
-        ctx.event("Normal", "Failed", msg)
+        ctx.event("Normal", why="Failed", message=msg)
         ctx.complete()
-        ctx.set(FAILED, "Failed", msg)
+        ctx.set(FAILED, why="Failed", message=msg)
 
 
 def _succeed(ctx: Ctx, message: str) -> None:
-    ctx.event("Normal", "Succeeded", message)
+    ctx.event("Normal", why="Succeeded", message=message)
     ctx.complete()
-    ctx.set(SUCCEEDED, "Succeeded", message)
+    ctx.set(SUCCEEDED, why="Succeeded", message=message)
 
 
 def _master_style(ctx: Ctx, *, elastic_success: bool) -> None:
@@ -140,7 +143,7 @@ def _master_style(ctx: Ctx, *, elastic_success: bool) -> None:
         expected = replicas - succeeded
         if has_master and rtype == "Master":
             if running > 0:
-                ctx.set(RUNNING, "Running", f"{kind} {ctx.name} is running.")
+                ctx.set(RUNNING, why="Running", message=f"{kind} {ctx.name} is running.")
             if expected == 0:
                 _succeed(ctx, f"{kind} {ctx.name} is successfully completed.")
                 return
@@ -149,10 +152,10 @@ def _master_style(ctx: Ctx, *, elastic_success: bool) -> None:
             if expected == 0 or elastic:
                 _succeed(ctx, f"{kind} {ns_name} successfully completed.")
             elif running > 0:
-                ctx.set(RUNNING, "Running", f"{kind} {ns_name} is running.")
+                ctx.set(RUNNING, why="Running", message=f"{kind} {ns_name} is running.")
         if failed > 0 and replicas > succeeded + running:
             policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed, restart=policy != "Never", prefix=kind)
+            _fail_or_restart(ctx, rtype, failed=failed, restart=policy != "Never", prefix=kind)
 
 
 def _pytorch(ctx: Ctx) -> None:
@@ -171,10 +174,10 @@ def _jax(ctx: Ctx) -> None:
             if replicas - succeeded == 0:
                 _succeed(ctx, f"JAXJob {ns_name} successfully completed.")
             elif running > 0:
-                ctx.set(RUNNING, "Running", f"JAXJob {ns_name} is running.")
+                ctx.set(RUNNING, why="Running", message=f"JAXJob {ns_name} is running.")
         if failed > 0 and replicas > succeeded + running:
             policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed, restart=policy != "Never", prefix="JAXJob")
+            _fail_or_restart(ctx, rtype, failed=failed, restart=policy != "Never", prefix="JAXJob")
 
 
 def _worker0_completed(ctx: Ctx) -> bool:
@@ -197,7 +200,7 @@ def _tensorflow(ctx: Ctx) -> None:
         expected = replicas - succeeded
         if chief_or_master and rtype in ("Chief", "Master"):
             if running > 0:
-                ctx.set(RUNNING, "Running", f"TFJob {ns_name} is running.")
+                ctx.set(RUNNING, why="Running", message=f"TFJob {ns_name} is running.")
             if expected == 0:
                 _succeed(ctx, f"TFJob {ns_name} successfully completed.")
         elif not chief_or_master and rtype == "Worker":
@@ -205,17 +208,17 @@ def _tensorflow(ctx: Ctx) -> None:
             if expected == 0 or (worker0_done and not all_workers):
                 _succeed(ctx, f"TFJob {ns_name} successfully completed.")
             elif running > 0:
-                ctx.set(RUNNING, "Running", f"TFJob {ns_name} is running.")
+                ctx.set(RUNNING, why="Running", message=f"TFJob {ns_name} is running.")
         if failed > 0:
             if saved is not None:
-                cond.set_condition(ctx.status, RESTARTING, "True", saved[0], saved[1], now=ctx.now)
+                cond.set_condition(ctx.status, RESTARTING, state="True", reason=saved[0], message=saved[1], now=ctx.now)
             elif ctx.job["spec"].get("enableDynamicWorker") and rtype == "Worker":
                 continue
             else:
                 msg = f"TFJob {ns_name} has failed because {failed} {rtype} replica(s) failed."
-                ctx.event("Normal", "Failed", msg)
+                ctx.event("Normal", why="Failed", message=msg)
                 ctx.complete()
-                ctx.set(FAILED, "Failed", msg)
+                ctx.set(FAILED, why="Failed", message=msg)
 
 
 def _xgboost(ctx: Ctx) -> None:
@@ -224,15 +227,15 @@ def _xgboost(ctx: Ctx) -> None:
         replicas, succeeded, running, failed = _numbers(ctx, rtype)
         if rtype == "Master":
             if running > 0:
-                ctx.set(RUNNING, "Running", running_msg)
+                ctx.set(RUNNING, why="Running", message=running_msg)
             if replicas - succeeded == 0:
-                ctx.set(RUNNING, "Running", running_msg)
+                ctx.set(RUNNING, why="Running", message=running_msg)
                 _succeed(ctx, f"XGBoostJob {ctx.name} is successfully completed.")
                 return
         if failed > 0:
-            ctx.set(RUNNING, "Running", running_msg)
+            ctx.set(RUNNING, why="Running", message=running_msg)
             policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed, restart=policy == "ExitCode", prefix="XGBoostJob")
+            _fail_or_restart(ctx, rtype, failed=failed, restart=policy == "ExitCode", prefix="XGBoostJob")
 
 
 def _mpi(ctx: Ctx) -> None:
@@ -240,19 +243,19 @@ def _mpi(ctx: Ctx) -> None:
         replicas, succeeded, running, failed = _numbers(ctx, rtype)
         if rtype == "Launcher":
             if running > 0:
-                ctx.set(RUNNING, "Running", f"MPIJob {ctx.name} is running.")
+                ctx.set(RUNNING, why="Running", message=f"MPIJob {ctx.name} is running.")
             if replicas - succeeded == 0:
                 _succeed(ctx, f"MPIJob {ctx.name} is successfully completed.")
                 return
         if failed > 0:
             if ctx.replicas[rtype].get("restartPolicy") == "ExitCode":
-                _fail_or_restart(ctx, rtype, failed, restart=True, prefix="MPIJob")
+                _fail_or_restart(ctx, rtype, failed=failed, restart=True, prefix="MPIJob")
             else:
                 msg = f"MPIJob {ctx.name} is failed because {failed} {rtype} replica(s) failed."
-                ctx.event("Normal", "Failed", msg)
+                ctx.event("Normal", why="Failed", message=msg)
                 ctx.complete()
                 # upstream applies the Kind prefix twice here: reason "MPIJobMPIJobFailed"
-                ctx.set(FAILED, "MPIJobFailed", msg)
+                ctx.set(FAILED, why="MPIJobFailed", message=msg)
 
 
 def _mxnet(ctx: Ctx) -> None:
@@ -262,13 +265,13 @@ def _mxnet(ctx: Ctx) -> None:
         replicas, succeeded, running, failed = _numbers(ctx, rtype)
         if rtype == "Scheduler" or (single and rtype == "Worker"):
             if running > 0:
-                ctx.set(RUNNING, "Running", f"MXJob {ctx.name} is running.")
+                ctx.set(RUNNING, why="Running", message=f"MXJob {ctx.name} is running.")
             if replicas - succeeded == 0:
                 _succeed(ctx, f"MXJob {ctx.name} is successfully completed.")
                 return
         if failed > 0:
             policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed, restart=policy == "ExitCode", prefix="mxjob")
+            _fail_or_restart(ctx, rtype, failed=failed, restart=policy == "ExitCode", prefix="mxjob")
 
 
 RULES: dict[str, Callable[[Ctx], None]] = {

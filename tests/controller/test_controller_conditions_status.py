@@ -25,25 +25,25 @@ def types(status):
 
 def test_new_conditions_are_appended_in_recency_order():
     s: dict = {}
-    cond.set_condition(s, "Created", "True", "XCreated", "c", now=T0)
-    cond.set_condition(s, "Running", "True", "XRunning", "r", now=T0 + timedelta(seconds=5))
+    cond.set_condition(s, "Created", state="True", reason="XCreated", message="c", now=T0)
+    cond.set_condition(s, "Running", state="True", reason="XRunning", message="r", now=T0 + timedelta(seconds=5))
     assert types(s) == [("Created", "True", "XCreated"), ("Running", "True", "XRunning")]
     assert s["conditions"][1]["lastUpdateTime"] == s["conditions"][1]["lastTransitionTime"] == "2024-05-01T12:00:05Z"
 
 
 def test_same_type_status_and_reason_is_a_no_op_timestamps_untouched():
     s: dict = {}
-    cond.set_condition(s, "Running", "True", "XRunning", "first", now=T0)
-    cond.set_condition(s, "Running", "True", "XRunning", "second", now=T0 + timedelta(minutes=1))
+    cond.set_condition(s, "Running", state="True", reason="XRunning", message="first", now=T0)
+    cond.set_condition(s, "Running", state="True", reason="XRunning", message="second", now=T0 + timedelta(minutes=1))
     assert s["conditions"] == [{"type": "Running", "status": "True", "reason": "XRunning", "message": "first",
                                 "lastUpdateTime": "2024-05-01T12:00:00Z", "lastTransitionTime": "2024-05-01T12:00:00Z"}]
 
 
 def test_new_reason_keeps_transition_time_and_moves_to_the_end():
     s: dict = {}
-    cond.set_condition(s, "Suspended", "True", "XSuspended", "s", now=T0)
-    cond.set_condition(s, "Created", "True", "XCreated", "c", now=T0)
-    cond.set_condition(s, "Suspended", "True", "XOther", "s2", now=T0 + timedelta(minutes=1))
+    cond.set_condition(s, "Suspended", state="True", reason="XSuspended", message="s", now=T0)
+    cond.set_condition(s, "Created", state="True", reason="XCreated", message="c", now=T0)
+    cond.set_condition(s, "Suspended", state="True", reason="XOther", message="s2", now=T0 + timedelta(minutes=1))
     assert types(s)[-1] == ("Suspended", "True", "XOther")
     assert s["conditions"][-1]["lastTransitionTime"] == "2024-05-01T12:00:00Z"
     assert s["conditions"][-1]["lastUpdateTime"] == "2024-05-01T12:01:00Z"
@@ -51,29 +51,29 @@ def test_new_reason_keeps_transition_time_and_moves_to_the_end():
 
 def test_restarting_and_running_replace_each_other():
     s: dict = {}
-    cond.set_condition(s, "Running", "True", "XRunning", "r", now=T0)
-    cond.set_condition(s, "Restarting", "True", "XRestarting", "x", now=T0)
+    cond.set_condition(s, "Running", state="True", reason="XRunning", message="r", now=T0)
+    cond.set_condition(s, "Restarting", state="True", reason="XRestarting", message="x", now=T0)
     assert types(s) == [("Restarting", "True", "XRestarting")]
-    cond.set_condition(s, "Running", "True", "XRunning", "r", now=T0)
+    cond.set_condition(s, "Running", state="True", reason="XRunning", message="r", now=T0)
     assert types(s) == [("Running", "True", "XRunning")]
 
 
 @pytest.mark.parametrize("final", ["Succeeded", "Failed"])
 def test_finishing_flips_running_to_false_and_keeps_it(final):
     s: dict = {}
-    cond.set_condition(s, "Created", "True", "XCreated", "c", now=T0)
-    cond.set_condition(s, "Running", "True", "XRunning", "r", now=T0)
-    cond.set_condition(s, final, "True", f"X{final}", "done", now=T0 + timedelta(seconds=1))
+    cond.set_condition(s, "Created", state="True", reason="XCreated", message="c", now=T0)
+    cond.set_condition(s, "Running", state="True", reason="XRunning", message="r", now=T0)
+    cond.set_condition(s, final, state="True", reason=f"X{final}", message="done", now=T0 + timedelta(seconds=1))
     assert types(s) == [("Created", "True", "XCreated"), ("Running", "False", "XRunning"), (final, "True", f"X{final}")]
     assert s["conditions"][1]["lastTransitionTime"] == "2024-05-01T12:00:00Z"  # the flip keeps its timestamps
 
 
 def test_nothing_changes_once_failed():
     s: dict = {}
-    cond.set_condition(s, "Failed", "True", "XFailed", "f", now=T0)
+    cond.set_condition(s, "Failed", state="True", reason="XFailed", message="f", now=T0)
     before = [dict(c) for c in s["conditions"]]
-    cond.set_condition(s, "Succeeded", "True", "XSucceeded", "s", now=T0)
-    cond.set_condition(s, "Running", "True", "XRunning", "r", now=T0)
+    cond.set_condition(s, "Succeeded", state="True", reason="XSucceeded", message="s", now=T0)
+    cond.set_condition(s, "Running", state="True", reason="XRunning", message="r", now=T0)
     assert s["conditions"] == before
 
 

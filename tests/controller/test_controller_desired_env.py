@@ -105,7 +105,7 @@ def test_pod_shape_restart_policy_and_template_metadata():
     body = job("XGBoostJob", "x", Master=1, Worker=1, restart="ExitCode")
     body["spec"]["xgbReplicaSpecs"]["Worker"]["template"]["metadata"] = {
         "labels": {"team": "a", "training.kubeflow.org/replica-type": "spoof"}, "annotations": {"a": "b"}, "finalizers": ["f"]}
-    pod = desired.pod(applied(body), KINDS["XGBoostJob"], "Worker", 0)
+    pod = desired.pod(applied(body), KINDS["XGBoostJob"], replica_type="Worker", index=0)
     assert pod["spec"]["restartPolicy"] == "Never"
     assert pod["metadata"]["labels"]["team"] == "a" and pod["metadata"]["labels"]["training.kubeflow.org/replica-type"] == "worker"
     assert pod["metadata"]["annotations"] == {"a": "b"} and pod["metadata"]["finalizers"] == ["f"]
@@ -113,14 +113,14 @@ def test_pod_shape_restart_policy_and_template_metadata():
 
 
 def test_pytorch_worker_waits_for_master_with_init_container():
-    pod = desired.pod(applied(job("PyTorchJob", "p", Master=1, Worker=1)), KINDS["PyTorchJob"], "Worker", 0,
+    pod = desired.pod(applied(job("PyTorchJob", "p", Master=1, Worker=1)), KINDS["PyTorchJob"], replica_type="Worker", index=0,
                       options=desired.Options(pytorch_init_image="busybox:1", pytorch_init_max_tries=7))
     assert pod["spec"]["initContainers"] == [{
         "name": "init-pytorch", "image": "busybox:1", "imagePullPolicy": "IfNotPresent",
         "resources": {"limits": {"cpu": "100m", "memory": "20Mi"}, "requests": {"cpu": "50m", "memory": "10Mi"}},
         "command": ["sh", "-c", "err=1;for i in $(seq 7); do if nslookup p-master-0; then err=0 && break; fi;"
                                 "echo waiting for master; sleep 2; done; exit $err"]}]
-    master = desired.pod(applied(job("PyTorchJob", "p", Master=1, Worker=1)), KINDS["PyTorchJob"], "Master", 0)
+    master = desired.pod(applied(job("PyTorchJob", "p", Master=1, Worker=1)), KINDS["PyTorchJob"], replica_type="Master", index=0)
     assert "initContainers" not in master["spec"]
 
 
@@ -129,14 +129,14 @@ def test_pytorch_elastic_env_in_upstream_order():
         "minReplicas": 1, "maxReplicas": 3, "maxRestarts": 5, "rdzvBackend": "etcd", "rdzvHost": "etcd.svc", "rdzvPort": 2379,
         "rdzvId": "abc", "rdzvConf": [{"key": "a", "value": "1"}, {"key": "b", "value": "2"}], "standalone": True,
         "nProcPerNode": 4}})
-    pod = desired.pod(applied(body), KINDS["PyTorchJob"], "Worker", 1)
+    pod = desired.pod(applied(body), KINDS["PyTorchJob"], replica_type="Worker", index=1)
     assert env(pod) == [("PYTHONUNBUFFERED", "1"), ("PET_RDZV_ENDPOINT", "etcd.svc:2379"), ("PET_RDZV_BACKEND", "etcd"),
                         ("PET_NNODES", "1:3"), ("PET_MAX_RESTARTS", "5"), ("PET_NPROC_PER_NODE", "4"), ("PET_RDZV_ID", "abc"),
                         ("PET_RDZV_CONF", "a=1,b=2"), ("PET_STANDALONE", "")]
 
 
 def test_pytorch_world_size_multiplies_integer_nproc():
-    pod = desired.pod(applied(job("PyTorchJob", "p", Master=1, Worker=1, spec={"nprocPerNode": "8"})), KINDS["PyTorchJob"], "Worker", 0)
+    pod = desired.pod(applied(job("PyTorchJob", "p", Master=1, Worker=1, spec={"nprocPerNode": "8"})), KINDS["PyTorchJob"], replica_type="Worker", index=0)
     assert dict(env(pod))["WORLD_SIZE"] == "16" and dict(env(pod))["PET_NPROC_PER_NODE"] == "8"
 
 
@@ -144,7 +144,7 @@ def test_user_env_comes_first_and_tf_config_only_on_the_tensorflow_container():
     body = job("TFJob", "t", Worker=2)
     body["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = [
         {"name": "sidecar", "image": "s"}, container("TFJob", env=[{"name": "TF_CONFIG", "value": "user"}])]
-    pod = desired.pod(applied(body), KINDS["TFJob"], "Worker", 0)
+    pod = desired.pod(applied(body), KINDS["TFJob"], replica_type="Worker", index=0)
     assert env(pod, "sidecar") == []
     names = [n for n, _ in env(pod, "tensorflow")]
     assert names == ["TF_CONFIG", "TF_CONFIG"] and env(pod, "tensorflow")[0][1] == "user"
@@ -153,18 +153,18 @@ def test_user_env_comes_first_and_tf_config_only_on_the_tensorflow_container():
 def test_tf_config_sparse_form_and_custom_cluster_domain(monkeypatch):
     monkeypatch.setenv("CUSTOM_CLUSTER_DOMAIN", "cluster.local")
     body = applied(job("TFJob", "t", PS=2, Worker=2, spec={"enableDynamicWorker": True}))
-    worker = json.loads(dict(env(desired.pod(body, KINDS["TFJob"], "Worker", 1)))["TF_CONFIG"])
+    worker = json.loads(dict(env(desired.pod(body, KINDS["TFJob"], replica_type="Worker", index=1)))["TF_CONFIG"])
     assert worker == {"cluster": {"worker": {"1": "t-worker-1.ns.svc.cluster.local:2222"},
                                   "ps": ["t-ps-0.ns.svc.cluster.local:2222", "t-ps-1.ns.svc.cluster.local:2222"]},
                       "task": {"type": "worker", "index": 1}}
-    ps = json.loads(dict(env(desired.pod(body, KINDS["TFJob"], "PS", 0)))["TF_CONFIG"])
+    ps = json.loads(dict(env(desired.pod(body, KINDS["TFJob"], replica_type="PS", index=0)))["TF_CONFIG"])
     assert ps == {"cluster": {"worker": {}, "ps": ["t-ps-0.ns.svc.cluster.local:2222"]}, "task": {"type": "ps", "index": 0}}
 
 
 def test_paddle_parameter_server_mode():
     body = applied(job("PaddleJob", "pd", Master=2, Worker=2))
-    master0, master1 = (env(desired.pod(body, KINDS["PaddleJob"], "Master", i)) for i in (0, 1))
-    worker0 = env(desired.pod(body, KINDS["PaddleJob"], "Worker", 0))
+    master0, master1 = (env(desired.pod(body, KINDS["PaddleJob"], replica_type="Master", index=i)) for i in (0, 1))
+    worker0 = env(desired.pod(body, KINDS["PaddleJob"], replica_type="Worker", index=0))
     ip = {"fieldRef": {"fieldPath": "status.podIP"}}
     assert master0 == [("PYTHONUNBUFFERED", "1"), ("PADDLE_JOB_ID", "pd"), ("PADDLE_NNODES", "4"), ("POD_IP_DUMMY", ip),
                        ("PADDLE_MASTER", "$(POD_IP_DUMMY):36543"), ("PADDLE_SERVER_NUM", "1")]
@@ -192,7 +192,7 @@ def test_services_carry_every_port_of_the_default_container():
     body = job("PyTorchJob", "p", Master=1)
     body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["ports"] = [
         {"name": "metrics", "containerPort": 9090}]
-    svc = desired.service(applied(body), KINDS["PyTorchJob"], "Master", 0)
+    svc = desired.service(applied(body), KINDS["PyTorchJob"], replica_type="Master", index=0)
     assert svc["spec"] == {"clusterIP": "None", "selector": svc["metadata"]["labels"],
                            "ports": [{"name": "metrics", "port": 9090}, {"name": "pytorchjob-port", "port": 23456}]}
     assert "training.kubeflow.org/job-role" not in svc["metadata"]["labels"]
