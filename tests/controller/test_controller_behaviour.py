@@ -168,3 +168,16 @@ def test_cli_rejects_an_unknown_framework() -> None:
     proc = subprocess.run([sys.executable, "-m", "controller", "--frameworks", "pytorch,caffe"], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "unknown framework 'caffe'" in proc.stderr
+
+
+def test_pod_the_api_server_refuses_gets_a_warning_event_and_backoff(cluster, manager) -> None:
+    body = job("PyTorchJob", "refused", Master=1)
+    body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "1"}, "requests": {"cpu": "2"}}  # requests above limits: the pod is invalid
+    cluster.apply(body)
+    found = wait_for(lambda: [e for e in events_of(cluster, "refused") if e[1] == "FailedCreatePod"], what="FailedCreatePod")
+    assert found[0][0] == "Warning"
+    assert "spec.containers[0].resources.requests: Invalid value" in found[0][2]
+    time.sleep(1.5)
+    assert 1 <= manager.errors <= 12, "retried with exponential backoff, not in a hot loop"
+    assert cluster.pods() == {}
