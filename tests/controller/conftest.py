@@ -54,10 +54,14 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 
 class YamlSnapshot(SingleFileSnapshotExtension):
-    """One real-YAML file per test under tests/controller/__snapshots__/<module>/."""
+    """One real-YAML file per test under tests/__snapshots__/<test module>/."""
 
     _write_mode = WriteMode.TEXT
     file_extension = "yaml"
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        return str(Path(_REPO) / "tests" / "__snapshots__" / test_location.basename)
 
 
 @pytest.fixture

@@ -163,3 +163,10 @@ def _cleanup(client: Client, res, ns: str, name: str) -> None:
                 client.delete(child, ns, obj["metadata"]["name"])
             except errors.NotFound:
                 pass
+
+
+def test_every_snapshot_file_belongs_to_an_example() -> None:
+    """syrupy does not report unused single-file snapshots; a removed example must not leave one."""
+    folder = Path(__file__).resolve().parents[1] / "__snapshots__" / "test_controller_upstream_examples"
+    expected = {f"test_upstream_example_is_accepted_and_reconciled[{f.stem}].yaml" for f in FILES}
+    assert {p.name for p in folder.iterdir()} == expected
