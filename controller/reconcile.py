@@ -97,7 +97,8 @@ class Reconciler:
         pods = self.owned(ctx.job, kind, self.pods, PODS)
         try:
             wake = self._run(key, ctx, job, pods)
-            self._write_status(job, kind, ctx.status)
+            if not ctx.deleted:
+                self._write_status(job, kind, ctx.status)
             for action in ctx.deferred:
                 action()
         finally:
@@ -229,7 +230,8 @@ class Reconciler:
         try:
             self.client.delete(job_resource(ctx.kind), meta["namespace"], meta["name"], uid=meta.get("uid"))
         except errors.NotFound:
-            return None
+            pass
+        ctx.deleted = True
         ctx.events.append(("Normal", "SuccessfulDeleteJob", f"Deleted job: {meta['name']}"))
         return None
 

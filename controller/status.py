@@ -41,6 +41,7 @@ class Ctx:
     # to restart it, cleaning up after a failure limit) run only once the status that
     # records the decision is written: if that write loses a race, nothing was deleted
     deferred: list[Callable[[], None]] = field(default_factory=list)
+    deleted: bool = False  # the job itself was deleted in this pass (TTL): nothing to write
 
     @property
     def name(self) -> str:

@@ -123,6 +123,8 @@ def test_ttl_deletes_the_finished_job(cluster, manager) -> None:
     completed = parse_time(done["status"]["completionTime"])
     wait_for(lambda: cluster.get_job("PyTorchJob", "ttl") is None, timeout=6, what="job deleted by TTL")
     assert time.time() >= completed.timestamp() + 1
+    time.sleep(0.3)
+    assert manager.errors == 0  # no status write is attempted on the job it just deleted
 
 
 @pytest.mark.parametrize("policy,left", [("None", {"cp-master-0", "cp-worker-0", "cp-worker-1"}),
