@@ -30,9 +30,11 @@ class Sources:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _display(path: Path) -> str:
+def _display(path: Path, resolved: Path, cwd: Path) -> str:
+    # `resolved` and `cwd` come resolved once by the caller: resolving is a few syscalls
+    # per path component, and a monorepo has thousands of files
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(resolved.relative_to(cwd))
     except ValueError:
         return str(path)
 
@@ -84,21 +86,24 @@ def collect(paths: list[Path]) -> Sources:
         (p if p.is_dir() else p.parent).resolve() / PROJECT_FILE for p in paths
     }
     seen: set[Path] = set()
+    cwd = Path.cwd().resolve()
     for root in paths:
         for path in yaml_files(root):
             resolved = path.resolve()
             if resolved in seen:
                 continue
             seen.add(resolved)
-            _collect_file(path, is_project_file=resolved in project_files, out=out)
+            display = _display(path, resolved, cwd)
+            _collect_file(path, display, is_project_file=resolved in project_files, out=out)
     for project_file in sorted(project_files):
         if project_file.is_file() and project_file not in seen:
-            _collect_file(project_file, is_project_file=True, out=out)
+            display = _display(project_file, project_file.resolve(), cwd)
+            _collect_file(project_file, display, is_project_file=True, out=out)
     return out
 
 
-def _collect_file(path: Path, *, is_project_file: bool, out: Sources) -> None:
-    documents, problems = load_file(path, _display(path))
+def _collect_file(path: Path, display: str, *, is_project_file: bool, out: Sources) -> None:
+    documents, problems = load_file(path, display)
     out.diagnostics.extend(
         Diagnostic(p.file, p.line, p.col, "", p.message, p.fix) for p in problems
     )

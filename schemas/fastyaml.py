@@ -93,12 +93,8 @@ def _implicit_tag(value: str) -> str:
     return STR
 
 
-def _scalar(event: ScalarEvent) -> Any:
-    if event.anchor is not None or event.tag is not None:
-        raise Fallback
-    value = event.value
-    if not event.implicit[0]:  # quoted or block: always a string
-        return value
+def _resolved(value: str) -> Any:
+    """A plain scalar that may not be a string (empty, or starting like a number/null/bool)."""
     tag = _implicit_tag(value)
     if tag == STR:
         return value
@@ -113,6 +109,15 @@ def _scalar(event: ScalarEvent) -> Any:
     raise Fallback
 
 
+def _scalar(event: ScalarEvent) -> Any:
+    if event.anchor is not None or event.tag is not None:
+        raise Fallback
+    value = event.value
+    if (value and value[0] not in _MAYBE_NOT_STR) or not event.implicit[0]:
+        return value  # quoted, block, or plain that can only be a string
+    return _resolved(value)
+
+
 _NO_KEY = object()
 
 
@@ -120,6 +125,7 @@ def _build(parser: CParser, first: Any, max_nodes: int) -> Any:
     """Plain data of one document from its events (`first` is its root's start)."""
     budget = max_nodes  # counted as the ruamel loader counts: keys are free
     stack: list[list[Any]] = []  # [container, pending key] per open collection
+    next_event = parser.get_event
     event = first
     while True:
         kind = event.__class__
@@ -135,7 +141,7 @@ def _build(parser: CParser, first: Any, max_nodes: int) -> Any:
             done = stack.pop()[0]
             if not stack:
                 return done
-            event = parser.get_event()
+            event = next_event()
             continue
         else:  # an alias (anchors are already excluded) or something unexpected
             raise Fallback
@@ -161,7 +167,7 @@ def _build(parser: CParser, first: Any, max_nodes: int) -> Any:
                 raise Fallback  # ruamel reports how deep is too deep
         if budget < 1:
             raise Fallback  # ruamel reports the size error with its position
-        event = parser.get_event()
+        event = next_event()
 
 
 def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]]]:
