@@ -23,7 +23,7 @@ k8s-assets:
 	@bash controller/envtest/build-assets.sh >/dev/null
 
 test: $(STAMP) k8s-assets
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
 
 test-fast: $(STAMP)
 	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"
@@ -33,6 +33,16 @@ cluster: $(STAMP) k8s-assets
 
 schema: $(STAMP)
 	$(BIN)/train-compile schema -o schemas/
+	$(BIN)/python -m controller.crds
+
+fault: $(STAMP) k8s-assets
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m fault
+
+bench-compiler: $(STAMP)
+	$(BIN)/python -m bench.compiler_bench
+
+bench-controller: $(STAMP) k8s-assets
+	$(BIN)/python -m bench.controller_bench
 
 clean:
 	rm -rf build .pytest_cache
