@@ -1,23 +1,68 @@
 """`train-controller` / `python -m controller`: run the slim controller until SIGTERM.
 
 Flags mirror the upstream operator's where they exist (semantics §10) so manifests
-translate one to one; `--frameworks` replaces `--enable-scheme`.
+translate one to one; `--frameworks` replaces `--enable-scheme`. High availability uses
+controller-runtime's flag names (`--leader-elect`, `--leader-election-namespace`,
+`--leader-election-id`, `--metrics-bind-address`, `--health-probe-bind-address`) and
+kube-controller-manager's for the Lease timings. With `--leader-elect` the process
+serves probes at once, waits for the Lease, and only then lists, watches and reconciles.
+SIGTERM: stop taking keys, close the watches, finish in-flight reconciles, release the
+Lease, exit 0. Losing the Lease exits 1 at once (another replica may already lead).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
 import click
 
 from controller import kinds as kind_table
 from controller.desired import Options
+from controller.health import Probes, parse_bind_address, serve_metrics
 from controller.kube import Client
+from controller.leader import LeaderConfig, LeaderElector, default_identity
 from controller.manager import Manager
+from controller.metrics import Metrics
+
+log = logging.getLogger("controller")
+SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def duration(value: str | float) -> float:
+    """Seconds from a Go-style duration (`15s`, `1.5s`, `300ms`, `1m`) or a plain number."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", value)
+    if match is None:
+        raise click.BadParameter(f"{value!r} is not a duration like 15s, 1.5s or 300ms")
+    return float(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+
+
+def _bind(value: str, flag: str) -> tuple[str, int] | None:
+    try:
+        return parse_bind_address(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=flag) from exc
+
+
+def _lease_namespace(flag: str | None) -> str:
+    """As controller-runtime: the flag, else the namespace we run in (in-cluster)."""
+    if flag:
+        return flag
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return SA_NAMESPACE.read_text().strip()
+    except OSError:
+        raise click.BadParameter("not running in-cluster: give the namespace of the Lease",
+                                 param_hint="--leader-election-namespace") from None
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,22 +77,49 @@ from controller.manager import Manager
 @click.option("--pytorch-init-container-max-tries", default=100, show_default=True)
 @click.option("--mpi-kubectl-delivery-image", default="ghcr.io/kubeflow/training-v1/kubectl-delivery:latest", show_default=True)
 @click.option("--log-level", default=lambda: os.environ.get("LOG_LEVEL", "INFO"), show_default="INFO")
+@click.option("--leader-elect", is_flag=True, help="Hold a coordination.k8s.io Lease before reconciling (run 2 replicas).")
+@click.option("--leader-election-namespace", default=None, help="Namespace of the Lease (default: the one we run in).")
+@click.option("--leader-election-id", default="train-controller.trainforge.io", show_default=True, help="Name of the Lease.")
+@click.option("--leader-elect-lease-duration", "lease_duration", default="15s", show_default=True, type=duration,
+              help="How long a standby waits after the last renewal it saw before taking over.")
+@click.option("--leader-elect-renew-deadline", "renew_deadline", default="10s", show_default=True, type=duration,
+              help="How long the leader keeps trying to renew before it gives up (and exits).")
+@click.option("--leader-elect-retry-period", "retry_period", default="2s", show_default=True, type=duration,
+              help="Interval between attempts to acquire or renew.")
+@click.option("--metrics-bind-address", default="0", show_default=True,
+              help="host:port for Prometheus /metrics (':8080' all interfaces; '0' disables).")
+@click.option("--health-probe-bind-address", default="0", show_default=True,
+              help="host:port for /healthz and /readyz (':8081' all interfaces; '0' disables).")
 def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace: str | None, workers: int,
          watch_timeout: int, pytorch_init_container_image: str, pytorch_init_container_max_tries: int,
-         mpi_kubectl_delivery_image: str, log_level: str) -> None:
+         mpi_kubectl_delivery_image: str, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
+         leader_election_id: str, lease_duration: float, renew_deadline: float, retry_period: float,
+         metrics_bind_address: str, health_probe_bind_address: str) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         enabled = kind_table.select(frameworks)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--frameworks") from exc
+    metrics_at = _bind(metrics_bind_address, "--metrics-bind-address")
+    probes_at = _bind(health_probe_bind_address, "--health-probe-bind-address")
+    lease: LeaderConfig | None = None
+    if leader_elect:
+        try:
+            lease = LeaderConfig(_lease_namespace(leader_election_namespace), leader_election_id, default_identity(),
+                                 lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--leader-elect-*") from exc
     client = Client.connect(kubeconfig, context=context, pool_size=workers + len(enabled) + 8)
+    metrics = Metrics(process=True)
+    client.observer = metrics.api_request
     options = Options(
         pytorch_init_image=pytorch_init_container_image,
         pytorch_init_max_tries=pytorch_init_container_max_tries,
         mpi_kubectl_delivery_image=mpi_kubectl_delivery_image,
     )
-    manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout)
+    manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout,
+                      metrics=metrics)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -55,12 +127,66 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    manager.start()
+    elector = None
+    if lease is not None:
+        elector = LeaderElector(client, lease, on_lost=_exit_lost,
+                                on_change=lambda leading: metrics.leading(lease.name, leading))
+        metrics.leading(lease.name, False)
     try:
+        closers = _serve(metrics, manager, elector, stop, metrics_at=metrics_at, probes_at=probes_at)
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve metrics or probes: {exc}") from exc
+    started = False
+    try:
+        if elector is not None:
+            elector.start()
+            if not elector.wait_leading(stop):
+                return  # stopped while standing by: nothing to release
+        started = True
+        try:
+            manager.start(abort=stop)
+        except TimeoutError as exc:
+            log.error("%s; giving up (and the Lease)", exc)
+            raise SystemExit(1) from exc
         stop.wait()
     finally:
-        manager.stop()
+        if started:
+            manager.stop()  # stop watches, finish in-flight reconciles ...
+        if elector is not None:
+            elector.stop(release=True)  # ... and only then let a standby take over
+        for close in closers:
+            close()
         client.close()
+
+
+def _serve(metrics: Metrics, manager: Manager, elector: LeaderElector | None, stop: threading.Event, *,
+           metrics_at: tuple[str, int] | None, probes_at: tuple[str, int] | None) -> list[Callable[[], None]]:
+    """Start the metrics and probe servers; returns how to close them."""
+    closers: list[Callable[[], None]] = []
+    if metrics_at is not None:
+        server = serve_metrics(metrics_at, metrics.registry)[0]
+        closers.append(server.shutdown)
+    if probes_at is not None:
+        def ready() -> bool:
+            if stop.is_set():
+                return False
+            if elector is not None and not elector.is_leader:
+                return True  # a standby is ready: it is waiting for the Lease as it should
+            return manager.ready()
+
+        probes = Probes(healthz={"ping": lambda: True, "leader-election": lambda: elector is None or elector.healthy()},
+                        readyz={"ping": lambda: True, "informers-synced-or-standby": ready})
+        probes.serve(probes_at)
+        closers.append(probes.close)
+    return closers
+
+
+def _exit_lost() -> None:
+    """client-go's OnStoppedLeading: another replica may lead already, so stop now,
+    without finishing anything (no in-flight write may land under the new leader)."""
+    log.error("leader election lost; exiting")
+    logging.shutdown()
+    os._exit(1)
 
 
 if __name__ == "__main__":

@@ -6,15 +6,17 @@ dicts. So `Client` keeps the official `kubernetes.client.ApiClient` for what it 
 well (kubeconfig/in-cluster auth, TLS, one urllib3 pool sized to the workers) and sends
 requests through its REST layer with `_preload_content=False`. `counts` tallies requests
 by (verb, group/resource) so tests can assert "a settled job makes zero writes" and the
-install ClusterRole can be compared with what the controller really uses.
+install ClusterRole can be compared with what the controller really uses; `observer`
+(set by `controller.metrics`) sees every request's verb, resource, code and latency.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -75,6 +77,8 @@ class Client:
         self.timeout = timeout
         self.counts: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
+        # metrics hook: (verb, group/resource[/sub], HTTP code or "<error>", seconds to headers)
+        self.observer: Callable[[str, str, str, float], None] | None = None
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, *, context: str | None = None, pool_size: int = 16) -> Client:
@@ -126,13 +130,21 @@ class Client:
         headers = {"Accept": "application/json", "Content-Type": content_type}
         self.api.update_params_for_auth(headers, [], ["BearerToken"])
         payload = json.dumps(body) if body is not None else None
+        started = time.monotonic()
         try:
-            return self.api.rest_client.pool_manager.request(
+            resp = self.api.rest_client.pool_manager.request(
                 method, url, body=payload, headers=headers, preload_content=False,
                 timeout=timeout or urllib3.Timeout(connect=10.0, read=self.timeout),
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            self._observe(verb, res, sub, "<error>", started)
             raise errors.Retryable(verb, res.kind, namespace, name, str(exc)) from exc
+        self._observe(verb, res, sub, str(resp.status), started)
+        return resp
+
+    def _observe(self, verb: str, res: Resource, sub: str | None, code: str, started: float) -> None:
+        if self.observer is not None:
+            self.observer(verb, res.audit_name(sub), code, time.monotonic() - started)
 
     def _json(self, resp: Any, verb: str, res: Resource, namespace: str | None, name: str | None) -> Any:
         try:

@@ -5,7 +5,9 @@ whole controller in-process: `Manager(...).start()` lists and watches every enab
 job kind plus our pods/services (and MPI helpers), maps child events to the owning
 job's key (`Kind/namespace/name`), and reconciles keys on `workers` threads with
 per-key backoff on errors and `add_after` for deadlines/TTLs. `stop()` shuts the queue,
-lets in-flight reconciles finish and closes the watches.
+closes the watches and lets in-flight reconciles finish (queued keys are dropped: the
+next leader relists and requeues everything). Every reconcile, queue move and API
+request is recorded in `metrics` (controller.metrics), which the CLI serves.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from controller.expectations import Expectations
 from controller.informer import Informer
 from controller.kinds import Kind
 from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
+from controller.metrics import Metrics
 from controller.mpi import MPI
 from controller.reconcile import InvalidJob, Reconciler, child_index, job_key, job_resource
 from controller.status import JOB_NAME_LABEL, OPERATOR_LABEL
@@ -35,11 +38,14 @@ log = logging.getLogger(__name__)
 class Manager:
     def __init__(self, client: Client, kinds: list[Kind], *, namespace: str | None = None, workers: int = 4,
                  options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
-                 clock: Callable[[], datetime] | None = None, gang: Any = None) -> None:
+                 clock: Callable[[], datetime] | None = None, gang: Any = None, metrics: Metrics | None = None) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.kinds = {k.name: k for k in kinds}
         self._by_operator = {k.facts.operator_name: k for k in kinds}
-        self.queue = WorkQueue()
+        self.metrics = metrics or Metrics()
+        if client.observer is None:
+            client.observer = self.metrics.api_request
+        self.queue: WorkQueue = self.metrics.queue()
         self.expectations = Expectations(timeout=expectation_timeout)
         self.recorder = EventRecorder(client)
         self.job_informers = {
@@ -66,6 +72,7 @@ class Manager:
         self._started = False
         self.reconciles = 0
         self.errors = 0
+        self.metrics.watch_informers(self.informers)
 
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
@@ -112,13 +119,19 @@ class Manager:
         return []
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self, *, sync_timeout: float = 60.0) -> None:
+    def start(self, *, sync_timeout: float = 60.0, abort: threading.Event | None = None) -> None:
+        """List and watch everything, wait for the caches, then start the workers.
+
+        `abort` (e.g. SIGTERM during the first list) returns early without workers."""
         for informer in self.informers():
             informer.start()
         deadline = time.monotonic() + sync_timeout
         for informer in self.informers():
-            if not informer.wait_synced(max(0.0, deadline - time.monotonic())):
-                raise TimeoutError(f"informer for {informer.resource.plural} did not sync in {sync_timeout}s")
+            while not informer.wait_synced(min(0.1, max(0.0, deadline - time.monotonic()))):
+                if abort is not None and abort.is_set():
+                    return
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"informer for {informer.resource.plural} did not sync in {sync_timeout}s")
         for i in range(self.workers):
             thread = threading.Thread(target=self._work, name=f"reconcile-{i}", daemon=True)
             thread.start()
@@ -127,14 +140,19 @@ class Manager:
         log.info("train-controller started: kinds=%s namespace=%s workers=%d",
                  ",".join(self.kinds), self.namespace or "(all)", self.workers)
 
+    def ready(self) -> bool:
+        """Workers running on synced caches (what `/readyz` asks of a leader)."""
+        return self._started and all(informer.synced for informer in self.informers())
+
     def stop(self, timeout: float = 10.0) -> None:
+        """Graceful: no new keys, watches closed, in-flight reconciles finished."""
+        self._started = False
         self.queue.shutdown()
-        for thread in self._threads:
-            thread.join(timeout)
         for informer in self.informers():
             informer.stop()
+        for thread in self._threads:
+            thread.join(timeout)
         self._threads.clear()
-        self._started = False
 
     def __enter__(self) -> Manager:
         self.start()
@@ -151,6 +169,9 @@ class Manager:
                 return
             if key is None:
                 continue
+            if self.queue.is_shutdown:  # stopping: finish what is in flight, start nothing new
+                self.queue.done(key)
+                return
             try:
                 self.process(key)
             finally:
@@ -159,18 +180,23 @@ class Manager:
     def process(self, key: str) -> None:
         """Reconcile one key and schedule its follow-up (exported for tests)."""
         self.reconciles += 1
+        started = time.monotonic()
         try:
             wake = self.reconciler.reconcile(key)
         except (errors.ApiError, InvalidJob) as exc:
             self.errors += 1
+            self.metrics.reconciled(key, result="error", seconds=time.monotonic() - started)
             delay = self.queue.add_rate_limited(key)
             log.warning("reconcile %s: %s (retry in %.2fs)", key, exc, delay)
             return
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             self.errors += 1
+            self.metrics.reconciled(key, result="error", seconds=time.monotonic() - started)
             delay = self.queue.add_rate_limited(key)
             log.exception("reconcile %s failed: %s (retry in %.2fs)", key, exc, delay)
             return
+        self.metrics.reconciled(key, result="success" if wake is None else "requeue_after",
+                                seconds=time.monotonic() - started)
         self.queue.forget(key)
         if wake is not None:
             self.queue.add_after(key, wake)
