@@ -25,6 +25,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from bench import kube_tools as kt
-from bench import report
+from bench import report, upstream
 from controller.kube import PODS, Client
 
 REPO = Path(__file__).resolve().parents[1]
@@ -141,7 +142,8 @@ class Bench:
         finally:
             child.quit()
 
-    def _drive(self, child: Child, ns: str, jobs: int, pods_per_job: int, big: int) -> CtlRound:
+    def _timeline(self, ns: str, jobs: int, pods_per_job: int, big: int) -> dict[str, Any]:
+        """Apply the jobs, wait for every pod, run them all, wait for every job Running."""
         bodies = [kt.pytorch_job(f"job-{i:04d}", pods_per_job) for i in range(jobs)]
         if big:
             bodies.append(kt.pytorch_job("big", big))
@@ -150,7 +152,6 @@ class Bench:
         pods = kt.Follow(self.client, PODS, ns)
         jobs_seen = kt.Follow(self.client, kt.PYTORCHJOBS, ns)
         try:
-            s0, m0 = child.settle(quiet=0.2), self._server_writes()
             t0 = time.perf_counter()
             kt.parallel(lambda body: self.client.create(kt.PYTORCHJOBS, ns, body), bodies, threads=self.threads)
             t_pods = pods.wait(lambda objs: len(objs) >= total, timeout=self.timeout, what=f"{total} pods")
@@ -160,27 +161,49 @@ class Bench:
             t2 = time.perf_counter()
             t_run = jobs_seen.wait(lambda objs: all(n in objs and kt.job_running(objs[n]) for n in names),
                                    timeout=self.timeout, what="every job Running")
-            s1 = child.settle()
-            m1 = self._server_writes()
-            ours = len(bodies) + len(created)  # our job creates and pods/status patches
-            s2 = child.settle(quiet=0.2)
-            m2 = self._server_writes()
-            child.ask("resync")
-            s3 = child.settle(after=s2["reconciles"] + len(bodies))
-            m3 = self._server_writes()
         finally:
             pods.stop()
             jobs_seen.stop()
+        return {"jobs": len(bodies), "pods": total, "to_pods": t_pods - t0, "to_running": t_run - t1,
+                "after_last_patch": t_run - t2, "ours": len(bodies) + len(created), "created": created}
+
+    def _drive(self, child: Child, ns: str, jobs: int, pods_per_job: int, big: int) -> CtlRound:
+        s0, m0 = child.settle(quiet=0.2), self._server_writes()
+        t = self._timeline(ns, jobs, pods_per_job, big)
+        s1 = child.settle()
+        m1 = self._server_writes()
+        s2 = child.settle(quiet=0.2)
+        m2 = self._server_writes()
+        child.ask("resync")
+        s3 = child.settle(after=s2["reconciles"] + t["jobs"])
+        m3 = self._server_writes()
         return CtlRound(
-            jobs=len(bodies), pods=total, to_pods=t_pods - t0, to_running=t_run - t1, after_last_patch=t_run - t2,
-            client_writes=s1["writes"] - s0["writes"],
-            server_writes=sum((m1 - m0).values()) - ours,
+            jobs=t["jobs"], pods=t["pods"], to_pods=t["to_pods"], to_running=t["to_running"],
+            after_last_patch=t["after_last_patch"], client_writes=s1["writes"] - s0["writes"],
+            server_writes=sum((m1 - m0).values()) - t["ours"],  # less our job creates and status patches
             settled_writes=s3["writes"] - s2["writes"], settled_server_writes=sum((m3 - m2).values()),
             reconciles=s1["reconciles"] - s0["reconciles"], cpu=s1["cpu"] - s0["cpu"],
             reconcile_cpu=s1["reconcile_cpu"] - s0["reconcile_cpu"], rss_mb=s3["rss_mb"],
             peak_rss_mb=s3["peak_rss_mb"], idle_rss_mb=child.ready["rss_mb"],
-            requests={k: v - s0["requests"].get(k, 0) for k, v in s1["requests"].items()}, pod_bodies=created,
+            requests={k: v - s0["requests"].get(k, 0) for k, v in s1["requests"].items()}, pod_bodies=t["created"],
         )
+
+    def upstream_round(self, binary: Path, jobs: int, pods_per_job: int, big: int) -> dict[str, Any]:
+        """The same workload under the upstream Go operator (figures from the server and /proc)."""
+        ns = self._namespace("up")
+        log = Path(tempfile.gettempdir()) / f"trainforge-bench-upstream-{ns}.log"
+        op = upstream.Operator(binary, self.plane.kubeconfig, self.client, ns, threads=self.workers, log=log)
+        try:
+            (cpu0, _), m0 = op.stats(), self._server_writes()
+            t = self._timeline(ns, jobs, pods_per_job, big)
+            time.sleep(2.0)  # let it finish its status writes, as settle() does for ours
+            (cpu1, rss), m1 = op.stats(), self._server_writes()
+            time.sleep(3.0)  # a quiet window: a settled job should cost nothing
+            m2 = self._server_writes()
+        finally:
+            op.stop()
+        return {**t, "server_writes": sum((m1 - m0).values()) - t["ours"], "quiet_writes": sum((m2 - m1).values()),
+                "cpu": cpu1 - cpu0, "rss_mb": rss, "idle_rss_mb": op.idle_rss_mb}
 
     def bare_round(self, pods: list[dict[str, Any]]) -> float:
         """Seconds for a thread pool of plain POSTs to create `pods`."""
@@ -211,6 +234,8 @@ def scale_rows(rounds: list[CtlRound], bares: list[float], *, pods_per_job: int,
         R(f"pods created per second, {label} (higher is better; baseline: bare parallel POSTs)",
           r.pods / to_pods, r.pods / bare, "/s", ">= 0.70x"),
         R(f"apply -> all {r.pods} pods created (s)", to_pods, bare, "s"),
+        R("write requests per pod created (baseline: the bare client's one POST)",
+          _median([x.client_writes / x.pods for x in rounds]), 1.0, ""),
         R("pods Running -> all jobs Running (s, from the first status patch)",
           _median([x.to_running for x in rounds]), None, "s"),
         R("... from the last status patch (s)", _median([x.after_last_patch for x in rounds]), None, "s"),
@@ -233,9 +258,34 @@ def scale_rows(rounds: list[CtlRound], bares: list[float], *, pods_per_job: int,
     ]
 
 
-def rss_rows(r: CtlRound) -> list[report.Row]:
+def upstream_rows(rounds: list[CtlRound], ups: list[dict[str, Any]]) -> list[report.Row]:
     R = report.Row
+    up = f"baseline: upstream Go operator {upstream.VERSION}"
+    r, u = rounds[-1], ups[-1]
     return [
+        R(f"pods created per second (higher is better; {up})", r.pods / _median([x.to_pods for x in rounds]),
+          u["pods"] / _median([x["to_pods"] for x in ups]), "/s"),
+        R(f"pods Running -> all jobs Running (s; {up})", _median([x.to_running for x in rounds]),
+          _median([x["to_running"] for x in ups]), "s"),
+        R(f"write requests per job, apiserver_request_total ({up})", _median([x.server_writes / x.jobs for x in rounds]),
+          _median([x["server_writes"] / x["jobs"] for x in ups]), ""),
+        R(f"writes in a quiet window after settling, per job ({up}; ours: the resync)",
+          _median([x.settled_server_writes / x.jobs for x in rounds]),
+          _median([x["quiet_writes"] / x["jobs"] for x in ups]), "", "0"),
+        R(f"controller CPU, apply -> all Running (s; {up})", _median([x.cpu for x in rounds]),
+          _median([x["cpu"] for x in ups]), "s"),
+        R(f"controller RSS after the round (MB; {up})", r.rss_mb, u["rss_mb"], "MB"),
+        R(f"controller RSS idle (MB; {up})", r.idle_rss_mb, u["idle_rss_mb"], "MB"),
+    ]
+
+
+def rss_rows(r: CtlRound, up: Optional[dict[str, Any]]) -> list[report.Row]:
+    R = report.Row
+    rows = []
+    if up is not None:
+        rows.append(R(f"controller RSS with {r.jobs} jobs, {r.pods} pods Running (MB; baseline: upstream Go "
+                      f"operator {upstream.VERSION})", r.rss_mb, up["rss_mb"], "MB", "<= 120 MB"))
+    return rows + [
         R(f"controller RSS with {r.jobs} jobs, {r.pods} pods Running (MB; baseline: idle controller)",
           r.rss_mb, r.idle_rss_mb, "MB", "<= 120 MB"),
         R("controller peak RSS (MB)", r.peak_rss_mb, None, "MB", "<= 120 MB"),
@@ -270,31 +320,44 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--big", type=int, default=64, help="pods of the one big job (0: none)")
     parser.add_argument("--repeat", type=int, default=2, help="controller/bare round pairs, interleaved")
     parser.add_argument("--threads", type=int, default=16, help="client threads for creates, patches and the baseline")
-    parser.add_argument("--workers", type=int, default=4, help="controller reconcile workers (train-controller's default)")
+    parser.add_argument("--workers", type=int, default=4,
+                        help="controller reconcile workers (train-controller's default)")
     parser.add_argument("--rss", action="store_true", help="RSS mode: one round of --rss-jobs jobs, no baseline")
     parser.add_argument("--rss-jobs", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for pods or Running")
     parser.add_argument("--experiment", default="", help="what-if patches in the controller process: "
-                        "async-events, parallel-creates, strip-managed-fields (comma-separated; default: as shipped)")
+                        "async-events, parallel-creates, strip-managed-fields, intern-keys "
+                        "(comma-separated; default: the controller as shipped)")
+    parser.add_argument("--upstream", choices=("auto", "build", "no"), default="auto",
+                        help="the upstream Go operator as a second baseline: auto = when already built "
+                        f"(in {upstream.CACHE}), build = go install it first (minutes), no = skip")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
+    binary = None
+    if args.upstream == "build" or (args.upstream == "auto" and (upstream.CACHE / "training-operator.v1").exists()):
+        binary = upstream.build()
 
     plane = start_plane()
     try:
         bench = Bench(plane, threads=args.threads, workers=args.workers, timeout=args.timeout,
                       experiments=args.experiment)
-        machine = report.machine([f"kube-apiserver {plane.assets.directory.name if plane.assets else 'existing cluster'}",
+        server = plane.assets.directory.name if plane.assets else "existing cluster"
+        machine = report.machine([f"kube-apiserver {server}",
                                   f"{args.threads} client threads, {args.workers} controller workers",
                                   f"experiments: {args.experiment}" if args.experiment else "controller as shipped"])
         if args.rss:
             print(f"controller bench: RSS round, {args.rss_jobs} jobs ...", file=sys.stderr, flush=True)
             r = bench.controller_round(args.rss_jobs, args.pods, 0)
             print(f"controller bench: {r.summary()}", file=sys.stderr, flush=True)
-            report.emit("trainforge controller benchmark: RSS", rss_rows(r), machine_line=machine,
+            up = None
+            if binary is not None:
+                print(f"controller bench: RSS round, upstream operator ...", file=sys.stderr, flush=True)
+                up = bench.upstream_round(binary, args.rss_jobs, args.pods, 0)
+            report.emit("trainforge controller benchmark: RSS", rss_rows(r, up), machine_line=machine,
                         notes=[f"{r.reconciles} reconciles, requests: {_nonzero(r.requests)}"],
                         markdown=args.markdown)
             return 0
-        rounds, bares = [], []
+        rounds, bares, ups = [], [], []
         for i in range(args.repeat):
             print(f"controller bench: round {i + 1}/{args.repeat}: controller ...", file=sys.stderr, flush=True)
             rounds.append(bench.controller_round(args.jobs, args.pods, args.big))
@@ -302,13 +365,23 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"controller bench: round {i + 1}/{args.repeat}: bare client ...", file=sys.stderr, flush=True)
             bares.append(bench.bare_round(rounds[0].pod_bodies))
             print(f"controller bench: bare client {bares[-1]:.3f} s", file=sys.stderr, flush=True)
+            if binary is not None:
+                print(f"controller bench: round {i + 1}/{args.repeat}: upstream operator ...", file=sys.stderr,
+                      flush=True)
+                ups.append(bench.upstream_round(binary, args.jobs, args.pods, args.big))
+                summary = {k: round(v, 3) if isinstance(v, float) else v for k, v in ups[-1].items() if k != "created"}
+                print(f"controller bench: upstream {summary}", file=sys.stderr, flush=True)
         last = rounds[-1]
         notes = [
             "ratio = ours / baseline; times are medians of the rounds; the controller also creates one Service per pod",
             f"controller requests in the last round: {_nonzero(last.requests)}",
         ]
-        report.emit("trainforge controller benchmark", scale_rows(rounds, bares, pods_per_job=args.pods, big=args.big),
-                    machine_line=machine, notes=notes, markdown=args.markdown)
+        rows = scale_rows(rounds, bares, pods_per_job=args.pods, big=args.big)
+        if ups:
+            rows += upstream_rows(rounds, ups)
+        else:
+            notes.append("no upstream operator baseline (--upstream build adds it)")
+        report.emit("trainforge controller benchmark", rows, machine_line=machine, notes=notes, markdown=args.markdown)
     finally:
         plane.stop()
     return 0

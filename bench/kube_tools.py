@@ -20,6 +20,7 @@ from controller import errors
 from controller.kube import PODS, Client, Resource
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+SECRETS = Resource("", "v1", "secrets", "Secret")
 PYTORCHJOBS = Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 _SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "ownerReferences", "generation")
@@ -45,8 +46,27 @@ def parallel(fn: Callable[[Any], Any], items: Iterable[Any], *, threads: int) ->
         return list(pool.map(fn, items))
 
 
-def create_namespace(client: Client, name: str) -> None:
-    client.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+def create_namespace(client: Client, name: str, *, exist_ok: bool = False) -> None:
+    try:
+        client.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    except errors.AlreadyExists:
+        if not exist_ok:
+            raise
+
+
+def process_stats(pid: int) -> tuple[float, float]:
+    """(user + system CPU seconds, RSS in MB) of a running process, from /proc."""
+    import os
+
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    rss = 0.0
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) / 1024
+    return cpu, rss
 
 
 def bare_pod(pod: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -146,14 +166,14 @@ _LABELS = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def server_writes(metrics: bytes) -> Counter[tuple[str, str]]:
-    """apiserver_request_total write requests by (verb, resource[/subresource])."""
+    """apiserver_request_total write requests by (verb, resource[/subresource]), leases aside."""
     out: Counter[tuple[str, str]] = Counter()
     for line in metrics.decode().splitlines():
         if not line.startswith("apiserver_request_total{"):
             continue
         labels_text, _, value = line.rpartition("} ")
         labels = dict(_LABELS.findall(labels_text))
-        if labels.get("verb") in WRITE_METHODS:
+        if labels.get("verb") in WRITE_METHODS and labels.get("resource") != "leases":  # the server's own heartbeat
             resource = labels.get("resource", "") + (f"/{labels['subresource']}" if labels.get("subresource") else "")
             out[(labels["verb"], resource)] += int(float(value))
     return out
