@@ -267,8 +267,8 @@ def upstream_rows(rounds: list[CtlRound], ups: list[dict[str, Any]]) -> list[rep
           u["pods"] / _median([x["to_pods"] for x in ups]), "/s"),
         R(f"pods Running -> all jobs Running (s; {up})", _median([x.to_running for x in rounds]),
           _median([x["to_running"] for x in ups]), "s"),
-        R(f"write requests per job, apiserver_request_total ({up})", _median([x.server_writes / x.jobs for x in rounds]),
-          _median([x["server_writes"] / x["jobs"] for x in ups]), ""),
+        R(f"write requests per job, apiserver_request_total ({up})",
+          _median([x.server_writes / x.jobs for x in rounds]), _median([x["server_writes"] / x["jobs"] for x in ups]), ""),
         R(f"writes in a quiet window after settling, per job ({up}; ours: the resync)",
           _median([x.settled_server_writes / x.jobs for x in rounds]),
           _median([x["quiet_writes"] / x["jobs"] for x in ups]), "", "0"),
@@ -351,7 +351,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"controller bench: {r.summary()}", file=sys.stderr, flush=True)
             up = None
             if binary is not None:
-                print(f"controller bench: RSS round, upstream operator ...", file=sys.stderr, flush=True)
+                print("controller bench: RSS round, upstream operator ...", file=sys.stderr, flush=True)
                 up = bench.upstream_round(binary, args.rss_jobs, args.pods, 0)
             report.emit("trainforge controller benchmark: RSS", rss_rows(r, up), machine_line=machine,
                         notes=[f"{r.reconciles} reconciles, requests: {_nonzero(r.requests)}"],
