@@ -8,8 +8,9 @@ waits. The rules are client-go's `leaderelection` package so the Lease reads the
   expired. Expiry is judged by the *local* time at which this process last saw the
   record change, plus `leaseDurationSeconds`, never by comparing clocks with the holder.
 - The holder renews every `retry_period`; if it has not renewed for `renew_deadline`
-  (or sees someone else holding the Lease) it has lost, and `on_lost` runs: the
-  process must stop acting at once (the CLI exits 1, as client-go's OnStoppedLeading).
+  (a watchdog thread counts, so a hung request cannot stretch it) or sees someone else
+  holding the Lease, it has lost, and `on_lost` runs: the process must stop acting at
+  once (the CLI exits 1, as client-go's OnStoppedLeading).
   `renew_deadline < lease_duration` is what keeps an old leader from overlapping a new
   one: it gives up before any standby may take over.
 - On graceful shutdown the holder releases (ReleaseOnCancel): `holderIdentity` empty and
@@ -96,6 +97,7 @@ class LeaderElector:
         self._stop = threading.Event()
         self._leading = threading.Event()
         self._done = threading.Event()
+        self._lose_lock = threading.Lock()
         self._lease: dict[str, Any] | None = None  # the last Lease object read or written
         self._observed: tuple[Any, ...] | None = None  # the record as last seen
         self._observed_at = 0.0
@@ -158,18 +160,30 @@ class LeaderElector:
         return False
 
     def _renew(self) -> None:
-        while not self._stop.wait(self.config.retry_period):
-            if self._try_acquire_or_renew():
-                continue
-            if self._lost_to_other() or self._clock() - self.renewed_at >= self.config.renew_deadline:
-                if self._stop.is_set():
-                    return  # shutting down anyway; release will tell us if it is gone
-                self._leading.clear()
-                log.error("leader election: %s lost lease %s/%s (holder now %r)", self.identity,
-                          self.config.namespace, self.config.name, self._holder())
-                self._changed(False)
-                self.on_lost()
+        threading.Thread(target=self._watch_deadline, name="leader-deadline", daemon=True).start()
+        while not self._stop.wait(self.config.retry_period) and self._leading.is_set():
+            # no attempt may outlive the deadline (client-go bounds it with a context)
+            self.client.timeout = max(0.05, self.config.renew_deadline - (self._clock() - self.renewed_at))
+            if not self._try_acquire_or_renew() and self._lost_to_other():
+                self._lose()
                 return
+
+    def _watch_deadline(self) -> None:
+        """Give up once the deadline passes, even while a renew request hangs."""
+        while self._leading.is_set() and not self._stop.wait(self.config.retry_period / 2):
+            if self._clock() - self.renewed_at >= self.config.renew_deadline:
+                self._lose()
+                return
+
+    def _lose(self) -> None:
+        with self._lose_lock:
+            if self._stop.is_set() or not self._leading.is_set():
+                return  # shutting down anyway (release will tell), or already reported
+            self._leading.clear()
+        log.error("leader election: %s lost lease %s/%s (holder now %r)", self.identity,
+                  self.config.namespace, self.config.name, self._holder() or "unknown")
+        self._changed(False)
+        self.on_lost()
 
     def _changed(self, leading: bool) -> None:
         if self.on_change is not None:
@@ -250,6 +264,7 @@ class LeaderElector:
         if lease is None or self._holder() != self.identity:
             return
         wall = micro_time(self._wall())
+        self.client.timeout = self.config.renew_deadline
         spec = lease.get("spec") or {}
         lease["spec"] = {"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": wall, "renewTime": wall,
                          "leaseTransitions": int(spec.get("leaseTransitions") or 0)}

@@ -6,6 +6,8 @@ every verb the role grants except the two it must hold to grant them to MPI laun
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 
 import yaml
@@ -13,6 +15,7 @@ import yaml
 from controller import crds
 from controller.kinds import KINDS, select
 from controller.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
+from controller.leader import LeaderConfig, LeaderElector
 from controller.manager import Manager
 from controller.reconcile import job_resource
 from controller_kit import Cluster, job, wait_for
@@ -33,6 +36,8 @@ def test_clusterrole_is_exactly_what_the_controller_uses(control_plane, namespac
     control_plane.kubectl("create", "clusterrolebinding", f"{user}-{namespace}", "--clusterrole=train-controller", f"--user={user}")
     kubeconfig = control_plane.add_user(user)
     client = Client.connect(str(Path(kubeconfig)))
+    audit_from = control_plane.audit_log.stat().st_size
+    elector = _elect(client, namespace)
     mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60)
     mgr.start()
     try:
@@ -41,11 +46,14 @@ def test_clusterrole_is_exactly_what_the_controller_uses(control_plane, namespac
         assert mgr.errors == 0
     finally:
         mgr.stop()
+        elector.stop(release=True)
         client.close()
-    used = {key for key, count in client.snapshot().items() if count}
+    used = {key for key, count in (client.snapshot() + elector.client.snapshot()).items() if count}
     assert used <= granted(), used - granted()
     # the scenario drives PyTorchJob and MPIJob; every job kind goes through the same code
     assert _generic(granted()) - _generic(used) == ESCALATION_ONLY
+    # the API server's audit log of the run (user = the controller's identity) says the same
+    assert _audited(control_plane, user, audit_from) == used
 
 
 def _generic(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -85,3 +93,27 @@ def _scenario(cluster: Cluster) -> None:
     wait_for(lambda: cluster.objects(ROLES)["m-launcher"]["rules"][1]["resourceNames"] == ["m-worker-0"], what="role update")
 
     cluster.set_phase("ttl-master-0", "Succeeded")
+
+
+def _elect(client: Client, namespace: str) -> LeaderElector:
+    """Hold the Lease as `--leader-elect` does: get, create, update; released on stop."""
+    elector = LeaderElector(client, LeaderConfig(namespace, "train-controller.trainforge.io", "rbac-probe_0",
+                                                 lease_duration=2, renew_deadline=1.5, retry_period=0.3),
+                            on_lost=lambda: None)
+    elector.start()
+    assert elector.wait_leading(threading.Event())
+    return elector
+
+
+def _audited(control_plane, user: str, offset: int) -> set[tuple[str, str]]:
+    """(verb, group/resource[/sub]) of every request of `user` in the audit log since `offset`."""
+    needle, pairs = f'"username":"{user}"'.encode(), set()
+    with open(control_plane.audit_log, "rb") as fh:
+        fh.seek(offset)
+        for line in fh:
+            if needle in line:
+                event = json.loads(line)
+                ref = event.get("objectRef") or {}
+                sub = f"/{ref['subresource']}" if ref.get("subresource") else ""
+                pairs.add((event["verb"], f"{ref.get('apiGroup', '')}/{ref.get('resource', '')}{sub}"))
+    return pairs

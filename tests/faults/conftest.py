@@ -1,0 +1,58 @@
+"""Fixtures of the fault tests: a control plane of their own, figures printed at the end.
+
+The long runs (`@pytest.mark.fault`, `make fault`) restart kube-apiserver and compact etcd,
+so they get a control plane of their own (one per module) rather than the session's;
+the short smoke run that `make test` keeps uses the session plane like every other test.
+Each run's figures are printed in the terminal summary, even under `-q`.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+# as tests/controller/conftest.py: the repository root first, so `controller` is the package
+_REPO = str(Path(__file__).resolve().parents[2])
+if _REPO in sys.path:
+    sys.path.remove(_REPO)
+sys.path.insert(0, _REPO)
+if getattr(sys.modules.get("controller"), "__file__", "") is None:
+    del sys.modules["controller"]
+
+import pytest  # noqa: E402
+
+from controller.envtest.controlplane import ControlPlane  # noqa: E402
+from controller.envtest.pytest_plugin import upstream_crd_dirs  # noqa: E402
+
+FIGURES: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def fault_plane(envtest_assets) -> Iterator[ControlPlane]:
+    plane = ControlPlane(assets=envtest_assets).start()
+    try:
+        plane.install_crds(upstream_crd_dirs(Path(_REPO)))
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture
+def fault_namespace(fault_plane: ControlPlane) -> str:
+    name = f"fault-{uuid.uuid4().hex[:8]}"
+    fault_plane.kubectl("create", "namespace", name)
+    return name
+
+
+@pytest.fixture
+def figures() -> list[str]:
+    return FIGURES
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if FIGURES:
+        terminalreporter.section("fault figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)
