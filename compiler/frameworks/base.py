@@ -100,3 +100,32 @@ def role_plan(spec: "TrainJobSpec", role: str, replica_type: str) -> Optional[Re
         command=entry.command,
         args=entry.args,
     )
+
+
+# --- helpers for the controller half of the adapters (rendezvous env on raw job dicts)
+
+
+def env_var(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value}
+
+
+def replica_count(replica: dict[str, Any]) -> int:
+    """`replicas` of a raw replica spec; upstream defaults a missing count to 1."""
+    value = replica.get("replicas")
+    return 1 if value is None else int(value)
+
+
+def named_port(replica: dict[str, Any], facts: Facts, *, fallback: Optional[int] = None) -> int:
+    """The framework port (`facts.port_name` on `facts.container`) of a raw replica spec.
+
+    Upstream refuses to create the pod when a framework needs the port and it is
+    missing (ValueError here); TF and Paddle fall back to the default number instead.
+    """
+    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
+        if container.get("name") == facts.container:
+            for port in container.get("ports") or []:
+                if port.get("name") == facts.port_name:
+                    return int(port["containerPort"])
+    if fallback is not None:
+        return fallback
+    raise ValueError(f"container {facts.container} has no port named {facts.port_name}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -29,30 +29,16 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
 # --- controller half: jax.distributed coordinator variables (semantics §5).
 
 
-def _env(name: str, value: str) -> dict[str, Any]:
-    return {"name": name, "value": value}
-
-
-def _port(replica: dict[str, Any]) -> int:
-    """The `jaxjob-port` of the `jax` container; upstream refuses the pod without it."""
-    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
-        if container.get("name") == FACTS.container:
-            for port in container.get("ports") or []:
-                if port.get("name") == FACTS.port_name:
-                    return int(port["containerPort"])
-    raise ValueError("port not found")
-
-
 def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[dict[str, Any]]:
     """COORDINATOR_* (worker-0), NUM_PROCESSES and PROCESS_ID for every container."""
     name, replicas = job["metadata"]["name"], job["spec"][FACTS.replica_specs]
-    total = sum(1 if r.get("replicas") is None else int(r["replicas"]) for r in replicas.values())
+    total = sum(replica_count(r) for r in replicas.values())
     return [
-        _env("PYTHONUNBUFFERED", "1"),
-        _env("COORDINATOR_PORT", str(_port(replicas.get("Worker") or {}))),
-        _env("COORDINATOR_ADDRESS", f"{name}-worker-0"),
-        _env("NUM_PROCESSES", str(total)),
-        _env("PROCESS_ID", str(index)),
+        env_var("PYTHONUNBUFFERED", "1"),
+        env_var("COORDINATOR_PORT", str(named_port(replicas.get("Worker") or {}, FACTS))),
+        env_var("COORDINATOR_ADDRESS", f"{name}-worker-0"),
+        env_var("NUM_PROCESSES", str(total)),
+        env_var("PROCESS_ID", str(index)),
     ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -57,10 +57,6 @@ def job_fields(spec: TrainJobSpec) -> dict[str, Any]:
 _CONFIG_MOUNT = "/etc/mpi"
 
 
-def _env(name: str, value: str) -> dict[str, Any]:
-    return {"name": name, "value": value}
-
-
 def is_gpu_launcher(job: dict[str, Any]) -> bool:
     """Any launcher container limit whose key ends in `.com/gpu` or mentions `gpu`."""
     launcher = job["spec"][FACTS.replica_specs].get("Launcher") or {}
@@ -76,18 +72,18 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     if replica_type != "Launcher":
         return []
     env = [
-        _env("OMPI_MCA_plm_rsh_agent", f"{_CONFIG_MOUNT}/kubexec.sh"),
-        _env("OMPI_MCA_orte_default_hostfile", f"{_CONFIG_MOUNT}/hostfile"),
+        env_var("OMPI_MCA_plm_rsh_agent", f"{_CONFIG_MOUNT}/kubexec.sh"),
+        env_var("OMPI_MCA_orte_default_hostfile", f"{_CONFIG_MOUNT}/hostfile"),
     ]
     if not is_gpu_launcher(job):
-        env += [_env("NVIDIA_VISIBLE_DEVICES", ""), _env("NVIDIA_DRIVER_CAPABILITIES", "")]
+        env += [env_var("NVIDIA_VISIBLE_DEVICES", ""), env_var("NVIDIA_DRIVER_CAPABILITIES", "")]
     launcher = job["spec"][FACTS.replica_specs]["Launcher"]
     containers = launcher.get("template", {}).get("spec", {}).get("containers") or [{}]
     present = {item.get("name") for item in (containers[0].get("env") or []) + env}
     if "I_MPI_HYDRA_BOOTSTRAP" not in present:
-        env.append(_env("I_MPI_HYDRA_BOOTSTRAP", "rsh"))
+        env.append(env_var("I_MPI_HYDRA_BOOTSTRAP", "rsh"))
     if "I_MPI_HYDRA_BOOTSTRAP_EXEC" not in present:
-        env.append(_env("I_MPI_HYDRA_BOOTSTRAP_EXEC", f"{_CONFIG_MOUNT}/kubexec.sh"))
+        env.append(env_var("I_MPI_HYDRA_BOOTSTRAP_EXEC", f"{_CONFIG_MOUNT}/kubexec.sh"))
     return env
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, role_plan
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count, role_plan
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -45,28 +45,14 @@ def job_fields(spec: TrainJobSpec) -> dict[str, Any]:
 _TUNER_SERVER_KEY = "tuner-server-key"
 
 
-def _env(name: str, value: str) -> dict[str, Any]:
-    return {"name": name, "value": value}
-
-
-def _port(replica: dict[str, Any]) -> int:
-    """The `mxjob-port` of the `mxnet` container; upstream refuses the pod without it."""
-    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
-        if container.get("name") == FACTS.container:
-            for port in container.get("ports") or []:
-                if port.get("name") == FACTS.port_name:
-                    return int(port["containerPort"])
-    raise ValueError("failed to found the port")
-
-
 def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[dict[str, Any]]:
     """MX_CONFIG (compact JSON, keys sorted like Go maps) plus DMLC_* for every container."""
     name, replicas = job["metadata"]["name"], job["spec"][FACTS.replica_specs]
     cluster: dict[str, list[dict[str, Any]]] = {}
     labels: dict[str, str] = {}
     for rtype, replica in sorted(replicas.items(), key=lambda kv: kv[0].lower()):
-        rt, port = rtype.lower(), _port(replica)
-        count = 1 if replica.get("replicas") is None else int(replica["replicas"])
+        rt, port = rtype.lower(), named_port(replica, FACTS)
+        count = replica_count(replica)
         cluster[rt] = [{"url": f"{name}-{rt}-{i}", "port": port} for i in range(count)]
         annotations = replica.get("template", {}).get("metadata", {}).get("annotations") or {}
         labels[rt] = annotations.get(_TUNER_SERVER_KEY, "")
@@ -74,16 +60,16 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     config = {"cluster": cluster, "labels": labels, "task": {"type": rt, "index": index}}
     scheduler = (cluster.get("scheduler") or [{"url": "", "port": 0}])[0]
     env = [
-        _env("MX_CONFIG", json.dumps(config, separators=(",", ":"))),
-        _env("DMLC_PS_ROOT_PORT", str(scheduler["port"])),
-        _env("DMLC_PS_ROOT_URI", scheduler["url"]),
-        _env("DMLC_NUM_SERVER", str(len(cluster.get("server", [])))),
-        _env("DMLC_NUM_WORKER", str(len(cluster.get("worker", [])))),
-        _env("DMLC_ROLE", rt),
-        _env("DMLC_USE_KUBERNETES", "1"),
+        env_var("MX_CONFIG", json.dumps(config, separators=(",", ":"))),
+        env_var("DMLC_PS_ROOT_PORT", str(scheduler["port"])),
+        env_var("DMLC_PS_ROOT_URI", scheduler["url"]),
+        env_var("DMLC_NUM_SERVER", str(len(cluster.get("server", [])))),
+        env_var("DMLC_NUM_WORKER", str(len(cluster.get("worker", [])))),
+        env_var("DMLC_ROLE", rt),
+        env_var("DMLC_USE_KUBERNETES", "1"),
     ]
     if rt == "worker":
-        env.append(_env("DMLC_WORKER_ID", str(index)))
+        env.append(env_var("DMLC_WORKER_ID", str(index)))
     return env
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, role_plan
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count, role_plan
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -37,40 +37,27 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
 # worker-0, parameter-server mode on master-0; that pod advertises its own pod IP.
 
 
-def _env(name: str, value: str) -> dict[str, Any]:
-    return {"name": name, "value": value}
-
-
-def _port(replica: dict[str, Any]) -> int:
-    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
-        if container.get("name") == FACTS.container:
-            for port in container.get("ports") or []:
-                if port.get("name") == FACTS.port_name:
-                    return int(port["containerPort"])
-    return int(FACTS.port or 36543)
-
-
 def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[dict[str, Any]]:
     """PADDLE_JOB_ID, PADDLE_NNODES, PADDLE_MASTER (+ PS-mode counts) for every container."""
     name, replicas = job["metadata"]["name"], job["spec"][FACTS.replica_specs]
-    total = sum(1 if r.get("replicas") is None else int(r["replicas"]) for r in replicas.values())
+    total = sum(replica_count(r) for r in replicas.values())
     endpoint_type = "Master" if "Master" in replicas else "Worker"
-    port = _port(replicas.get(endpoint_type) or {})
+    port = named_port(replicas.get(endpoint_type) or {}, FACTS, fallback=FACTS.port)
     env = [
-        _env("PYTHONUNBUFFERED", "1"),
-        _env("PADDLE_JOB_ID", name),
-        _env("PADDLE_NNODES", str(total)),
+        env_var("PYTHONUNBUFFERED", "1"),
+        env_var("PADDLE_JOB_ID", name),
+        env_var("PADDLE_NNODES", str(total)),
     ]
     if replica_type == endpoint_type and index == 0:
         env.append({"name": "POD_IP_DUMMY", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
-        env.append(_env("PADDLE_MASTER", f"$(POD_IP_DUMMY):{port}"))
+        env.append(env_var("PADDLE_MASTER", f"$(POD_IP_DUMMY):{port}"))
     else:
-        env.append(_env("PADDLE_MASTER", f"{name}-{endpoint_type.lower()}-0:{port}"))
+        env.append(env_var("PADDLE_MASTER", f"{name}-{endpoint_type.lower()}-0:{port}"))
     if endpoint_type == "Master":
         if replica_type == "Master":
-            env.append(_env("PADDLE_SERVER_NUM", "1"))
+            env.append(env_var("PADDLE_SERVER_NUM", "1"))
         else:
-            env.append(_env("PADDLE_TRAINER_NUM", "1"))
+            env.append(env_var("PADDLE_TRAINER_NUM", "1"))
     return env
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -54,25 +54,6 @@ def job_fields(spec: TrainJobSpec) -> dict[str, Any]:
 # controller; missing defaults are tolerated (replicas nil -> 1).
 
 
-def _env(name: str, value: str) -> dict[str, Any]:
-    return {"name": name, "value": value}
-
-
-def _replicas(spec: dict[str, Any]) -> int:
-    value = spec.get("replicas")
-    return 1 if value is None else int(value)
-
-
-def _port(replica: dict[str, Any]) -> int:
-    """The `pytorchjob-port` of the `pytorch` container; upstream refuses the pod without it."""
-    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
-        if container.get("name") == FACTS.container:
-            for port in container.get("ports") or []:
-                if port.get("name") == FACTS.port_name:
-                    return int(port["containerPort"])
-    raise ValueError("port not found")
-
-
 def _nproc(spec: dict[str, Any]) -> int:
     try:
         return int(spec.get("nprocPerNode"))
@@ -85,27 +66,27 @@ def _elastic_env(job: dict[str, Any], policy: dict[str, Any]) -> list[dict[str, 
     host = policy.get("rdzvHost") or f"{job['metadata']['name']}-worker-0"
     port = policy.get("rdzvPort")
     if port is None:
-        port = _port(replicas.get("Worker") or {})
+        port = named_port(replicas.get("Worker") or {}, FACTS)
     env = [
-        _env("PET_RDZV_ENDPOINT", f"{host}:{port}"),
-        _env("PET_RDZV_BACKEND", policy.get("rdzvBackend") or "c10d"),
+        env_var("PET_RDZV_ENDPOINT", f"{host}:{port}"),
+        env_var("PET_RDZV_BACKEND", policy.get("rdzvBackend") or "c10d"),
     ]
     low, high = policy.get("minReplicas"), policy.get("maxReplicas")
     if low is None and high is None:
-        env.append(_env("PET_NNODES", str(_replicas(replicas.get("Worker") or {}))))
+        env.append(env_var("PET_NNODES", str(replica_count(replicas.get("Worker") or {}))))
     else:
-        env.append(_env("PET_NNODES", f"{low if low is not None else high}:{high if high is not None else low}"))
+        env.append(env_var("PET_NNODES", f"{low if low is not None else high}:{high if high is not None else low}"))
     if policy.get("maxRestarts") is not None:
-        env.append(_env("PET_MAX_RESTARTS", str(policy["maxRestarts"])))
+        env.append(env_var("PET_MAX_RESTARTS", str(policy["maxRestarts"])))
     if policy.get("nProcPerNode") is not None:
-        env.append(_env("PET_NPROC_PER_NODE", str(policy["nProcPerNode"])))
+        env.append(env_var("PET_NPROC_PER_NODE", str(policy["nProcPerNode"])))
     if policy.get("rdzvId") is not None:
-        env.append(_env("PET_RDZV_ID", policy["rdzvId"]))
+        env.append(env_var("PET_RDZV_ID", policy["rdzvId"]))
     if policy.get("rdzvConf") is not None:
         conf = ",".join(f"{item.get('key', '')}={item.get('value', '')}" for item in policy["rdzvConf"])
-        env.append(_env("PET_RDZV_CONF", conf))
+        env.append(env_var("PET_RDZV_CONF", conf))
     if policy.get("standalone"):
-        env.append(_env("PET_STANDALONE", ""))
+        env.append(env_var("PET_STANDALONE", ""))
     return env
 
 
@@ -113,25 +94,25 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     """MASTER_*/WORLD_SIZE/RANK and the PET_* torchrun variables for every container."""
     spec = job["spec"]
     replicas = spec[FACTS.replica_specs]
-    total = sum(_replicas(r) for r in replicas.values())
-    env = [_env("PYTHONUNBUFFERED", "1")]
+    total = sum(replica_count(r) for r in replicas.values())
+    env = [env_var("PYTHONUNBUFFERED", "1")]
     if "Master" in replicas:
-        port = str(_port(replicas["Master"]))
+        port = str(named_port(replicas["Master"], FACTS))
         addr = f"{job['metadata']['name']}-master-0"
         rank = str(index + 1 if replica_type == "Worker" else index)
         env += [
-            _env("MASTER_PORT", port),
-            _env("PET_MASTER_PORT", port),
-            _env("MASTER_ADDR", addr),
-            _env("PET_MASTER_ADDR", addr),
-            _env("WORLD_SIZE", str(total * _nproc(spec))),
-            _env("RANK", rank),
-            _env("PET_NODE_RANK", rank),
+            env_var("MASTER_PORT", port),
+            env_var("PET_MASTER_PORT", port),
+            env_var("MASTER_ADDR", addr),
+            env_var("PET_MASTER_ADDR", addr),
+            env_var("WORLD_SIZE", str(total * _nproc(spec))),
+            env_var("RANK", rank),
+            env_var("PET_NODE_RANK", rank),
         ]
     if spec.get("nprocPerNode") is not None:
-        env.append(_env("PET_NPROC_PER_NODE", str(spec["nprocPerNode"])))
+        env.append(env_var("PET_NPROC_PER_NODE", str(spec["nprocPerNode"])))
     if spec.get("elasticPolicy") is None:
-        env.append(_env("PET_NNODES", str(total)))
+        env.append(env_var("PET_NNODES", str(total)))
     else:
         env += _elastic_env(job, spec["elasticPolicy"])
     return env

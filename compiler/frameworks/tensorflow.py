@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, role_plan
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, named_port, replica_count, role_plan
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -45,35 +45,22 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
 _CLUSTER_TYPES = ("Chief", "Evaluator", "Master", "PS", "Worker")
 
 
-def _replicas(spec: dict[str, Any]) -> int:
-    value = spec.get("replicas")
-    return 1 if value is None else int(value)
-
-
-def _port(replica: dict[str, Any]) -> int:
-    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
-        if container.get("name") == FACTS.container:
-            for port in container.get("ports") or []:
-                if port.get("name") == FACTS.port_name:
-                    return int(port["containerPort"])
-    return int(FACTS.port or 2222)
-
-
 def _cluster(job: dict[str, Any]) -> dict[str, list[str]]:
     name, namespace = job["metadata"]["name"], job["metadata"].get("namespace", "default")
     domain = os.environ.get("CUSTOM_CLUSTER_DOMAIN", "")
     cluster: dict[str, list[str]] = {}
     for replica_type, replica in sorted(job["spec"][FACTS.replica_specs].items(), key=lambda kv: kv[0].lower()):
         rt = replica_type.lower()
-        hosts = [f"{name}-{rt}-{i}.{namespace}.svc" + (f".{domain}" if domain else "") for i in range(_replicas(replica))]
-        cluster[rt] = [f"{host}:{_port(replica)}" for host in hosts]
+        hosts = [f"{name}-{rt}-{i}.{namespace}.svc" + (f".{domain}" if domain else "") for i in range(replica_count(replica))]
+        port = named_port(replica, FACTS, fallback=FACTS.port)
+        cluster[rt] = [f"{host}:{port}" for host in hosts]
     return cluster
 
 
 def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[dict[str, Any]]:
     """TF_CONFIG (compact JSON) for the `tensorflow` container; nothing for a 1-replica job."""
     replicas = job["spec"][FACTS.replica_specs]
-    if sum(_replicas(replicas[t]) for t in _CLUSTER_TYPES if t in replicas) == 1:
+    if sum(replica_count(replicas[t]) for t in _CLUSTER_TYPES if t in replicas) == 1:
         return []
     cluster, rt = _cluster(job), replica_type.lower()
     task = {"type": rt, "index": index}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -31,20 +31,6 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
 # --- controller half: the rabit/LightGBM variables upstream's operator injects (semantics §5).
 
 
-def _env(name: str, value: str) -> dict[str, Any]:
-    return {"name": name, "value": value}
-
-
-def _port(replica: dict[str, Any]) -> int:
-    """The `xgboostjob-port` of the `xgboost` container; upstream refuses the pod without it."""
-    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
-        if container.get("name") == FACTS.container:
-            for port in container.get("ports") or []:
-                if port.get("name") == FACTS.port_name:
-                    return int(port["containerPort"])
-    raise ValueError("failed to found the port")
-
-
 def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[dict[str, Any]]:
     """MASTER_*, WORLD_SIZE, RANK (+ WORKER_* for multi-node LightGBM) for every container."""
     name, replicas = job["metadata"]["name"], job["spec"][FACTS.replica_specs]
@@ -54,15 +40,15 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     if replica_type == "Worker":
         rank += int(replicas.get("Master", {}).get("replicas", 1))
     env = [
-        _env("MASTER_PORT", str(_port(replicas.get("Master") or {}))),
-        _env("MASTER_ADDR", f"{name}-master-0"),
-        _env("WORLD_SIZE", str(total)),
-        _env("RANK", str(rank)),
-        _env("PYTHONUNBUFFERED", "1"),
+        env_var("MASTER_PORT", str(named_port(replicas.get("Master") or {}, FACTS))),
+        env_var("MASTER_ADDR", f"{name}-master-0"),
+        env_var("WORLD_SIZE", str(total)),
+        env_var("RANK", str(rank)),
+        env_var("PYTHONUNBUFFERED", "1"),
     ]
     if total > 1:
-        env.append(_env("WORKER_PORT", str(_port(replicas.get("Worker") or {}))))
-        env.append(_env("WORKER_ADDRS", ",".join(f"{name}-worker-{i}" for i in range(total - 1))))
+        env.append(env_var("WORKER_PORT", str(named_port(replicas.get("Worker") or {}, FACTS))))
+        env.append(env_var("WORKER_ADDRS", ",".join(f"{name}-worker-{i}" for i in range(total - 1))))
     return env
 
 

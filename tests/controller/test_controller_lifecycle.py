@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from controller.kube import SERVICES
-from controller_kit import job
+from controller_kit import job, wait_for
 
 OP = "training.kubeflow.org/operator-name"
 JOB = "training.kubeflow.org/job-name"
@@ -256,8 +256,11 @@ def test_job_lifecycle(cluster, manager, index: int) -> None:
         assert pod["metadata"]["ownerReferences"] == [{
             "apiVersion": "kubeflow.org/v1", "kind": kind, "name": name, "uid": applied["metadata"]["uid"],
             "controller": True, "blockOwnerDeletion": True}]
-    services = cluster.objects(SERVICES)
-    assert set(services) == set(case.services)
+    # services are created after the pods in the same pass: wait for them, don't race
+    services = wait_for(
+        lambda: (lambda found: found if set(found) == set(case.services) else None)(cluster.objects(SERVICES)),
+        what=f"services {sorted(case.services)}",
+    )
     for svc_name, ports in case.services.items():
         svc = services[svc_name]
         assert svc["spec"]["clusterIP"] == "None"
