@@ -105,6 +105,17 @@ def _looks_like_output(folder: Path) -> bool:
     return all(e.is_dir() and (e / "kustomization.yaml").is_file() for e in entries)
 
 
+def _write(path: Path, text: str) -> None:
+    """`path.write_text(text)` without a text-file object per file (~1/3 of writing 9,000)."""
+    data = memoryview(text.encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
 def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: bool) -> None:
     """Replace `out` (or only `out/<env>` for `envs`, with `keep_other_envs`) atomically."""
     out = out.resolve()
@@ -126,8 +137,7 @@ def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: 
             if folder not in made:
                 (staging / folder).mkdir(parents=True, exist_ok=True)
                 made.add(folder)
-            with open(staging / rel, "w", encoding="utf-8") as f:
-                f.write(text)
+            _write(staging / rel, text)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))

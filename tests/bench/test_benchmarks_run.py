@@ -25,7 +25,8 @@ def test_the_report_prints_figure_ours_baseline_ratio_and_writes_markdown(tmp_pa
 
 def test_the_compiler_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     md = tmp_path / "compiler.md"
-    assert compiler_bench.main(["--sizes", "5", "--repeat", "1", "--workdir", str(tmp_path), "--markdown", str(md)]) == 0
+    argv = ["--sizes", "5", "--repeat", "1", "--workdir", str(tmp_path), "--markdown", str(md)]
+    assert compiler_bench.main(argv) == 0
     out = capsys.readouterr().out
     assert "build throughput, N=5" in out and "train-compile --help cold start" in out
     assert "vs before" in out
@@ -36,9 +37,27 @@ def test_the_compiler_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
 @pytest.mark.controlplane
 def test_the_controller_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     md = tmp_path / "controller.md"
-    argv = ["--jobs", "5", "--pods", "2", "--big", "4", "--repeat", "1", "--timeout", "120", "--markdown", str(md)]
+    argv = ["--jobs", "5", "--pods", "2", "--big", "4", "--repeat", "1", "--timeout", "120", "--upstream", "no",
+            "--markdown", str(md)]
     assert controller_bench.main(argv) == 0  # starts its own control plane, as `make bench-controller` does
     out = capsys.readouterr().out
     assert "pods created per second, 5 jobs x 2 pods + 1 x 4" in out
     assert "writes for a settled reconcile" in out
     assert md.is_file()
+
+
+def test_server_side_writes_come_from_apiserver_request_total_without_leases() -> None:
+    from collections import Counter
+
+    from bench.kube_tools import server_writes
+
+    def line(verb: str, resource: str, sub: str, value: int) -> str:
+        return (f'apiserver_request_total{{code="201",component="apiserver",dry_run="",group="",resource="{resource}",'
+                f'scope="resource",subresource="{sub}",verb="{verb}",version="v1"}} {value}')
+
+    metrics = "\n".join([
+        "# TYPE apiserver_request_total counter",
+        line("POST", "pods", "", 12), line("PATCH", "pods", "status", 3), line("LIST", "pods", "", 40),
+        line("PUT", "leases", "", 9), line("POST", "pods", "", 1),
+    ]).encode()
+    assert server_writes(metrics) == Counter({("POST", "pods"): 13, ("PATCH", "pods/status"): 3})
