@@ -76,6 +76,8 @@ def _lease_namespace(flag: str | None) -> str:
 @click.option("--pytorch-init-container-image", default="alpine:3.10", show_default=True)
 @click.option("--pytorch-init-container-max-tries", default=100, show_default=True)
 @click.option("--mpi-kubectl-delivery-image", default="ghcr.io/kubeflow/training-v1/kubectl-delivery:latest", show_default=True)
+@click.option("--gang-scheduler-name", default="", show_default=True,
+              help="Gang scheduling: 'volcano', or the schedulerName of a scheduler-plugins (coscheduling) scheduler; empty: off.")
 @click.option("--log-level", default=lambda: os.environ.get("LOG_LEVEL", "INFO"), show_default="INFO")
 @click.option("--leader-elect", is_flag=True, help="Hold a coordination.k8s.io Lease before reconciling (run 2 replicas).")
 @click.option("--leader-election-namespace", default=None, help="Namespace of the Lease (default: the one we run in).")
@@ -94,7 +96,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
          watch_timeout: int, pytorch_init_container_image: str, pytorch_init_container_max_tries: int,
          mpi_kubectl_delivery_image: str, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
          leader_election_id: str, lease_duration: float, renew_deadline: float, retry_period: float,
-         metrics_bind_address: str, health_probe_bind_address: str) -> None:
+         metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -110,7 +112,9 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
                                  lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--leader-elect-*") from exc
-    client = Client.connect(kubeconfig, context=context, pool_size=workers + len(enabled) + 8)
+    # one connection per worker and per watch: each job kind, pods, services, 4 MPI helpers,
+    # HPAs, and with gang scheduling PodGroups and PriorityClasses (+ a few spare)
+    client = Client.connect(kubeconfig, context=context, pool_size=workers + len(enabled) + 11)
     metrics = Metrics(process=True)
     client.observer = metrics.api_request
     options = Options(
@@ -119,6 +123,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         mpi_kubectl_delivery_image=mpi_kubectl_delivery_image,
     )
     manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout,
+                      gang_scheduler_name=gang_scheduler_name,
                       metrics=metrics)
     stop = threading.Event()
 

@@ -23,6 +23,8 @@ from controller import errors
 from controller.desired import Options
 from controller.events import EventRecorder
 from controller.expectations import Expectations
+from controller.gang import PRIORITY_CLASSES, PodGroups, Scheduler, scheduler_for
+from controller.hpa import HPAS, Autoscalers
 from controller.informer import Informer
 from controller.kinds import Kind
 from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
@@ -38,7 +40,8 @@ log = logging.getLogger(__name__)
 class Manager:
     def __init__(self, client: Client, kinds: list[Kind], *, namespace: str | None = None, workers: int = 4,
                  options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
-                 clock: Callable[[], datetime] | None = None, gang: Any = None, metrics: Metrics | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
+                 gang_scheduler_name: str | None = None) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.kinds = {k.name: k for k in kinds}
         self._by_operator = {k.facts.operator_name: k for k in kinds}
@@ -62,10 +65,12 @@ class Manager:
             mpi_selector = f"{OPERATOR_LABEL}={self.kinds['MPIJob'].facts.operator_name}"
             mpi = MPI(**{res.plural: self._child_informer(res, mpi_selector, watch_timeout)
                          for res in (CONFIGMAPS, SERVICEACCOUNTS, ROLES, ROLEBINDINGS)})
+        gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
+        hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if "PyTorchJob" in self.kinds else None
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
-            queue=self.queue, options=options or Options(), gang=gang, mpi=mpi,
+            queue=self.queue, options=options or Options(), gang=gang, mpi=mpi, hpa=hpa,
             **({"clock": clock} if clock else {}),
         )
         self._threads: list[threading.Thread] = []
@@ -76,13 +81,30 @@ class Manager:
 
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
-        extra = self.reconciler.mpi.informers() if self.reconciler.mpi is not None else []
+        extra = [informer for part in (self.reconciler.mpi, self.reconciler.gang, self.reconciler.hpa) if part is not None
+                 for informer in part.informers()]
         return [*self.job_informers.values(), self.pod_informer, self.service_informer, *extra]
 
     def _child_informer(self, res: Resource, selector: str, watch_timeout: int) -> Informer:
         informer = Informer(self.client, res, namespace=self.namespace, label_selector=selector, index=child_index,
                             watch_timeout=watch_timeout, handler=lambda et, old, new: None)
         informer.handler = self._child_handler(res)
+        return informer
+
+    def _gang(self, scheduler: Scheduler | None, watch_timeout: int) -> PodGroups | None:
+        if scheduler is None:
+            return None
+        priority_classes = Informer(self.client, PRIORITY_CLASSES, watch_timeout=watch_timeout,
+                                    handler=lambda et, old, new: None)  # read at the next pass; no requeue
+        return PodGroups(scheduler, podgroups=self._watched(scheduler.resource, watch_timeout, keys=self.podgroup_keys),
+                         priority_classes=priority_classes)
+
+    def _watched(self, res: Resource, watch_timeout: int, *,
+                 keys: Callable[[dict[str, Any] | None], list[str]] | None = None) -> Informer:
+        """An unfiltered informer (PodGroups and HPAs carry no labels of ours) mapped to owners."""
+        informer = Informer(self.client, res, namespace=self.namespace, watch_timeout=watch_timeout,
+                            handler=lambda et, old, new: None)
+        informer.handler = self._child_handler(res, keys=keys)
         return informer
 
     def _job_handler(self, kind: Kind) -> Callable[[str, Any, Any], None]:
@@ -92,9 +114,12 @@ class Manager:
                 self.queue.add(job_key(kind.name, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
         return handle
 
-    def _child_handler(self, res: Resource) -> Callable[[str, Any, Any], None]:
+    def _child_handler(self, res: Resource, *,
+                       keys: Callable[[dict[str, Any] | None], list[str]] | None = None) -> Callable[[str, Any, Any], None]:
+        owners = keys or self.owner_keys
+
         def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-            for key in {*self.owner_keys(old), *self.owner_keys(new)}:
+            for key in {*owners(old), *owners(new)}:
                 item = (res.plural, (new or old)["metadata"]["name"])  # type: ignore[index]
                 if etype == "ADDED":
                     self.expectations.created(key, item)
@@ -117,6 +142,16 @@ class Manager:
         if kind is not None and labels.get(JOB_NAME_LABEL):
             return [job_key(kind.name, ns, labels[JOB_NAME_LABEL])]
         return []
+
+    def podgroup_keys(self, obj: dict[str, Any] | None) -> list[str]:
+        """A PodGroup's owner, else (one shipped by GitOps, no owner) the jobs of its name."""
+        if obj is None:
+            return []
+        meta = obj["metadata"]
+        if any(ref.get("controller") for ref in meta.get("ownerReferences") or []):
+            return self.owner_keys(obj)
+        ns, name = meta.get("namespace", ""), meta["name"]
+        return [job_key(kind, ns, name) for kind, informer in self.job_informers.items() if informer.get(ns, name)]
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, *, sync_timeout: float = 60.0, abort: threading.Event | None = None) -> None:

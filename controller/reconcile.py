@@ -74,6 +74,7 @@ class Reconciler:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
     gang: Gang | None = None
     mpi: Any = None  # controller.mpi.MPI when MPIJob is enabled
+    hpa: Any = None  # controller.hpa.Autoscalers when PyTorchJob is enabled
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -96,6 +97,8 @@ class Reconciler:
         ctx.set(cond.CREATED, why="Created", message=f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
         try:
+            if self.hpa is not None:
+                self.hpa.reconcile(self, ctx)  # upstream's step 0: before the finished/suspended branches
             wake = self._run(key, ctx, job, pods)
             if not ctx.deleted:
                 self._write_status(job, kind, ctx.status)

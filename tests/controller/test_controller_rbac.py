@@ -1,18 +1,23 @@
 """The install ClusterRole is sufficient and minimal: the controller runs as an identity
 bound to nothing but `controller/install/clusterrole.yaml` through a scenario that takes
 every code path that talks to the API server (create, adopt, restart, clean up, TTL
-delete, MPI helpers updated as workers run and scale down), never gets a 403, and uses
-every verb the role grants except the two it must hold to grant them to MPI launchers."""
+delete, MPI helpers updated as workers run and scale down, PodGroups of both gang
+schedulers created, updated and deleted, an elastic job's HPA likewise), never gets a
+403, and uses every verb the role grants except the two it must hold to grant them to
+MPI launchers."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from pathlib import Path
 
 import yaml
 
 from controller import crds
+from controller.gang import SCHEDULER_PLUGINS, VOLCANO
+from controller.hpa import HPAS
 from controller.kinds import KINDS, select
 from controller.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
 from controller.leader import LeaderConfig, LeaderElector
@@ -36,19 +41,27 @@ def test_clusterrole_is_exactly_what_the_controller_uses(control_plane, namespac
     control_plane.kubectl("create", "clusterrolebinding", f"{user}-{namespace}", "--clusterrole=train-controller", f"--user={user}")
     kubeconfig = control_plane.add_user(user)
     client = Client.connect(str(Path(kubeconfig)))
+    answers: Counter[str] = Counter()  # HTTP codes (409s from racing the test's own patches are fine)
+    client.observer = lambda verb, resource, code, seconds: answers.update([code])
     audit_from = control_plane.audit_log.stat().st_size
     elector = _elect(client, namespace)
-    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60)
+    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60,
+                  gang_scheduler_name="scheduler-plugins-scheduler")
     mgr.start()
     try:
         _scenario(cluster)
+        _elastic(cluster)
         wait_for(lambda: cluster.get_job("PyTorchJob", "ttl") is None, timeout=8, what="TTL delete")
-        assert mgr.errors == 0
+        wait_for(lambda: "m" not in cluster.objects(SCHEDULER_PLUGINS) or
+                 cluster.objects(SCHEDULER_PLUGINS)["m"]["spec"]["minMember"] == 2, what="PodGroup update")
+        assert "ttl" not in cluster.objects(SCHEDULER_PLUGINS)
     finally:
         mgr.stop()
         elector.stop(release=True)
-        client.close()
-    used = {key for key, count in (client.snapshot() + elector.client.snapshot()).items() if count}
+    volcano = _volcano(control_plane, cluster, kubeconfig, f"{namespace[:55]}-volcano", answers)
+    client.close()
+    used = {key for key, count in (client.snapshot() + elector.client.snapshot() + volcano).items() if count}
+    assert "403" not in answers
     assert used <= granted(), used - granted()
     # the scenario drives PyTorchJob and MPIJob; every job kind goes through the same code
     assert _generic(granted()) - _generic(used) == ESCALATION_ONLY
@@ -117,3 +130,41 @@ def _audited(control_plane, user: str, offset: int) -> set[tuple[str, str]]:
                 sub = f"/{ref['subresource']}" if ref.get("subresource") else ""
                 pairs.add((event["verb"], f"{ref.get('apiGroup', '')}/{ref.get('resource', '')}{sub}"))
     return pairs
+
+
+def _elastic(cluster: Cluster) -> None:
+    """An elastic job's HPA: created, rewritten when the job changes, deleted on suspend."""
+    metrics = [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
+    cluster.apply(job("PyTorchJob", "el", Worker=1, spec={"elasticPolicy": {"maxReplicas": 2, "metrics": metrics}}))
+    wait_for(lambda: "el" in cluster.objects(HPAS), what="HPA created")
+    pt = job_resource(KINDS["PyTorchJob"])
+    cluster.client.patch(pt, cluster.namespace, "el", {"spec": {"elasticPolicy": {"maxReplicas": 3}}})
+    wait_for(lambda: cluster.objects(HPAS)["el"]["spec"]["maxReplicas"] == 3, what="HPA updated")
+    cluster.client.patch(pt, cluster.namespace, "el", {"spec": {"runPolicy": {"suspend": True}}})
+    wait_for(lambda: "el" not in cluster.objects(HPAS), what="HPA deleted")
+
+
+def _volcano(control_plane, cluster: Cluster, kubeconfig: Path, namespace: str, answers: Counter[str]) -> Counter:
+    """A Volcano PodGroup created, admitted, updated on scale-up and deleted on suspend,
+    by a second controller (one gang scheduler per process) in a namespace of its own."""
+    control_plane.kubectl("create", "namespace", namespace)
+    client = Client.connect(str(kubeconfig))
+    client.observer = lambda verb, resource, code, seconds: answers.update([code])
+    mgr = Manager(client, select("pytorch"), namespace=namespace, workers=2, watch_timeout=60, gang_scheduler_name="volcano")
+    mgr.start()
+    admin = Cluster(cluster.client, namespace)
+    pt = job_resource(KINDS["PyTorchJob"])
+    try:
+        admin.apply(job("PyTorchJob", "vg", Worker=1))
+        wait_for(lambda: "vg" in admin.objects(VOLCANO), what="Volcano PodGroup")
+        admin.client.patch(VOLCANO, namespace, "vg", {"status": {"phase": "Inqueue"}})
+        admin.wait_pods({"vg-worker-0"})
+        admin.client.patch(pt, namespace, "vg", {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2}}}})
+        wait_for(lambda: admin.objects(VOLCANO)["vg"]["spec"]["minMember"] == 2, what="Volcano PodGroup updated")
+        admin.client.patch(pt, namespace, "vg", {"spec": {"runPolicy": {"suspend": True}}})
+        wait_for(lambda: "vg" not in admin.objects(VOLCANO), what="Volcano PodGroup deleted")
+    finally:
+        mgr.stop()
+        client.close()
+        control_plane.kubectl("delete", "namespace", namespace, "--wait=false")
+    return client.snapshot()
