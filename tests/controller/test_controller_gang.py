@@ -14,7 +14,7 @@ import pytest
 from controller import gang
 from controller.gang import SCHEDULER_PLUGINS, VOLCANO, Scheduler
 from controller.kinds import KINDS, select
-from controller.kube import PODS, Client, Resource
+from controller.kube import Client, Resource
 from controller.manager import Manager
 from controller.reconcile import job_resource
 from controller_kit import Cluster, container, job, replica, wait_for
@@ -305,6 +305,7 @@ def test_a_podgroup_shipped_by_gitops_is_used_and_left_alone_when_it_agrees(clus
     policy = {"minAvailable": 2, "minResources": {"cpu": "2"}, "priorityClass": "system-cluster-critical"}
     cluster.client.create(VOLCANO, cluster.namespace, shipped("git", cluster.namespace, {
         "minMember": 2, "minResources": {"cpu": "2000m"}, "priorityClassName": "system-cluster-critical"}))
+    wait_for(lambda: mgr.reconciler.gang.podgroups.get(cluster.namespace, "git"), what="the controller sees it")
     cluster.apply(pytorch("git", policy=policy, Worker=sized("PyTorchJob", 2, requests={"cpu": "1"})))
     cluster.wait_condition("PyTorchJob", "git", "Created")
     time.sleep(0.5)
@@ -324,9 +325,10 @@ def test_a_podgroup_shipped_by_gitops_is_used_and_left_alone_when_it_agrees(clus
 
 
 def test_a_shipped_podgroup_that_disagrees_gets_our_fields_and_keeps_its_own(cluster, start) -> None:
-    start("volcano")
+    mgr = start("volcano")
     cluster.client.create(VOLCANO, cluster.namespace, shipped("old", cluster.namespace, {
         "minMember": 5, "queue": "batch", "minTaskMember": {"worker": 1}}))
+    wait_for(lambda: mgr.reconciler.gang.podgroups.get(cluster.namespace, "old"), what="the controller sees it")
     cluster.apply(pytorch("old", Worker=sized("PyTorchJob", 2, requests={"cpu": "1"})))
     pg = wait_for(lambda: (lambda g: g if g["spec"]["minMember"] == 2 else None)(group(cluster, VOLCANO, "old")),
                   what="minMember brought in line")
