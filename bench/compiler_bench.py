@@ -170,7 +170,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     kubectl = shutil.which("kubectl")
     base = args.workdir or (Path("/dev/shm") if Path("/dev/shm").is_dir() else None)
     work = Path(tempfile.mkdtemp(prefix="trainforge-bench-", dir=base))
-    machine = report.machine([f"kubectl {report.tool_version([kubectl, 'version', '--client']) if kubectl else 'missing'}",
+    kubectl_version = report.tool_version([kubectl, "version", "--client"]) if kubectl else "missing"
+    machine = report.machine([f"kubectl {kubectl_version}",
                               f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
     try:
         measured = []

@@ -142,8 +142,10 @@ class Bench:
         finally:
             child.quit()
 
-    def _timeline(self, ns: str, jobs: int, pods_per_job: int, big: int) -> dict[str, Any]:
+    def _timeline(self, ns: str, jobs: int, pods_per_job: int, big: int,
+                  timeout: Optional[float] = None) -> dict[str, Any]:
         """Apply the jobs, wait for every pod, run them all, wait for every job Running."""
+        timeout = timeout or self.timeout
         bodies = [kt.pytorch_job(f"job-{i:04d}", pods_per_job) for i in range(jobs)]
         if big:
             bodies.append(kt.pytorch_job("big", big))
@@ -154,13 +156,13 @@ class Bench:
         try:
             t0 = time.perf_counter()
             kt.parallel(lambda body: self.client.create(kt.PYTORCHJOBS, ns, body), bodies, threads=self.threads)
-            t_pods = pods.wait(lambda objs: len(objs) >= total, timeout=self.timeout, what=f"{total} pods")
+            t_pods = pods.wait(lambda objs: len(objs) >= total, timeout=timeout, what=f"{total} pods")
             created = list(pods.objects.values())
             t1 = time.perf_counter()
             kt.parallel(lambda pod: kt.run_pod(self.client, pod), created, threads=self.threads)
             t2 = time.perf_counter()
             t_run = jobs_seen.wait(lambda objs: all(n in objs and kt.job_running(objs[n]) for n in names),
-                                   timeout=self.timeout, what="every job Running")
+                                   timeout=timeout, what="every job Running")
         finally:
             pods.stop()
             jobs_seen.stop()
@@ -195,7 +197,7 @@ class Bench:
         op = upstream.Operator(binary, self.plane.kubeconfig, self.client, ns, threads=self.workers, log=log)
         try:
             (cpu0, _), m0 = op.stats(), self._server_writes()
-            t = self._timeline(ns, jobs, pods_per_job, big)
+            t = self._timeline(ns, jobs, pods_per_job, big, timeout=max(self.timeout, 60 + jobs * pods_per_job / 5))
             time.sleep(2.0)  # let it finish its status writes, as settle() does for ours
             (cpu1, rss), m1 = op.stats(), self._server_writes()
             time.sleep(3.0)  # a quiet window: a settled job should cost nothing
@@ -331,7 +333,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "(comma-separated; default: the controller as shipped)")
     parser.add_argument("--upstream", choices=("auto", "build", "no"), default="auto",
                         help="the upstream Go operator as a second baseline: auto = when already built "
-                        f"(in {upstream.CACHE}), build = go install it first (minutes), no = skip")
+                        f"(in {upstream.CACHE}; not in --rss mode), build = go install it first if needed "
+                        "(minutes), no = skip")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
     binary = None
@@ -351,7 +354,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             r = bench.controller_round(args.rss_jobs, args.pods, 0)
             print(f"controller bench: {r.summary()}", file=sys.stderr, flush=True)
             up = None
-            if binary is not None:
+            if binary is not None and args.upstream == "build":  # its client-side rate limit makes this ~10 min
                 print("controller bench: RSS round, upstream operator ...", file=sys.stderr, flush=True)
                 up = bench.upstream_round(binary, args.rss_jobs, args.pods, 0)
             report.emit("trainforge controller benchmark: RSS", rss_rows(r, up), machine_line=machine,

@@ -68,7 +68,8 @@ def text_table(rows: Sequence[Row]) -> str:
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
     lines = []
     for n, line in enumerate(table):
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))).rstrip())
+        padded = (c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
+        lines.append("  ".join(padded).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"

@@ -79,7 +79,10 @@ def job_yaml(i: int) -> str:
         )
     gang = "true" if i % 3 else "{scheduler: volcano, timeoutSeconds: 600}"
     text += f"  scheduling:\n    queue: {team}-queue\n    priority: high\n    gang: {gang}\n"
-    text += "  policy: {restart: OnFailure, backoffLimit: 3, activeDeadline: 24h, ttlAfterFinished: 7d, cleanPods: Running}\n"
+    text += (
+        "  policy: {restart: OnFailure, backoffLimit: 3, activeDeadline: 24h, ttlAfterFinished: 7d,"
+        " cleanPods: Running}\n"
+    )
     if i % 4 in (0, 1):
         text += "  serviceAccount:\n    create: true\n    rules: [{resources: [configmaps], verbs: [get, list]}]\n"
     return text

@@ -30,7 +30,8 @@ def _value(rnd: random.Random, depth: int):
     if depth > 3 or roll < 0.45:
         return rnd.choice([rnd.choice(AWKWARD), rnd.randint(-5, 10**12), True, False, None, 2.5, 1e20, "plain"])
     if roll < 0.75:
-        return {rnd.choice(AWKWARD[:60] + ["name", "kind", "apiVersion", "z"]): _value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))}
+        keys = AWKWARD[:60] + ["name", "kind", "apiVersion", "z"]
+        return {rnd.choice(keys): _value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))}
     return [_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
 
 
