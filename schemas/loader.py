@@ -190,7 +190,23 @@ def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadPro
         return documents, [LoadProblem(file, line, col, what, fix)]
     except YAMLError as exc:
         return documents, [LoadProblem(file, 1, 1, str(exc).strip(), "fix the YAML syntax")]
+    except TypeError:  # ruamel hashes a mapping or list used as a key (`? {a: 1}`) and fails
+        line = _complex_key_line(text)
+        return documents, [
+            LoadProblem(
+                file, line, 1, "a mapping or list is used as a mapping key",
+                "use plain text keys (field names are strings)",
+            )
+        ]
     return documents, []
+
+
+def _complex_key_line(text: str) -> int:
+    """The line of the first explicit `? ` key, the only way to write a non-scalar key."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("? ") or line.strip() == "?":
+            return number
+    return 1
 
 
 def load_file(path: Path, display: Optional[str] = None) -> tuple[list[Document], list[LoadProblem]]:

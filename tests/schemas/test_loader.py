@@ -174,3 +174,11 @@ def test_loading_does_not_depend_on_the_working_directory(tmp_path, monkeypatch)
     documents, problems = load_file(path)
 
     assert problems == [] and documents[0].file == str(path)
+
+
+def test_a_mapping_used_as_a_key_is_a_problem_not_a_traceback():
+    docs, problems = load_text("apiVersion: v1\n? {x: {y: 1}}\n: 2\n", "k.yaml")
+    assert docs == []
+    assert [(p.line, p.col, p.message) for p in problems] == [
+        (2, 1, "a mapping or list is used as a mapping key")
+    ]
