@@ -2,9 +2,10 @@
 
 It wires the pieces (semantics-free) and owns their lifecycle so tests can run the
 whole controller in-process: `Manager(...).start()` lists and watches every enabled
-job kind plus our pods/services (and MPI helpers), maps child events to the owning
-job's key (`Kind/namespace/name`), and reconciles keys on `workers` threads with
-per-key backoff on errors and `add_after` for deadlines/TTLs. `stop()` shuts the queue,
+job kind plus our pods/services (and MPI helpers, PyTorchJob HPAs, and with gang
+scheduling PodGroups and PriorityClasses), maps child events to the owning job's key
+(`Kind/namespace/name`), and reconciles keys on `workers` threads with per-key
+backoff on errors and `add_after` for deadlines/TTLs. `stop()` shuts the queue,
 closes the watches and lets in-flight reconciles finish (queued keys are dropped: the
 next leader relists and requeues everything). Every reconcile, queue move and API
 request is recorded in `metrics` (controller.metrics), which the CLI serves.

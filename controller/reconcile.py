@@ -1,9 +1,10 @@
 """Level-based reconcile of one job key: read the caches, diff, act, write status if changed.
 
 The order is upstream's `ReconcileJobs` (semantics §6): skip jobs managed elsewhere or
-being deleted or with unobserved creates/deletes; validate; default in memory; then
-finished-job cleanup and TTL, or suspend, or (resume,) failure limits, then the pod and
-service pass and the framework's status rule. Status goes to `/status` with the cached
+being deleted or with unobserved creates/deletes; validate; default in memory; (the
+PyTorchJob HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
+limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
+pass and the framework's status rule. Status goes to `/status` with the cached
 resourceVersion as precondition, and only when it differs from what is stored
 (`lastReconcileTime` ignored), so a settled job costs zero write requests. Errors
 propagate to the manager, which retries the key with backoff.
