@@ -49,7 +49,7 @@ def job(kind: str, name: str, *, restart: str | None = None, spec: dict[str, Any
     return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": name}, "spec": body}
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 15.0, interval: float = 0.05, what: str = "condition") -> Any:
+def wait_for(predicate: Callable[[], Any], *, timeout: float = 45.0, interval: float = 0.05, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -88,7 +88,7 @@ class Cluster:
         current = self.get_job(kind, name) or {}
         return [(c["type"], c["status"], c["reason"]) for c in (current.get("status") or {}).get("conditions") or []]
 
-    def wait_condition(self, kind: str, name: str, ctype: str, *, status: str = "True", timeout: float = 15.0) -> dict[str, Any]:
+    def wait_condition(self, kind: str, name: str, ctype: str, *, status: str = "True", timeout: float = 45.0) -> dict[str, Any]:
         def check() -> Any:
             current = self.get_job(kind, name) or {}
             for c in (current.get("status") or {}).get("conditions") or []:
@@ -97,7 +97,7 @@ class Cluster:
             return None
         return wait_for(check, timeout=timeout, what=f"{kind} {name} {ctype}={status}")
 
-    def wait_pods(self, names: set[str], *, timeout: float = 15.0) -> dict[str, dict[str, Any]]:
+    def wait_pods(self, names: set[str], *, timeout: float = 45.0) -> dict[str, dict[str, Any]]:
         return wait_for(lambda: (lambda pods: pods if set(pods) == names else None)(self.pods()), timeout=timeout,
                         what=f"pods {sorted(names)}")
 
