@@ -33,6 +33,7 @@ cluster: $(STAMP) k8s-assets
 
 schema: $(STAMP)
 	$(BIN)/train-compile schema -o schemas/
+	$(BIN)/python -m schemas.reference
 	$(BIN)/python -m controller.crds
 
 fault: $(STAMP) k8s-assets

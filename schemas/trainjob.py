@@ -88,18 +88,18 @@ class Resources(StrictModel):
 class Role(StrictModel):
     """A framework-specific extra role (e.g. tensorflow `ps`, mxnet `server`)."""
 
-    replicas: NonNegativeInt = 1
-    resources: Optional[Resources] = None
-    command: Optional[list[NonEmptyStr]] = None
-    args: Optional[list[str]] = None
+    replicas: NonNegativeInt = Field(1, description="Pods of this role.")
+    resources: Optional[Resources] = Field(None, description="The role's own resources (no GPUs unless asked).")
+    command: Optional[list[NonEmptyStr]] = Field(None, description="Overrides spec.command for this role.")
+    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role.")
 
 
 class Elastic(StrictModel):
     """Elastic training (pytorch only): torchrun rendezvous between min and max nodes."""
 
-    minNodes: PositiveInt
-    maxNodes: PositiveInt
-    maxRestarts: Optional[NonNegativeInt] = None
+    minNodes: PositiveInt = Field(description="Fewest nodes the job runs on.")
+    maxNodes: PositiveInt = Field(description="Most nodes the job scales to.")
+    maxRestarts: Optional[NonNegativeInt] = Field(None, description="torchrun restarts before failing.")
 
     @model_validator(mode="after")
     def _ordered(self) -> "Elastic":
@@ -114,8 +114,8 @@ class Elastic(StrictModel):
 class Volume(StrictModel):
     """A volume mounted into every pod that runs the program: an existing claim or a new PVC."""
 
-    name: Name
-    mountPath: NonEmptyStr
+    name: Name = Field(description="Volume name; a new PVC is named <job>-<name>.")
+    mountPath: NonEmptyStr = Field(description="Where the volume appears in the containers.")
     claim: Optional[NonEmptyStr] = Field(None, description="Existing PersistentVolumeClaim.")
     size: Optional[Quantity] = Field(None, description="Create a PVC of this size.")
     storageClass: Optional[NonEmptyStr] = None
@@ -183,11 +183,15 @@ class Scheduling(StrictModel):
 
 
 class Policy(StrictModel):
-    restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = None
-    backoffLimit: Optional[NonNegativeInt] = None
+    restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = Field(
+        None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only."
+    )
+    backoffLimit: Optional[NonNegativeInt] = Field(None, description="Restarts before the job fails.")
     activeDeadline: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
     ttlAfterFinished: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
-    cleanPods: Optional[Literal["Running", "All", "None"]] = None
+    cleanPods: Optional[Literal["Running", "All", "None"]] = Field(
+        None, description="Which pods to delete when the job finishes."
+    )
     suspend: Optional[bool] = Field(
         None, description="Only true is written out (Kueue flips it in the cluster)."
     )
@@ -232,21 +236,30 @@ ProcessesPerNode = Annotated[
 class TrainJobSpec(StrictModel):
     """What one training job runs; the data scientist's ~20 lines."""
 
-    framework: Framework
-    image: NonEmptyStr
-    command: Optional[list[NonEmptyStr]] = None
-    args: Optional[list[str]] = None
-    workingDir: Optional[NonEmptyStr] = None
-    env: dict[EnvName, EnvValue] = Field(default_factory=dict)
+    framework: Framework = Field(description="Which Kubeflow job kind the spec becomes.")
+    image: NonEmptyStr = Field(description="Container image that runs the training program.")
+    command: Optional[list[NonEmptyStr]] = Field(None, description="Entrypoint; the image's own otherwise.")
+    args: Optional[list[str]] = Field(None, description="Arguments to the command.")
+    workingDir: Optional[NonEmptyStr] = Field(None, description="Working directory of the container.")
+    env: dict[EnvName, EnvValue] = Field(
+        default_factory=dict,
+        description="Environment: a string, {secret: NAME, key: KEY} or {configMap: NAME, key: KEY}.",
+    )
     nodes: PositiveInt = Field(1, description="Pods that run the training program.")
-    processesPerNode: ProcessesPerNode = "auto"
-    resources: Resources = Field(default_factory=Resources)
-    roles: dict[Name, Role] = Field(default_factory=dict)
-    elastic: Optional[Elastic] = None
-    storage: list[Volume] = Field(default_factory=list)
-    scheduling: Scheduling = Field(default_factory=Scheduling)
-    policy: Policy = Field(default_factory=Policy)
-    serviceAccount: Optional[ServiceAccount] = None
+    processesPerNode: ProcessesPerNode = Field(
+        "auto", description="pytorch nprocPerNode (auto: torchrun counts GPUs); mpi slotsPerWorker."
+    )
+    resources: Resources = Field(default_factory=Resources, description="Per-node resources.")
+    roles: dict[Name, Role] = Field(
+        default_factory=dict, description="Framework-specific extra roles (tensorflow ps/evaluator, mxnet server...)."
+    )
+    elastic: Optional[Elastic] = Field(None, description="Elastic training between minNodes and maxNodes (pytorch).")
+    storage: list[Volume] = Field(default_factory=list, description="Volumes mounted into every pod.")
+    scheduling: Scheduling = Field(default_factory=Scheduling, description="Queue, priority, gang and placement.")
+    policy: Policy = Field(default_factory=Policy, description="Restart, backoff, deadline, TTL and cleanup.")
+    serviceAccount: Optional[ServiceAccount] = Field(
+        None, description="Pods' ServiceAccount; create: true writes SA + Role + RoleBinding."
+    )
     podTemplate: dict[str, Any] = Field(
         default_factory=dict, description="Strategic-merge patch onto every pod template."
     )
@@ -262,7 +275,7 @@ EnvOverride = create_model(  # type: ignore[call-overload]
     __base__=StrictModel,
     __doc__="Fields deep-merged over spec for one environment.",
     **{
-        name: (_optional(field.annotation), None)
+        name: (_optional(field.annotation), Field(None, description=field.description))
         for name, field in TrainJobSpec.model_fields.items()
         if name != "framework"
     },
@@ -276,10 +289,12 @@ class TrainJobSpecWithEnvs(TrainJobSpec):
 
 
 class Metadata(StrictModel):
-    name: Name
-    namespace: Optional[Namespace] = None
-    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    name: Name = Field(description="DNS-1035 label; every generated name must stay within 63 characters.")
+    namespace: Optional[Namespace] = Field(None, description="Default: the environment's, the project's, else default.")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="Copied to the Kubeflow job and every pod."
+    )
+    annotations: dict[str, str] = Field(default_factory=dict, description="Copied to the Kubeflow job.")
 
 
 class TrainJob(StrictModel):
