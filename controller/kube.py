@@ -2,9 +2,10 @@
 
 Why not the generated model classes: turning a relist of thousands of pods into them is
 ~9x slower than parsing the JSON (controller-design.md), and the controller only needs
-dicts. So `Client` keeps the official `kubernetes.client.ApiClient` for what it does
-well (kubeconfig/in-cluster auth, TLS, one urllib3 pool sized to the workers) and sends
-requests through its REST layer with `_preload_content=False`. `counts` tallies requests
+dicts. So `Client` keeps the official `kubernetes` `ApiClient` for what it does well
+(kubeconfig/in-cluster auth, TLS, one urllib3 pool sized to the workers) and sends
+requests through its REST layer with `_preload_content=False`; `controller.kubelib`
+loads those parts without the package's generated API and model classes. `counts` tallies requests
 by (verb, group/resource) so tests can assert "a settled job makes zero writes" and the
 install ClusterRole can be compared with what the controller really uses; `observer`
 (set by `controller.metrics`) sees every request's verb, resource, code and latency.
@@ -22,10 +23,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 
-from controller import errors
+from controller import errors, kubelib
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
@@ -83,16 +82,16 @@ class Client:
     @classmethod
     def connect(cls, kubeconfig: str | None = None, *, context: str | None = None, pool_size: int = 16) -> Client:
         """From a kubeconfig file, else in-cluster config, else ~/.kube/config."""
-        cfg = k8s_client.Configuration()
+        cfg = kubelib.Configuration()
         if kubeconfig:
-            k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+            kubelib.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
         else:
             try:
-                k8s_config.load_incluster_config(client_configuration=cfg)
-            except k8s_config.ConfigException:
-                k8s_config.load_kube_config(context=context, client_configuration=cfg)
+                kubelib.load_incluster_config(client_configuration=cfg)
+            except kubelib.ConfigException:
+                kubelib.load_kube_config(context=context, client_configuration=cfg)
         cfg.connection_pool_maxsize = pool_size
-        return cls(k8s_client.ApiClient(cfg))
+        return cls(kubelib.ApiClient(cfg))
 
     def close(self) -> None:
         self.api.close()
