@@ -8,15 +8,15 @@ defaulted deep copy and the controller only ever writes `/status` (semantics §2
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from controller import jsondata
 from controller.kinds import Kind
 
 
 def apply(job: dict[str, Any], kind: Kind) -> dict[str, Any]:
     """A defaulted deep copy of `job`; the input is not touched."""
-    out = copy.deepcopy(job)
+    out = jsondata.copy(job)
     spec = out.setdefault("spec", {})
     facts = kind.facts
     replicas = spec.get(facts.replica_specs)

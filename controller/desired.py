@@ -10,10 +10,10 @@ MPIJob's launcher/worker shapes live in `controller/mpi.py`.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
+from controller import jsondata
 from controller.kinds import Kind
 from controller.status import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, ROLE_LABEL, TYPE_LABEL
 
@@ -67,7 +67,7 @@ def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, optio
     """The pod for (replica_type, index); raises ValueError when upstream would refuse it."""
     replicas = job["spec"][kind.facts.replica_specs]
     replica = replicas[replica_type]
-    template = copy.deepcopy(replica.get("template") or {})
+    template = jsondata.copy(replica.get("template") or {})
     meta = template.get("metadata") or {}
     spec = template.get("spec") or {}
     labels = {**(meta.get("labels") or {}), **replica_labels(job, kind, replica_type=replica_type, index=index)}
@@ -78,7 +78,7 @@ def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, optio
         if kind.env_default_container_only and container.get("name") != kind.facts.container:
             continue
         if env:
-            container["env"] = [*(container.get("env") or []), *copy.deepcopy(env)]
+            container["env"] = [*(container.get("env") or []), *jsondata.copy(env)]
         if kind.env_default_container_only:
             break
     if kind.name == "PyTorchJob" and replica_type == "Worker" and "Master" in replicas:

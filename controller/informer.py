@@ -6,8 +6,10 @@ arrive). It lists (paginated), then watches from the list's resourceVersion with
 bookmarks and a server-side `timeoutSeconds` (plus a client read timeout, so a silent
 connection is noticed), resumes from the last version it saw, and relists on 410 Gone,
 emitting synthetic ADDED/MODIFIED/DELETED for whatever changed meanwhile. The cache
-keeps plain dicts and an index (e.g. by owning job) maintained on every change;
-handlers only enqueue keys.
+keeps plain dicts, passed through a `transform` first (client-go's SetTransform: the
+manager trims and compacts them, controller.jsondata), and an index (e.g. by owning
+job) maintained on every change; handlers only enqueue keys. Cached objects are shared:
+readers never mutate them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller import errors
+from controller.jsondata import Transform
 from controller.kube import Client, Resource
 
 log = logging.getLogger(__name__)
@@ -43,10 +46,11 @@ def object_key(obj: dict[str, Any]) -> str:
 class Informer:
     def __init__(self, client: Client, resource: Resource, *, handler: Handler, namespace: str | None = None,
                  label_selector: str | None = None, index: IndexFn | None = None, watch_timeout: int = 300,
-                 page_size: int = 500) -> None:
+                 page_size: int = 500, transform: Transform | None = None) -> None:
         self.client, self.resource = client, resource
         self.namespace, self.label_selector = namespace, label_selector
         self.handler, self.index_fn = handler, index
+        self.transform = transform
         self.watch_timeout, self.page_size = watch_timeout, page_size
         self._lock = threading.RLock()
         self._items: dict[str, dict[str, Any]] = {}
@@ -77,8 +81,7 @@ class Informer:
 
         The watch delivers the same version shortly after; until then this saves a
         guaranteed 409 on the next status write."""
-        obj.setdefault("apiVersion", self.resource.api_version)
-        obj.setdefault("kind", self.resource.kind)
+        obj = self._cacheable(obj)
         key = object_key(obj)
         with self._lock:
             self._store(key, obj)
@@ -136,8 +139,7 @@ class Informer:
             page = self.client.list(self.resource, namespace=self.namespace, label_selector=self.label_selector,
                                     limit=self.page_size, cont=cont)
             for obj in page.get("items") or []:
-                obj.setdefault("apiVersion", self.resource.api_version)
-                obj.setdefault("kind", self.resource.kind)
+                obj = self._cacheable(obj)
                 fresh[object_key(obj)] = obj
             cont = (page.get("metadata") or {}).get("continue")
             if not cont:
@@ -190,8 +192,7 @@ class Informer:
         if etype == "BOOKMARK":
             self._rv = rv or self._rv
             return
-        obj.setdefault("apiVersion", self.resource.api_version)
-        obj.setdefault("kind", self.resource.kind)
+        obj = self._cacheable(obj)
         key = object_key(obj)
         with self._lock:
             prev = self._items.get(key)
@@ -209,6 +210,11 @@ class Informer:
             self._emit("DELETED", prev, None)
         else:
             self._emit("ADDED" if prev is None else "MODIFIED", prev, obj)
+
+    def _cacheable(self, obj: dict[str, Any]) -> dict[str, Any]:
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        return obj if self.transform is None else self.transform(obj)
 
     # ------------------------------------------------------------------ index upkeep
     def _store(self, key: str, obj: dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from controller import errors
+from controller import errors, jsondata
 from controller.desired import Options
 from controller.events import EventRecorder
 from controller.expectations import Expectations
@@ -54,13 +54,15 @@ class Manager:
         self.recorder = EventRecorder(client)
         self.job_informers = {
             k.name: Informer(client, job_resource(k), handler=self._job_handler(k), namespace=namespace,
-                             watch_timeout=watch_timeout)
+                             watch_timeout=watch_timeout, transform=jsondata.cached)
             for k in kinds
         }
         operators = ",".join(sorted(self._by_operator))
         selector = f"{OPERATOR_LABEL} in ({operators})"
-        self.pod_informer = self._child_informer(PODS, selector, watch_timeout)
-        self.service_informer = self._child_informer(SERVICES, selector, watch_timeout)
+        # the reconcile reads a pod's metadata and status and a service's metadata, never a spec
+        self.pod_informer = self._child_informer(PODS, selector, watch_timeout, transform=jsondata.cached_without_spec)
+        self.service_informer = self._child_informer(SERVICES, selector, watch_timeout,
+                                                     transform=jsondata.cached_without_spec)
         mpi = None
         if "MPIJob" in self.kinds:
             mpi_selector = f"{OPERATOR_LABEL}={self.kinds['MPIJob'].facts.operator_name}"
@@ -86,9 +88,10 @@ class Manager:
                  for informer in part.informers()]
         return [*self.job_informers.values(), self.pod_informer, self.service_informer, *extra]
 
-    def _child_informer(self, res: Resource, selector: str, watch_timeout: int) -> Informer:
+    def _child_informer(self, res: Resource, selector: str, watch_timeout: int, *,
+                        transform: jsondata.Transform = jsondata.cached) -> Informer:
         informer = Informer(self.client, res, namespace=self.namespace, label_selector=selector, index=child_index,
-                            watch_timeout=watch_timeout, handler=lambda et, old, new: None)
+                            watch_timeout=watch_timeout, handler=lambda et, old, new: None, transform=transform)
         informer.handler = self._child_handler(res)
         return informer
 
@@ -96,7 +99,8 @@ class Manager:
         if scheduler is None:
             return None
         priority_classes = Informer(self.client, PRIORITY_CLASSES, watch_timeout=watch_timeout,
-                                    handler=lambda et, old, new: None)  # read at the next pass; no requeue
+                                    handler=lambda et, old, new: None,  # read at the next pass; no requeue
+                                    transform=jsondata.cached)
         return PodGroups(scheduler, podgroups=self._watched(scheduler.resource, watch_timeout, keys=self.podgroup_keys),
                          priority_classes=priority_classes)
 
@@ -104,7 +108,7 @@ class Manager:
                  keys: Callable[[dict[str, Any] | None], list[str]] | None = None) -> Informer:
         """An unfiltered informer (PodGroups and HPAs carry no labels of ours) mapped to owners."""
         informer = Informer(self.client, res, namespace=self.namespace, watch_timeout=watch_timeout,
-                            handler=lambda et, old, new: None)
+                            handler=lambda et, old, new: None, transform=jsondata.cached)
         informer.handler = self._child_handler(res, keys=keys)
         return informer
 
@@ -231,8 +235,9 @@ class Manager:
             delay = self.queue.add_rate_limited(key)
             log.exception("reconcile %s failed: %s (retry in %.2fs)", key, exc, delay)
             return
-        self.metrics.reconciled(key, result="success" if wake is None else "requeue_after",
-                                seconds=time.monotonic() - started)
+        seconds = time.monotonic() - started
+        self.metrics.reconciled(key, result="success" if wake is None else "requeue_after", seconds=seconds)
+        log.debug("reconciled %s in %.3fs (again in %s s)", key, seconds, "-" if wake is None else f"{wake:.2f}")
         self.queue.forget(key)
         if wake is not None:
             self.queue.add_after(key, wake)

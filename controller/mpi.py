@@ -12,12 +12,11 @@ label so our label-filtered informers see them (upstream only sets `app: {job}`)
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from compiler.frameworks.mpi import is_gpu_launcher
 from controller import conditions as cond
-from controller import desired, errors
+from controller import desired, errors, jsondata
 from controller import status as st
 from controller.informer import Informer
 from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, Resource
@@ -79,7 +78,7 @@ def role_rules(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _pod(job: dict[str, Any], kind: Any, replica_type: str, name: str, labels: dict[str, str]) -> dict[str, Any]:
     replica = job["spec"]["mpiReplicaSpecs"][replica_type]
-    template = copy.deepcopy(replica.get("template") or {})
+    template = jsondata.copy(replica.get("template") or {})
     meta, spec = template.get("metadata") or {}, template.get("spec") or {}
     spec["restartPolicy"] = desired.pod_restart_policy(replica)
     metadata: dict[str, Any] = {

@@ -12,7 +12,6 @@ propagate to the manager, which retries the key with backoff.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from controller import conditions as cond
-from controller import defaults, desired, diff, errors, policies, validation
+from controller import defaults, desired, diff, errors, jsondata, policies, validation
 from controller import status as st
 from controller.events import EventRecorder
 from controller.expectations import Expectations
@@ -93,7 +92,7 @@ class Reconciler:
         problems = validation.problems(job, kind)
         if problems:
             return self._invalid(key, job, kind, problems)
-        ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), status=copy.deepcopy(job.get("status") or {}),
+        ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), status=jsondata.copy(job.get("status") or {}),
                      pods={}, now=self.clock())
         ctx.set(cond.CREATED, why="Created", message=f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
@@ -284,7 +283,7 @@ class Reconciler:
         self.recorder.event(job, "Warning", reason=why, message=message, component=kind.facts.operator_name)
         if kind.name in validation.RECONCILER_VALIDATED:
             raise InvalidJob(message)  # upstream: event, no condition, retry with backoff
-        status = copy.deepcopy(job.get("status") or {})
+        status = jsondata.copy(job.get("status") or {})
         now = self.clock()
         cond.set_condition(status, cond.CREATED, state="True", reason=cond.reason(kind.name, "Created"),
                            message=f"{kind.name} {job['metadata']['name']} is created.", now=now)
