@@ -1,11 +1,17 @@
-"""Kubernetes Events on the job (what `kubectl describe` shows), deduplicated and rate-limited.
+"""Kubernetes Events on the job (what `kubectl describe` shows), deduplicated, rate-limited, sent
+off the reconcile thread.
 
 Upstream records an Event for every pod/service created or deleted, every restart and
 every terminal transition, and its status rules re-emit some on each pass (client-go's
 correlator folds those). We keep the same reasons and messages but drop an identical
 (object, type, reason, message) seen in the last `dedupe_seconds`, and cap each object
-with a token bucket, so a hot loop can never flood etcd. Failing to record an Event is
-logged, never fatal.
+with a token bucket, so a hot loop can never flood etcd. As client-go's recorder does,
+`event` only queues: one sender thread POSTs them in order, so a reconcile never waits
+on an Event (a 4-pod job's first pass records 8) and they yield the API server to pod
+creates in a burst. The queue is bounded (`queue_size`); when it is full an Event is
+dropped and counted in `overflowed`. `close` flushes what is queued (graceful shutdown).
+`wait=True` sends on the caller's thread, for an Event that must land before what the
+caller writes next. Failing to record an Event is logged, never fatal.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller import errors
 from controller.conditions import timestamp
@@ -26,9 +32,22 @@ from controller.kube import EVENTS, Client
 log = logging.getLogger(__name__)
 
 
+class _Event(NamedTuple):
+    """What a queued Event needs, held as references to strings its object already has."""
+
+    namespace: str
+    name: str
+    involved: tuple[Any, ...]  # apiVersion, kind, name, namespace, uid, resourceVersion
+    etype: str
+    reason: str
+    message: str
+    component: str
+    stamp: str
+
+
 class EventRecorder:
     def __init__(self, client: Client, *, dedupe_seconds: float = 600.0, burst: int = 25, refill_per_second: float = 1 / 10,
-                 clock: Callable[[], float] = time.monotonic, max_keys: int = 8192) -> None:
+                 clock: Callable[[], float] = time.monotonic, max_keys: int = 8192, queue_size: int = 4096) -> None:
         self.client = client
         self.dedupe_seconds, self.burst, self.refill = dedupe_seconds, burst, refill_per_second
         self._clock = clock
@@ -37,42 +56,106 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
         self._buckets: dict[str, tuple[float, float]] = {}
         self.instance = os.environ.get("POD_NAME") or os.uname().nodename
-        self.dropped = 0
+        self.dropped = 0  # deduplicated or rate-limited
+        self.queue_size = queue_size
+        self.overflowed = 0  # dropped because the queue was full
+        self._queue: deque[_Event] = deque()
+        self._sending = 0
+        self._wake = threading.Condition()
+        self._sender: threading.Thread | None = None
+        self._closed = False
 
-    def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str) -> bool:
-        """Record one Event on `obj`; returns False if it was deduplicated or rate-limited."""
+    def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str,
+              wait: bool = False) -> bool:
+        """Record one Event on `obj`; False if deduplicated, rate-limited or dropped (queue full).
+
+        Queued for the sender unless `wait`; then sent now (False if it could not be)."""
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid", ""))
         if not self._admit((uid, etype, reason, message), uid):
             return False
-        now = datetime.now(timezone.utc)
-        stamp = timestamp(now)
+        namespace = meta.get("namespace", "default")
+        item = _Event(
+            namespace=namespace, name=f"{meta.get('name')}.{time.time_ns():x}",
+            involved=(obj.get("apiVersion"), obj.get("kind"), meta.get("name"), meta.get("namespace"), meta.get("uid"),
+                      meta.get("resourceVersion")),
+            etype=etype, reason=reason, message=message, component=component,
+            stamp=timestamp(datetime.now(timezone.utc)),
+        )
+        with self._wake:
+            if not (wait or self._closed):  # closed: a reconcile that outlived stop() still sends its own
+                if len(self._queue) >= self.queue_size:
+                    self.overflowed += 1
+                    if self.overflowed == 1 or self.overflowed % 1000 == 0:
+                        log.warning("event queue full (%d): dropped %d event(s) so far", self.queue_size,
+                                    self.overflowed)
+                    return False
+                self._queue.append(item)
+                if self._sender is None:
+                    self._sender = threading.Thread(target=self._run, name="event-sender", daemon=True)
+                    self._sender.start()
+                self._wake.notify()
+                return True
+        return self._send(item)
+
+    def pending(self) -> int:
+        """Events queued or being sent."""
+        with self._wake:
+            return len(self._queue) + self._sending
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Send what is queued (up to `timeout` s), then stop; True if nothing was left behind."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify_all()
+            sender = self._sender
+        if sender is not None:
+            sender.join(timeout)
+        with self._wake:
+            left = len(self._queue) + self._sending
+            self._queue.clear()
+        if left:
+            log.warning("stopping with %d event(s) not recorded", left)
+        return left == 0
+
+    # ------------------------------------------------------------------ sending
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._queue:
+                    if self._closed:
+                        return
+                    self._wake.wait()
+                item = self._queue.popleft()
+                self._sending = 1
+            try:
+                self._send(item)
+            finally:
+                with self._wake:
+                    self._sending = 0
+
+    def _send(self, item: _Event) -> bool:
+        api_version, kind, name, namespace, uid, resource_version = item.involved
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{meta.get('name')}.{time.time_ns():x}", "namespace": meta.get("namespace", "default")},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace"),
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message,
-            "type": etype,
-            "source": {"component": component},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
+            "metadata": {"name": item.name, "namespace": item.namespace},
+            "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace,
+                               "uid": uid, "resourceVersion": resource_version},
+            "reason": item.reason,
+            "message": item.message,
+            "type": item.etype,
+            "source": {"component": item.component},
+            "firstTimestamp": item.stamp,
+            "lastTimestamp": item.stamp,
             "count": 1,
-            "reportingComponent": component,
+            "reportingComponent": item.component,
             "reportingInstance": self.instance,
         }
         try:
-            self.client.create(EVENTS, meta.get("namespace", "default"), body)
+            self.client.create(EVENTS, item.namespace, body)
         except errors.ApiError as exc:
-            log.warning("could not record event %s on %s/%s: %s", reason, meta.get("namespace"), meta.get("name"), exc)
+            log.warning("could not record event %s on %s/%s: %s", item.reason, namespace, name, exc)
             return False
         return True
 

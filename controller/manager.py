@@ -6,9 +6,10 @@ job kind plus our pods/services (and MPI helpers, PyTorchJob HPAs, and with gang
 scheduling PodGroups and PriorityClasses), maps child events to the owning job's key
 (`Kind/namespace/name`), and reconciles keys on `workers` threads with per-key
 backoff on errors and `add_after` for deadlines/TTLs. `stop()` shuts the queue,
-closes the watches and lets in-flight reconciles finish (queued keys are dropped: the
-next leader relists and requeues everything). Every reconcile, queue move and API
-request is recorded in `metrics` (controller.metrics), which the CLI serves.
+closes the watches, lets in-flight reconciles finish and sends their queued Events
+(queued keys are dropped: the next leader relists and requeues everything). Every
+reconcile, queue move and API request is recorded in `metrics` (controller.metrics),
+which the CLI serves.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ class Manager:
         return self._started and all(informer.synced for informer in self.informers())
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Graceful: no new keys, watches closed, in-flight reconciles finished."""
+        """Graceful: no new keys, watches closed, in-flight reconciles finished, Events sent."""
         self._started = False
         self.queue.shutdown()
         for informer in self.informers():
@@ -193,6 +194,7 @@ class Manager:
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
+        self.recorder.close()
 
     def __enter__(self) -> Manager:
         self.start()

@@ -280,7 +280,8 @@ class Reconciler:
     def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str]) -> float | None:
         message = f"{kind.name} failed validation because {'; '.join(problems)}"
         why = cond.reason(kind.name, "FailedValidation")
-        self.recorder.event(job, "Warning", reason=why, message=message, component=kind.facts.operator_name)
+        # sent before the Failed condition is written, as upstream orders them
+        self.recorder.event(job, "Warning", reason=why, message=message, component=kind.facts.operator_name, wait=True)
         if kind.name in validation.RECONCILER_VALIDATED:
             raise InvalidJob(message)  # upstream: event, no condition, retry with backoff
         status = jsondata.copy(job.get("status") or {})

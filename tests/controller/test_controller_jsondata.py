@@ -63,4 +63,5 @@ def test_the_manager_caches_trimmed_objects_and_still_reconciles(cluster, manage
         assert obj["metadata"]["ownerReferences"] and obj["metadata"]["labels"]
     cached_job = manager.job_informers["PyTorchJob"].get(cluster.namespace, "slim")
     assert "managedFields" not in cached_job["metadata"] and cached_job["spec"]["pytorchReplicaSpecs"]
-    assert {p["status"]["phase"] for p in manager.pod_informer.items()} == {"Running"}
+    wait_for(lambda: {p["status"].get("phase") for p in manager.pod_informer.items()} == {"Running"},
+             what="pod status in the cache")

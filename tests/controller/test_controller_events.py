@@ -1,0 +1,70 @@
+"""The Event recorder sends off the caller's thread, in order, from a bounded queue that
+drops (and counts) when full, and flushes on close; `wait=True` sends at once."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from controller.events import EventRecorder
+from controller_kit import wait_for
+
+JOB = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+       "metadata": {"name": "j", "namespace": "ns", "uid": "u-1", "resourceVersion": "42"}}
+
+
+class FakeClient:
+    """Records Event POSTs (and on which thread); `hold` blocks them until released."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any], str]] = []
+        self.hold = threading.Event()
+        self.hold.set()
+
+    def create(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.hold.wait(10)
+        self.sent.append((namespace, body, threading.current_thread().name))
+        return body
+
+
+def record(rec: EventRecorder, message: str, **kw: Any) -> bool:
+    return rec.event(JOB, "Normal", reason="SuccessfulCreatePod", message=message, component="pytorchjob-controller", **kw)
+
+
+def test_events_are_sent_in_order_by_the_sender_with_the_same_body() -> None:
+    client = FakeClient()
+    rec = EventRecorder(client)  # type: ignore[arg-type]
+    assert all(record(rec, f"Created pod: j-worker-{i}") for i in range(5))
+    wait_for(lambda: rec.pending() == 0 and len(client.sent) == 5, what="events sent")
+    assert [body["message"] for _, body, _ in client.sent] == [f"Created pod: j-worker-{i}" for i in range(5)]
+    assert {thread for _, _, thread in client.sent} == {"event-sender"}
+    namespace, body, _ = client.sent[0]
+    assert namespace == "ns" and body["metadata"]["name"].startswith("j.") and body["metadata"]["namespace"] == "ns"
+    assert body["involvedObject"] == {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "j",
+                                      "namespace": "ns", "uid": "u-1", "resourceVersion": "42"}
+    assert (body["type"], body["reason"], body["source"], body["count"]) == (
+        "Normal", "SuccessfulCreatePod", {"component": "pytorchjob-controller"}, 1)
+    assert body["firstTimestamp"] == body["lastTimestamp"] and body["reportingComponent"] == "pytorchjob-controller"
+    rec.close()
+
+
+def test_a_full_queue_drops_and_counts_and_close_flushes_the_rest() -> None:
+    client = FakeClient()
+    client.hold.clear()  # the API server does not answer
+    rec = EventRecorder(client, queue_size=3)  # type: ignore[arg-type]
+    assert record(rec, "m0")
+    wait_for(lambda: rec.pending() == 1 and not rec._queue, what="m0 in flight")  # noqa: SLF001
+    assert [record(rec, f"m{i}") for i in range(1, 6)] == [True, True, True, False, False]
+    assert rec.overflowed == 2 and rec.pending() == 4
+    client.hold.set()
+    assert rec.close(timeout=5)
+    assert [body["message"] for _, body, _ in client.sent] == ["m0", "m1", "m2", "m3"]
+    assert record(rec, "after close") and client.sent[-1][2] == threading.current_thread().name
+
+
+def test_wait_sends_on_the_callers_thread() -> None:
+    client = FakeClient()
+    rec = EventRecorder(client)  # type: ignore[arg-type]
+    assert record(rec, "now", wait=True)
+    assert client.sent == [("ns", client.sent[0][1], threading.current_thread().name)]
+    assert rec._sender is None  # noqa: SLF001 - nothing was queued, no thread started
