@@ -70,7 +70,8 @@ class Probe:
             "reconcile_cpu": self.reconcile_cpu,
             "rss_mb": _status_mb("VmRSS"),
             "peak_rss_mb": _status_mb("VmHWM"),
-            "queued": len(mgr.queue) + mgr.queue.pending_delayed(),
+            "queued": len(mgr.queue) + mgr.queue.pending_delayed() + mgr.recorder.pending(),  # Events: sent async
+            "events_dropped": mgr.recorder.overflowed,
             "busy": self.busy,
             "threads": threading.active_count(),
         }
