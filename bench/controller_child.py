@@ -22,7 +22,7 @@ from typing import Any
 
 from controller.kinds import select
 from controller.kube import WRITE_VERBS, Client
-from controller.manager import Manager
+from controller.manager import Manager, connection_pool_size
 
 
 def _status_mb(field: str) -> float:
@@ -156,7 +156,7 @@ def experiment(manager: Manager, names: set[str]) -> None:
 def main(argv: list[str]) -> int:
     kubeconfig, namespace, workers = argv[0], argv[1], int(argv[2])
     kinds = select("")
-    client = Client.connect(kubeconfig, pool_size=workers + len(kinds) + 8)  # as train-controller sizes it
+    client = Client.connect(kubeconfig, pool_size=connection_pool_size(workers=workers, kinds=len(kinds)))  # as the CLI
     manager = Manager(client, kinds, namespace=namespace, workers=workers)
     probe = Probe(manager)
     experiment(manager, set(filter(None, os.environ.get("TRAINFORGE_BENCH_EXPERIMENTS", "").split(","))))

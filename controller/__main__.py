@@ -28,7 +28,7 @@ from controller.desired import Options
 from controller.health import Probes, parse_bind_address, serve_metrics
 from controller.kube import Client
 from controller.leader import LeaderConfig, LeaderElector, default_identity
-from controller.manager import Manager
+from controller.manager import Manager, connection_pool_size
 from controller.metrics import Metrics
 
 log = logging.getLogger("controller")
@@ -112,9 +112,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
                                  lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--leader-elect-*") from exc
-    # one connection per worker and per watch: each job kind, pods, services, 4 MPI helpers,
-    # HPAs, and with gang scheduling PodGroups and PriorityClasses (+ a few spare)
-    client = Client.connect(kubeconfig, context=context, pool_size=workers + len(enabled) + 11)
+    client = Client.connect(kubeconfig, context=context, pool_size=connection_pool_size(workers=workers, kinds=len(enabled)))
     metrics = Metrics(process=True)
     client.observer = metrics.api_request
     options = Options(

@@ -5,11 +5,12 @@ whole controller in-process: `Manager(...).start()` lists and watches every enab
 job kind plus our pods/services (and MPI helpers, PyTorchJob HPAs, and with gang
 scheduling PodGroups and PriorityClasses), maps child events to the owning job's key
 (`Kind/namespace/name`), and reconciles keys on `workers` threads with per-key
-backoff on errors and `add_after` for deadlines/TTLs. `stop()` shuts the queue,
-closes the watches, lets in-flight reconciles finish and sends their queued Events
-(queued keys are dropped: the next leader relists and requeues everything). Every
-reconcile, queue move and API request is recorded in `metrics` (controller.metrics),
-which the CLI serves.
+backoff on errors and `add_after` for deadlines/TTLs; a pass's creates go out through
+one pool shared by the workers (controller.creates), its Events through one sender.
+`stop()` shuts the queue, closes the watches, lets in-flight reconciles finish and
+sends their queued Events (queued keys are dropped: the next leader relists and
+requeues everything). Every reconcile, queue move and API request is recorded in
+`metrics` (controller.metrics), which the CLI serves.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from controller import errors, jsondata
+from controller.creates import CreatePool
 from controller.desired import Options
 from controller.events import EventRecorder
 from controller.expectations import Expectations
@@ -38,12 +40,23 @@ from controller.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
 
+CREATES_IN_FLIGHT = 16  # pod/service creates sent at once by all workers together (controller.creates)
+
+
+def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT) -> int:
+    """HTTP connections a Manager may hold at once, so none is opened and dropped per request.
+
+    A watch per informer (each job kind; pods, services, 4 MPI helpers, HPAs, PodGroups,
+    PriorityClasses), a request per worker, per create in flight and for the Event
+    sender, and 2 spare (the Lease, a relist)."""
+    return kinds + 9 + workers + creates + 1 + 2
+
 
 class Manager:
     def __init__(self, client: Client, kinds: list[Kind], *, namespace: str | None = None, workers: int = 4,
                  options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
                  clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
-                 gang_scheduler_name: str | None = None) -> None:
+                 gang_scheduler_name: str | None = None, creates_in_flight: int = CREATES_IN_FLIGHT) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.kinds = {k.name: k for k in kinds}
         self._by_operator = {k.facts.operator_name: k for k in kinds}
@@ -71,10 +84,11 @@ class Manager:
                          for res in (CONFIGMAPS, SERVICEACCOUNTS, ROLES, ROLEBINDINGS)})
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
         hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if "PyTorchJob" in self.kinds else None
+        self.creates = CreatePool(client, size=creates_in_flight)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
-            queue=self.queue, options=options or Options(), gang=gang, mpi=mpi, hpa=hpa,
+            queue=self.queue, options=options or Options(), gang=gang, mpi=mpi, hpa=hpa, creates=self.creates,
             **({"clock": clock} if clock else {}),
         )
         self._threads: list[threading.Thread] = []
@@ -194,6 +208,7 @@ class Manager:
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
+        self.creates.shutdown()
         self.recorder.close()
 
     def __enter__(self) -> Manager:

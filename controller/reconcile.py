@@ -13,7 +13,8 @@ propagate to the manager, which retries the key with backoff.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 from controller import conditions as cond
 from controller import defaults, desired, diff, errors, jsondata, policies, validation
 from controller import status as st
+from controller.creates import CreatePool
 from controller.events import EventRecorder
 from controller.expectations import Expectations
 from controller.informer import Informer
@@ -75,6 +77,7 @@ class Reconciler:
     gang: Gang | None = None
     mpi: Any = None  # controller.mpi.MPI when MPIJob is enabled
     hpa: Any = None  # controller.hpa.Autoscalers when PyTorchJob is enabled
+    creates: CreatePool | None = None  # None: each create waits for its answer before the next
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -129,15 +132,29 @@ class Reconciler:
         if self.gang is not None and not self.gang.sync(self, ctx):
             ctx.status["lastReconcileTime"] = cond.timestamp(ctx.now)
             return None
-        if self.mpi is not None and ctx.kind.name == "MPIJob":
-            self.mpi.reconcile(self, key, ctx, pods)
-        else:
-            self._replicas(key, ctx, pods)
+        with self._creating(key, ctx):
+            if self.mpi is not None and ctx.kind.name == "MPIJob":
+                self.mpi.reconcile(self, key, ctx, pods)
+            else:
+                self._replicas(key, ctx, pods)
         st.update(ctx)
         remaining = policies.deadline_remaining(ctx)
         return max(remaining, 0.0) + 0.5 if remaining is not None and not cond.is_finished(ctx.status) else None
 
     # ------------------------------------------------------------------ pods and services
+    @contextmanager
+    def _creating(self, key: str, ctx: st.Ctx) -> Iterator[None]:
+        """The pod and service pass: its creates go out together (controller.creates)."""
+        if self.creates is None:
+            yield
+            return
+        ctx.creates = self.creates.batch(self.expectations, key, ctx.events)
+        try:
+            yield
+        finally:
+            batch, ctx.creates = ctx.creates, None
+            batch.wait()  # also when the pass failed: every create's outcome is an Event
+
     def _replicas(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
         kind = ctx.kind
         services = self.owned(ctx.job, kind, self.services, SERVICES)
@@ -183,6 +200,9 @@ class Reconciler:
         self.create_child(key, ctx, res=PODS, obj=pod)
 
     def create_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
+        if ctx.creates is not None:
+            ctx.creates.add(res, obj)  # answered, and its Event filled in, when the pass waits
+            return
         name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
         item = (res.plural, name)
         self.expectations.expect_create(key, [item])
@@ -198,6 +218,8 @@ class Reconciler:
         ctx.events.append(("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}"))
 
     def delete_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
+        if ctx.creates is not None:
+            ctx.creates.wait()  # the creates upstream's order puts first land first (or fail the pass)
         meta = obj["metadata"]
         item = (res.plural, meta["name"])
         self.expectations.expect_delete(key, [item])

@@ -42,6 +42,7 @@ class Ctx:
     # records the decision is written: if that write loses a race, nothing was deleted
     deferred: list[Callable[[], None]] = field(default_factory=list)
     deleted: bool = False  # the job itself was deleted in this pass (TTL): nothing to write
+    creates: Any = None  # the pass's open controller.creates.Batch: creates started, not yet answered
 
     @property
     def name(self) -> str:

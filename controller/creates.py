@@ -1,0 +1,93 @@
+"""The creates of one reconcile pass, sent concurrently through a small shared pool.
+
+Upstream creates a pass's missing pods and services one request after another, so a
+4-pod job's first pass waits on 8 round trips and a 64-node job's on 128, while the API
+server could take them at once. Here, while a pass has a `Batch` open,
+`Reconciler.create_child` only starts the request on the `CreatePool` (at most `size`
+creates in flight for the whole controller, in the order asked) and the pass waits for
+them all at its end, or before it deletes anything (a delete never overtakes a create
+that upstream's order puts first). What stays upstream's: each expectation is recorded
+before its request; AlreadyExists counts as created (the second guard: names are
+deterministic); each object's outcome is its own Event, in upstream's order; the first
+failure in that order fails the pass (retried with backoff); and once a create has
+failed, creates of the pass not yet started are not sent, as upstream stops at the
+first failure (those already in flight, e.g. a pod's Service, still land).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from controller import errors
+from controller.expectations import Expectations
+from controller.kube import Client, Resource
+
+_SKIPPED = object()  # not sent: an earlier create of the pass failed
+
+
+class CreatePool:
+    """The threads that send creates for every worker (a bound on writes in flight)."""
+
+    def __init__(self, client: Client, *, size: int = 16) -> None:
+        self.client, self.size = client, size
+        self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="create")
+
+    def batch(self, expectations: Expectations, key: str, events: list[Any]) -> Batch:
+        return Batch(self, expectations, key, events)
+
+    def submit(self, fn: Any, *args: Any) -> Future[Any]:
+        return self._executor.submit(fn, *args)
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+class Batch:
+    """The creates one pass started: `add` sends, `wait` collects outcomes into the Events."""
+
+    def __init__(self, pool: CreatePool, expectations: Expectations, key: str, events: list[Any]) -> None:
+        self.pool, self.expectations, self.key, self.events = pool, expectations, key, events
+        self._started: list[tuple[Resource, str, int, Future[Any]]] = []  # (res, name, event slot, outcome)
+        self._failed = threading.Event()
+
+    def add(self, res: Resource, obj: dict[str, Any]) -> None:
+        name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        self.expectations.expect_create(self.key, [(res.plural, name)])
+        self.events.append(None)  # this create's Event goes here, whenever its answer comes
+        future = self.pool.submit(self._send, res, namespace, obj)
+        self._started.append((res, name, len(self.events) - 1, future))
+
+    def _send(self, res: Resource, namespace: str, obj: dict[str, Any]) -> Any:
+        if self._failed.is_set():
+            return _SKIPPED
+        try:
+            self.pool.client.create(res, namespace, obj)
+        except errors.AlreadyExists as exc:
+            return exc
+        except errors.ApiError as exc:
+            self._failed.set()
+            return exc
+        return None
+
+    def wait(self) -> None:
+        """Wait for every create started so far, fill in their Events; raise the first failure."""
+        futures.wait([future for *_, future in self._started])
+        first: BaseException | None = None
+        for res, name, slot, future in self._started:
+            outcome = future.exception() or future.result()  # an exception here is a bug in a create thread
+            if outcome is None:
+                self.events[slot] = ("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}")
+                continue
+            self.expectations.created(self.key, (res.plural, name))  # the watch will show no new object of ours
+            if outcome is _SKIPPED or isinstance(outcome, errors.AlreadyExists):
+                continue
+            if isinstance(outcome, errors.ApiError):
+                self.events[slot] = ("Warning", f"FailedCreate{res.kind}", f"Error creating: {outcome.reason}")
+            first = first or outcome
+        self._started.clear()
+        self.events[:] = [event for event in self.events if event is not None]
+        if first is not None:
+            raise first
