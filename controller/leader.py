@@ -101,9 +101,7 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None  # the last Lease object read or written
         self._observed: tuple[Any, ...] | None = None  # the record as last seen
         self._observed_at = 0.0
-        self.renewed_at = 0.0
-        self.acquired_at: float | None = None
-        self.transitions = 0
+        self.renewed_at = 0.0  # monotonic time of our last successful create/update
         self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
 
     # ------------------------------------------------------------------ public
@@ -151,7 +149,6 @@ class LeaderElector:
     def _acquire(self) -> bool:
         while not self._stop.is_set():
             if self._try_acquire_or_renew():
-                self.acquired_at = self.renewed_at
                 self._leading.set()
                 log.info("leader election: %s became leader of %s/%s", self.identity, self.config.namespace, self.config.name)
                 self._changed(True)
@@ -195,7 +192,7 @@ class LeaderElector:
         try:
             lease = self.client.get(LEASES, cfg.namespace, cfg.name)
         except errors.NotFound:
-            return self._create(wall)
+            return self._create(wall, now)
         except errors.ApiError as exc:
             log.warning("leader election: failed to get lease %s/%s: %s", cfg.namespace, cfg.name, exc.reason)
             return False
@@ -206,16 +203,15 @@ class LeaderElector:
         if holder and not mine and self._observed_at + int(spec.get("leaseDurationSeconds") or 0) > now:
             return False  # held by someone else and not expired
         transitions = int(spec.get("leaseTransitions") or 0)
-        lease["spec"] = {
+        return self._update({**lease, "spec": {  # a new dict: what we observed stays as it was
             "holderIdentity": self.identity,
             "leaseDurationSeconds": cfg.lease_seconds,
             "acquireTime": spec.get("acquireTime") if mine and spec.get("acquireTime") else wall,
             "renewTime": wall,
             "leaseTransitions": transitions if mine else transitions + 1,
-        }
-        return self._update(lease, now)
+        }}, now)
 
-    def _create(self, wall: str) -> bool:
+    def _create(self, wall: str, now: float) -> bool:
         cfg = self.config
         body = {
             "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -228,8 +224,8 @@ class LeaderElector:
         except errors.ApiError as exc:  # AlreadyExists: another candidate was first
             log.info("leader election: failed to create lease %s/%s: %s", cfg.namespace, cfg.name, exc.reason)
             return False
-        self._observe(created, self._clock())
-        self.renewed_at = self._clock()
+        self._observe(created, now)
+        self.renewed_at = now
         return True
 
     def _update(self, lease: dict[str, Any], now: float) -> bool:
@@ -240,7 +236,6 @@ class LeaderElector:
             return False
         self._observe(written, now)
         self.renewed_at = now
-        self.transitions = int(written["spec"].get("leaseTransitions") or 0)
         return True
 
     def _observe(self, lease: dict[str, Any], now: float) -> None:
@@ -266,10 +261,10 @@ class LeaderElector:
         wall = micro_time(self._wall())
         self.client.timeout = self.config.renew_deadline
         spec = lease.get("spec") or {}
-        lease["spec"] = {"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": wall, "renewTime": wall,
-                         "leaseTransitions": int(spec.get("leaseTransitions") or 0)}
+        released = {**lease, "spec": {"holderIdentity": "", "leaseDurationSeconds": 1, "acquireTime": wall,
+                                      "renewTime": wall, "leaseTransitions": int(spec.get("leaseTransitions") or 0)}}
         try:
-            self.client.update(LEASES, lease)
+            self.client.update(LEASES, released)
         except errors.ApiError as exc:
             log.warning("leader election: failed to release lease %s/%s: %s", self.config.namespace, self.config.name,
                         exc.reason)

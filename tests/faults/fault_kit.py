@@ -67,7 +67,8 @@ class ControllerProcess:
     """One `python -m controller --leader-elect` replica with its own log and ports."""
 
     def __init__(self, name: str, *, kubeconfig: Path, namespace: str, log_dir: Path,
-                 lease: tuple[str, str, str] = FAST_LEASE, workers: int = 4, watch_timeout: int = 60) -> None:
+                 lease: tuple[str, str, str] = FAST_LEASE, workers: int = 4, watch_timeout: int = 60,
+                 log_level: str = "INFO") -> None:
         self.name, self.log_path = name, log_dir / f"{name}.log"
         self.health_port, self.metrics_port = free_port(), free_port()
         self.argv = [
@@ -77,7 +78,7 @@ class ControllerProcess:
             "--leader-elect-lease-duration", lease[0], "--leader-elect-renew-deadline", lease[1],
             "--leader-elect-retry-period", lease[2],
             "--health-probe-bind-address", f"127.0.0.1:{self.health_port}",
-            "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+            "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}", "--log-level", log_level,
         ]
         self.popen: subprocess.Popen[bytes] | None = None
         self.killed_at: float | None = None
@@ -227,6 +228,7 @@ class Plan:
     dwell: float  # seconds all pods run before the plan's next step
     disrupted_uid: str | None = None
     running_since: float | None = None
+    finishing: bool = False  # the terminal phases are being written
     done: bool = False
 
     @property
@@ -324,13 +326,23 @@ class Kubelet:
                     pass  # retried next tick
 
     def _step(self, plan: Plan, pods: dict[str, dict[str, Any]]) -> None:
+        """One tick of one job. Every write may fail (API server away): each step is
+        idempotent and judged again from what the server shows on the next tick."""
         for pod in pods.values():
             if (pod.get("status") or {}).get("phase", "Pending") == "Pending" and not pod["metadata"].get("deletionTimestamp"):
                 self.set_phase(pod, "Running")
                 pod.setdefault("status", {})["phase"] = "Running"
+        if plan.finishing:
+            self._finish(plan, pods)
+            return
         running = set(plan.pods) <= set(pods) and all(pods[n]["status"].get("phase") == "Running" for n in plan.pods)
         worker0 = pods.get(f"{plan.name}-worker-0")
-        if not running or (plan.disrupted_uid and worker0 and worker0["metadata"]["uid"] == plan.disrupted_uid):
+        if plan.disrupted_uid and worker0 and worker0["metadata"]["uid"] == plan.disrupted_uid:
+            plan.running_since = None
+            if running:  # our exit 137 or delete did not land: again
+                self._disrupt(plan, worker0)
+            return
+        if not running:
             plan.running_since = None
             return
         now = time.monotonic()
@@ -341,18 +353,30 @@ class Kubelet:
         assert worker0 is not None
         if plan.outcome in ("restart", "delete") and plan.disrupted_uid is None:
             plan.disrupted_uid = worker0["metadata"]["uid"]
-            if plan.outcome == "restart":
-                self.set_phase(worker0, "Failed", exit_code=137)
-            else:
-                self.client.delete(PODS, self.namespace, worker0["metadata"]["name"])
+            if plan.outcome == "delete":
                 self.deleted_behind_back += 1
             plan.running_since = None
+            self._disrupt(plan, worker0)
             return
-        if plan.outcome == "fail":
-            self.set_phase(worker0, "Failed", exit_code=1)
+        plan.finishing = True
+        self._finish(plan, pods)
+
+    def _disrupt(self, plan: Plan, worker0: dict[str, Any]) -> None:
+        if plan.outcome == "restart":
+            self.set_phase(worker0, "Failed", exit_code=137)
         else:
-            for name in sorted(plan.pods, key=lambda n: "-master-" in n):  # workers first, then the master
-                self.set_phase(pods[name], "Succeeded")
+            try:
+                self.client.delete(PODS, self.namespace, worker0["metadata"]["name"], uid=worker0["metadata"]["uid"])
+            except (errors.NotFound, errors.Conflict):
+                pass  # gone already
+
+    def _finish(self, plan: Plan, pods: dict[str, dict[str, Any]]) -> None:
+        """Write the plan's terminal phases that are not there yet (workers first, then the master)."""
+        for name in sorted(plan.pods, key=lambda n: "-master-" in n):
+            phase = plan.final_phase(name)
+            pod = pods.get(name)
+            if pod is not None and phase != "Running" and pod["status"].get("phase") != phase:
+                self.set_phase(pod, phase, exit_code=1 if phase == "Failed" else None)
         plan.done = True
 
     def set_phase(self, pod: dict[str, Any], phase: str, *, exit_code: int | None = None) -> None:
@@ -642,14 +666,14 @@ def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, u
     if not used <= granted_pairs():
         problems.append(f"the controller used what the ClusterRole does not grant: {sorted(used - granted_pairs())}")
     if problems:
-        problems.extend(_history(events, plans, pods, jobs, problems))
+        problems.extend(history(events, plans, pods, jobs, problems))
     figures.status_conflicts = sum(1 for e in mine if (e.get("objectRef") or {}).get("subresource") == "status"
                                    and int((e.get("responseStatus") or {}).get("code", 0)) == 409)
     _, figures.lease_transitions = lease_holder(client, namespace)
     return problems
 
 
-def _history(events: list[dict[str, Any]], plans: list[Plan], pods: dict[str, Any], jobs: dict[str, Any],
+def history(events: list[dict[str, Any]], plans: list[Plan], pods: dict[str, Any], jobs: dict[str, Any],
              problems: list[str]) -> list[str]:
     """For each job named in a problem: its plan, conditions, and every write to its children."""
     out = []
@@ -681,4 +705,4 @@ def iter_logs(procs: list[ControllerProcess], problems: list[str], tail: int = 1
     for proc in procs:
         lines = proc.log_text().splitlines()
         about = [line for line in lines if any(f"/{n}" in line or f" {n}-" in line for n in names)]
-        yield f"--- {proc.name} ({'alive' if proc.alive else 'exited'})\n" + "\n".join(about[-40:] or lines[-tail:])
+        yield f"--- {proc.name} ({'alive' if proc.alive else 'exited'})\n" + "\n".join(about[-80:] or lines[-tail:])

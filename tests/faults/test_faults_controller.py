@@ -36,6 +36,7 @@ from fault_kit import (
     Plan,
     Replicas,
     controller_identity,
+    history,
     iter_logs,
     lease_holder,
     make_plans,
@@ -53,7 +54,7 @@ class Run:
     """One fault scenario: identity, replicas, kubelet, audit, figures; `finish` judges it."""
 
     def __init__(self, plane, namespace: str, tmp_path: Path, scenario: str, *, replicas: int = 2,
-                 lease: tuple[str, str, str] = FAST_LEASE) -> None:
+                 lease: tuple[str, str, str] = FAST_LEASE, log_level: str = "INFO") -> None:
         self.plane, self.namespace = plane, namespace
         self.user, kubeconfig = controller_identity(plane, namespace)
         self.client = Client.connect(str(plane.kubeconfig), pool_size=8)
@@ -61,7 +62,7 @@ class Run:
         self.figures = Figures(scenario)
         self.rng = random.Random(f"{SEED}-{scenario}")
         self.replicas = Replicas(replicas, lambda name: ControllerProcess(
-            name, kubeconfig=kubeconfig, namespace=namespace, log_dir=tmp_path, lease=lease))
+            name, kubeconfig=kubeconfig, namespace=namespace, log_dir=tmp_path, lease=lease, log_level=log_level))
         self.kubelet: Kubelet | None = None
         self.outages: list[tuple[str, str]] = []  # audit timestamps around kube-apiserver restarts
         self.started = time.monotonic()
@@ -78,6 +79,17 @@ class Run:
         self.kubelet = Kubelet(self.client, self.namespace, plans).start()
         self.plans = plans
         return self
+
+    def lifecycles(self, plans: list[Plan], **kwargs) -> None:
+        """run_lifecycles, and if jobs get stuck, what the audit log and the replicas' logs say of them."""
+        try:
+            run_lifecycles(self.client, self.namespace, plans, self.kubelet, **kwargs)
+        except AssertionError as exc:
+            stuck = [p.name for p in plans if f"'{p.name}'" in str(exc)]
+            jobs = {j["metadata"]["name"]: j for j in self.client.list(PT, namespace=self.namespace)["items"]}
+            pods = {p["metadata"]["name"]: p for p in self.client.list(PODS, namespace=self.namespace)["items"]}
+            lines = history(self.audit.events(), plans, pods, jobs, stuck)
+            raise AssertionError("\n".join([str(exc), *lines, *iter_logs(self.replicas.procs, stuck)])) from exc
 
     def finish(self, figures: list[str], *, expect_exits: bool = True) -> None:
         try:
@@ -111,7 +123,7 @@ def killed_at_random_points(plane, namespace: str, tmp_path: Path, figures: list
     run.start(plans)
     killer = Killer(run.replicas, run.client, namespace, run.rng, pause=pause).start()
     try:
-        run_lifecycles(run.client, namespace, plans, run.kubelet, concurrency=concurrency, timeout=60 + lifecycles * 8)
+        run.lifecycles(plans, concurrency=concurrency, timeout=60 + lifecycles * 8)
     finally:
         killer.stop()
     run.figures.kills, run.figures.leader_kills, run.figures.takeovers = killer.kills, killer.leader_kills, killer.takeovers
@@ -138,7 +150,7 @@ def test_controller_killed_at_random_points(fault_plane, fault_namespace, tmp_pa
 def test_apiserver_restart_mid_run(fault_plane, fault_namespace, tmp_path, figures) -> None:
     """Two restarts of kube-apiserver while jobs run: the leader keeps its Lease (15 s > the
     outage), its watches recover, and every job's status catches up."""
-    run = Run(fault_plane, fault_namespace, tmp_path, "apiserver-restart", lease=("15s", "10s", "2s"))
+    run = Run(fault_plane, fault_namespace, tmp_path, "apiserver-restart", lease=("15s", "10s", "2s"), log_level="DEBUG")
     plans = make_plans(20, run.rng, dwell=(0.5, 2.0))
     run.start(plans)
     restarted: list[int] = []
@@ -149,7 +161,7 @@ def test_apiserver_restart_mid_run(fault_plane, fault_namespace, tmp_path, figur
                 restarted.append(at)
                 run.restart_apiserver(downtime=1.0)
 
-    run_lifecycles(run.client, fault_namespace, plans, run.kubelet, concurrency=6, timeout=240, during=during)
+    run.lifecycles(plans, concurrency=6, timeout=240, during=during)
     leader = run.replicas.holder(lease_holder(run.client, fault_namespace)[0])
     run.figures.relists = int(sum(metric(p.metrics(), "trainforge_informer_relists_total") for p in run.replicas.live()))
     run.finish(figures, expect_exits=False)
@@ -234,7 +246,7 @@ def test_status_conflicts_are_retried_never_lost(fault_plane, fault_namespace, t
     thread = threading.Thread(target=bump, daemon=True)
     thread.start()
     try:
-        run_lifecycles(run.client, fault_namespace, plans, run.kubelet, concurrency=8, timeout=240)
+        run.lifecycles(plans, concurrency=8, timeout=240)
     finally:
         stop.set()
         thread.join(10)
@@ -259,7 +271,7 @@ def test_pods_deleted_behind_the_controllers_back_are_recreated_once(fault_plane
     run.start(plans)
     killer = Killer(run.replicas, run.client, fault_namespace, run.rng, pause=(0.5, 3.0)).start()
     try:
-        run_lifecycles(run.client, fault_namespace, plans, run.kubelet, concurrency=6, timeout=240)
+        run.lifecycles(plans, concurrency=6, timeout=240)
     finally:
         killer.stop()
     run.figures.kills, run.figures.leader_kills, run.figures.takeovers = killer.kills, killer.leader_kills, killer.takeovers
