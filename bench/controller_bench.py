@@ -104,6 +104,7 @@ class CtlRound:
     rss_mb: float
     peak_rss_mb: float
     idle_rss_mb: float
+    events_dropped: int = 0  # Events the controller dropped because its queue was full
     requests: dict[str, int] = field(default_factory=dict)
     pod_bodies: list[dict[str, Any]] = field(default_factory=list)
 
@@ -187,6 +188,7 @@ class Bench:
             reconciles=s1["reconciles"] - s0["reconciles"], cpu=s1["cpu"] - s0["cpu"],
             reconcile_cpu=s1["reconcile_cpu"] - s0["reconcile_cpu"], rss_mb=s3["rss_mb"],
             peak_rss_mb=s3["peak_rss_mb"], idle_rss_mb=child.ready["rss_mb"],
+            events_dropped=s3.get("events_dropped", 0) - s0.get("events_dropped", 0),
             requests={k: v - s0["requests"].get(k, 0) for k, v in s1["requests"].items()}, pod_bodies=t["created"],
         )
 
@@ -328,9 +330,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rss", action="store_true", help="RSS mode: one round of --rss-jobs jobs, no baseline")
     parser.add_argument("--rss-jobs", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for pods or Running")
-    parser.add_argument("--experiment", default="", help="what-if patches in the controller process: "
-                        "async-events, parallel-creates, strip-managed-fields, intern-keys "
-                        "(comma-separated; default: the controller as shipped)")
+    parser.add_argument("--experiment", default="", help="what-if ceilings patched into the controller process: "
+                        "no-events, no-services (comma-separated; they drop work the controller must do, to "
+                        "measure its cost; default: the controller as shipped)")
     parser.add_argument("--upstream", choices=("auto", "build", "no"), default="auto",
                         help="the upstream Go operator as a second baseline: auto = when already built "
                         f"(in {upstream.CACHE}; not in --rss mode), build = go install it first if needed "
@@ -358,7 +360,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                 print("controller bench: RSS round, upstream operator ...", file=sys.stderr, flush=True)
                 up = bench.upstream_round(binary, args.rss_jobs, args.pods, 0)
             report.emit("trainforge controller benchmark: RSS", rss_rows(r, up), machine_line=machine,
-                        notes=[f"{r.reconciles} reconciles, requests: {_nonzero(r.requests)}"],
+                        notes=[f"{r.reconciles} reconciles, requests: {_nonzero(r.requests)}",
+                               f"Events dropped by a full queue: {r.events_dropped}"],
                         markdown=args.markdown)
             return 0
         rounds, bares, ups = [], [], []
@@ -379,6 +382,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         notes = [
             "ratio = ours / baseline; times are medians of the rounds; the controller also creates one Service per pod",
             f"controller requests in the last round: {_nonzero(last.requests)}",
+            f"Events dropped by a full queue: {sum(x.events_dropped for x in rounds)} in all rounds",
         ]
         rows = scale_rows(rounds, bares, pods_per_job=args.pods, big=args.big)
         if ups:

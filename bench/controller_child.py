@@ -6,7 +6,7 @@ limited to one namespace so rounds do not see each other. Its own process so CPU
 RSS are the controller's alone. Commands, one per line, each answered with one JSON
 line: `stats` (reconciles, request counts by verb and resource, CPU, RSS, queue),
 `resync` (queue every cached job again, as a periodic resync would: a settled job must
-cost zero writes) and `quit`. `TRAINFORGE_BENCH_EXPERIMENTS` turns on what-if patches
+cost zero writes) and `quit`. `TRAINFORGE_BENCH_EXPERIMENTS` turns on what-if ceilings
 (see `experiment`); the default is the controller exactly as shipped.
 """
 
@@ -17,7 +17,6 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from controller.kinds import select
@@ -86,71 +85,24 @@ class Probe:
         return keys
 
 
-def _interned(value: Any) -> Any:
-    """The same JSON with one shared string per distinct key (json.loads makes one per object)."""
-    if value.__class__ is dict:
-        return {sys.intern(k): _interned(v) for k, v in value.items()}
-    if value.__class__ is list:
-        return [_interned(v) for v in value]
-    return value
-
-
 def experiment(manager: Manager, names: set[str]) -> None:
-    """What-if changes, patched in here only, to measure what stands in the way of speed.
+    """What-if ceilings, patched in here only: they drop work the controller must do, to
+    measure what that work costs. Never behaviour to ship.
 
-    `async-events`: Events are recorded by a small thread pool (client-go's recorder is
-    asynchronous too) instead of by the reconcile worker. `parallel-creates`: the pods
-    and services of one reconcile pass are created concurrently (as the Job controller's
-    slow-start batches do) instead of one request after another. `strip-managed-fields`:
-    informer caches drop `metadata.managedFields`, which the controller never reads.
-    `intern-keys`: cached objects share one string per distinct key.
+    `no-events`: Events are not recorded at all. `no-services`: the headless Services
+    are not created. Both together leave a pass with its pod creates and status write:
+    how close the controller can come to the bare client on this API server.
     """
-    if "async-events" in names:
-        events = ThreadPoolExecutor(max_workers=4, thread_name_prefix="events")
-        record = manager.recorder.event
+    if "no-events" in names:
+        manager.recorder.event = lambda *args, **kwargs: True  # type: ignore[method-assign]
+    if "no-services" in names:
+        create_child = manager.reconciler.create_child
 
-        def event(obj: dict[str, Any], etype: str, reason: str, message: str, *, component: str) -> bool:
-            events.submit(record, obj, etype, reason, message, component=component)
-            return True
+        def create(key: str, ctx: Any, *, res: Any, obj: dict[str, Any]) -> None:
+            if res.plural != "services":
+                create_child(key, ctx, res=res, obj=obj)
 
-        manager.recorder.event = event  # type: ignore[method-assign]
-    strip, intern = "strip-managed-fields" in names, "intern-keys" in names
-    if strip or intern:  # what client-go users do with an informer transform
-        for informer in manager.informers():
-            store = informer._store
-
-            def transformed(key: str, obj: dict[str, Any], store: Any = store) -> None:
-                if strip:
-                    obj.get("metadata", {}).pop("managedFields", None)
-                store(key, _interned(obj) if intern else obj)
-
-            informer._store = transformed  # type: ignore[method-assign]
-    if "parallel-creates" in names:
-        reconciler = manager.reconciler
-        creates = ThreadPoolExecutor(max_workers=16, thread_name_prefix="creates")
-        local = threading.local()
-        create_child, replicas = reconciler.create_child, reconciler._replicas
-
-        def create(key: str, ctx: Any, res: Any, obj: dict[str, Any]) -> None:
-            batch = getattr(local, "batch", None)
-            if batch is None:
-                return create_child(key, ctx, res, obj)
-            batch.append(creates.submit(create_child, key, ctx, res, obj))
-            return None
-
-        def pass_(key: str, ctx: Any, pods: list[dict[str, Any]]) -> None:
-            local.batch = []
-            try:
-                replicas(key, ctx, pods)
-            finally:
-                batch, local.batch = local.batch, None
-                failures = [f.exception() for f in batch]
-            first = next((f for f in failures if f is not None), None)
-            if first is not None:
-                raise first
-
-        reconciler.create_child = create  # type: ignore[method-assign]
-        reconciler._replicas = pass_  # type: ignore[method-assign]
+        manager.reconciler.create_child = create  # type: ignore[method-assign]
 
 
 def main(argv: list[str]) -> int:
