@@ -116,13 +116,14 @@ def test_active_deadline_fails_the_job_on_time_without_polling(cluster, manager)
 
 
 def test_ttl_deletes_the_finished_job(cluster, manager) -> None:
-    cluster.apply(job("PyTorchJob", "ttl", Master=1, run_policy={"ttlSecondsAfterFinished": 1}))
+    # a TTL of a few seconds leaves a loaded machine time to observe Succeeded first
+    cluster.apply(job("PyTorchJob", "ttl", Master=1, run_policy={"ttlSecondsAfterFinished": 4}))
     cluster.wait_pods({"ttl-master-0"})
     cluster.set_phase("ttl-master-0", "Succeeded")
     done = cluster.wait_condition("PyTorchJob", "ttl", "Succeeded")
     completed = parse_time(done["status"]["completionTime"])
-    wait_for(lambda: cluster.get_job("PyTorchJob", "ttl") is None, timeout=6, what="job deleted by TTL")
-    assert time.time() >= completed.timestamp() + 1
+    wait_for(lambda: cluster.get_job("PyTorchJob", "ttl") is None, timeout=20, what="job deleted by TTL")
+    assert time.time() >= completed.timestamp() + 4
     time.sleep(0.3)
     assert manager.errors == 0  # no status write is attempted on the job it just deleted
 
