@@ -8,8 +8,11 @@ correlator folds those). We keep the same reasons and messages but drop an ident
 with a token bucket, so a hot loop can never flood etcd. As client-go's recorder does,
 `event` only queues: one sender thread POSTs them in order, so a reconcile never waits
 on an Event (a 4-pod job's first pass records 8) and they yield the API server to pod
-creates in a burst. The queue is bounded (`queue_size`); when it is full an Event is
-dropped and counted in `overflowed`. `close` flushes what is queued (graceful shutdown).
+creates in a burst. A backlog that keeps growing (1,000 jobs applied at once record
+8,000) gets another sender per `backlog_step` queued, up to `max_senders`, each leaving
+once the backlog is back under its step. The queue is bounded (`queue_size`, ~3 MB);
+when it is full an Event is dropped and counted in `overflowed`. `close` flushes what is
+queued (graceful shutdown).
 `wait=True` sends on the caller's thread, for an Event that must land before what the
 caller writes next. Failing to record an Event is logged, never fatal.
 """
@@ -47,7 +50,8 @@ class _Event(NamedTuple):
 
 class EventRecorder:
     def __init__(self, client: Client, *, dedupe_seconds: float = 600.0, burst: int = 25, refill_per_second: float = 1 / 10,
-                 clock: Callable[[], float] = time.monotonic, max_keys: int = 8192, queue_size: int = 4096) -> None:
+                 clock: Callable[[], float] = time.monotonic, max_keys: int = 8192, queue_size: int = 8192,
+                 backlog_step: int = 512, max_senders: int = 4) -> None:
         self.client = client
         self.dedupe_seconds, self.burst, self.refill = dedupe_seconds, burst, refill_per_second
         self._clock = clock
@@ -57,12 +61,12 @@ class EventRecorder:
         self._buckets: dict[str, tuple[float, float]] = {}
         self.instance = os.environ.get("POD_NAME") or os.uname().nodename
         self.dropped = 0  # deduplicated or rate-limited
-        self.queue_size = queue_size
+        self.queue_size, self.backlog_step, self.max_senders = queue_size, backlog_step, max_senders
         self.overflowed = 0  # dropped because the queue was full
         self._queue: deque[_Event] = deque()
         self._sending = 0
         self._wake = threading.Condition()
-        self._sender: threading.Thread | None = None
+        self._senders: list[threading.Thread] = []
         self._closed = False
 
     def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str,
@@ -91,9 +95,10 @@ class EventRecorder:
                                     self.overflowed)
                     return False
                 self._queue.append(item)
-                if self._sender is None:
-                    self._sender = threading.Thread(target=self._run, name="event-sender", daemon=True)
-                    self._sender.start()
+                if len(self._queue) > self.backlog_step * len(self._senders) and len(self._senders) < self.max_senders:
+                    sender = threading.Thread(target=self._run, name=f"event-sender-{len(self._senders)}", daemon=True)
+                    self._senders.append(sender)
+                    sender.start()
                 self._wake.notify()
                 return True
         return self._send(item)
@@ -108,9 +113,10 @@ class EventRecorder:
         with self._wake:
             self._closed = True
             self._wake.notify_all()
-            sender = self._sender
-        if sender is not None:
-            sender.join(timeout)
+            senders = list(self._senders)
+        deadline = time.monotonic() + timeout
+        for sender in senders:
+            sender.join(max(0.0, deadline - time.monotonic()))
         with self._wake:
             left = len(self._queue) + self._sending
             self._queue.clear()
@@ -120,19 +126,27 @@ class EventRecorder:
 
     # ------------------------------------------------------------------ sending
     def _run(self) -> None:
+        me = threading.current_thread()
         while True:
             with self._wake:
-                while not self._queue:
-                    if self._closed:
+                while not self._queue and not self._closed:
+                    if self._senders.index(me) > 0:  # an extra sender: the backlog is gone
+                        self._senders.remove(me)
                         return
                     self._wake.wait()
+                if not self._queue:
+                    return  # closed and flushed
+                extra = self._senders.index(me)
+                if extra and len(self._queue) < self.backlog_step * extra and not self._closed:
+                    self._senders.remove(me)  # the backlog is back under this sender's step
+                    return
                 item = self._queue.popleft()
-                self._sending = 1
+                self._sending += 1
             try:
                 self._send(item)
             finally:
                 with self._wake:
-                    self._sending = 0
+                    self._sending -= 1
 
     def _send(self, item: _Event) -> bool:
         api_version, kind, name, namespace, uid, resource_version = item.involved

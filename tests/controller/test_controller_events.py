@@ -1,5 +1,6 @@
 """The Event recorder sends off the caller's thread, in order, from a bounded queue that
-drops (and counts) when full, and flushes on close; `wait=True` sends at once."""
+drops (and counts) when full, adds senders while a backlog grows, and flushes on close;
+`wait=True` sends at once."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_events_are_sent_in_order_by_the_sender_with_the_same_body() -> None:
     assert all(record(rec, f"Created pod: j-worker-{i}") for i in range(5))
     wait_for(lambda: rec.pending() == 0 and len(client.sent) == 5, what="events sent")
     assert [body["message"] for _, body, _ in client.sent] == [f"Created pod: j-worker-{i}" for i in range(5)]
-    assert {thread for _, _, thread in client.sent} == {"event-sender"}
+    assert {thread for _, _, thread in client.sent} == {"event-sender-0"}
     namespace, body, _ = client.sent[0]
     assert namespace == "ns" and body["metadata"]["name"].startswith("j.") and body["metadata"]["namespace"] == "ns"
     assert body["involvedObject"] == {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "j",
@@ -67,4 +68,19 @@ def test_wait_sends_on_the_callers_thread() -> None:
     rec = EventRecorder(client)  # type: ignore[arg-type]
     assert record(rec, "now", wait=True)
     assert client.sent == [("ns", client.sent[0][1], threading.current_thread().name)]
-    assert rec._sender is None  # noqa: SLF001 - nothing was queued, no thread started
+    assert rec._senders == []  # noqa: SLF001 - nothing was queued, no thread started
+
+
+def test_a_growing_backlog_gets_more_senders_who_leave_once_it_is_gone() -> None:
+    client = FakeClient()
+    client.hold.clear()
+    rec = EventRecorder(client, backlog_step=4, max_senders=3)  # type: ignore[arg-type]
+    for i in range(20):
+        record(rec, f"m{i}")
+    assert len(rec._senders) == 3  # noqa: SLF001 - 1, then one more past 4 and past 8 queued
+    client.hold.set()
+    wait_for(lambda: rec.pending() == 0, what="backlog sent")
+    assert sorted(body["message"] for _, body, _ in client.sent) == sorted(f"m{i}" for i in range(20))
+    assert len({thread for _, _, thread in client.sent}) > 1
+    wait_for(lambda: len(rec._senders) == 1, what="extra senders gone")  # noqa: SLF001
+    assert rec.close()
