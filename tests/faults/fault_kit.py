@@ -286,6 +286,7 @@ class Kubelet:
         self.active: set[str] = set()
         self.uids: dict[tuple[str, str], set[str]] = {}  # (pods|services, name) -> every uid seen
         self.deleted_behind_back = 0
+        self.force_deleted = 0  # terminating pods podgc would have removed
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="kubelet", daemon=True)
@@ -312,6 +313,7 @@ class Kubelet:
             for res, objs in (("pods", pods), ("services", services)):
                 for obj in objs:
                     self.uids.setdefault((res, obj["metadata"]["name"]), set()).add(obj["metadata"]["uid"])
+            self._collect_garbage(pods)
             by_job: dict[str, dict[str, dict[str, Any]]] = {}
             for pod in pods:
                 meta = pod["metadata"]
@@ -324,6 +326,21 @@ class Kubelet:
                     self._step(plan, by_job.get(plan.name, {}))
                 except errors.ApiError:
                     pass  # retried next tick
+
+    def _collect_garbage(self, pods: list[dict[str, Any]]) -> None:
+        """Play kube-controller-manager's pod GC: a delete cut short (its client killed between
+        the API server marking the pod and removing it) leaves an unscheduled pod terminating
+        for good; podgc force-deletes those, so a cluster never keeps them."""
+        for pod in pods:
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName"):
+                body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                        "preconditions": {"uid": meta["uid"]}}
+                try:
+                    self.client.call("DELETE", PODS, verb="delete", namespace=self.namespace, name=meta["name"], body=body)
+                    self.force_deleted += 1
+                except errors.ApiError:
+                    pass  # gone already, or the API server is away: next tick
 
     def _step(self, plan: Plan, pods: dict[str, dict[str, Any]]) -> None:
         """One tick of one job. Every write may fail (API server away): each step is
@@ -557,6 +574,7 @@ class Figures:
     ambiguous_creates: int = 0  # the client died mid-request: the audit log says 5xx, the object may exist
     stale_services: int = 0  # services whose pod an interrupted cleanup deleted (see verify)
     refused_while_starting: int = 0  # 403s from a kube-apiserver whose RBAC caches were still filling
+    podgc_deletes: int = 0  # terminating pods left by a delete cut short, force-deleted as podgc would
     status_conflicts: int = 0
     lease_transitions: int = 0
     lost_lease_exits: int = 0
@@ -578,7 +596,7 @@ class Figures:
                 f"ambiguous-creates={self.ambiguous_creates} stale-services={self.stale_services} "
                 f"status-409s={self.status_conflicts} lease-transitions={self.lease_transitions} "
                 f"lost-lease-exits={self.lost_lease_exits} apiserver-restarts={self.apiserver_restarts} "
-                f"403s-while-starting={self.refused_while_starting} "
+                f"403s-while-starting={self.refused_while_starting} podgc-deletes={self.podgc_deletes} "
                 f"relists={self.relists} wall={self.wall:.1f}s")
 
 
@@ -687,7 +705,8 @@ def history(events: list[dict[str, Any]], plans: list[Plan], pods: dict[str, Any
             pod = pods.get(name)
             if pod is not None:
                 out.append(f"   {name}: uid={pod['metadata']['uid'][:8]} phase={pod['status'].get('phase')} "
-                           f"created={pod['metadata']['creationTimestamp']}")
+                           f"created={pod['metadata']['creationTimestamp']} "
+                           f"deleting={pod['metadata'].get('deletionTimestamp')} finalizers={pod['metadata'].get('finalizers')}")
         for e in events:
             ref = e.get("objectRef") or {}
             if ref.get("name", "").startswith(plan.name + "-") or (ref.get("resource") == "pytorchjobs" and ref.get("name") == plan.name):

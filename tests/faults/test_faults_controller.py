@@ -47,22 +47,26 @@ from fault_kit import (
     verify,
 )
 
+LOGS = Path(__file__).resolve().parents[2] / "build" / "fault-logs"
 SEED = int(os.environ.get("FAULT_SEED", "0")) or random.SystemRandom().randrange(1, 10**6)
 
 
 class Run:
     """One fault scenario: identity, replicas, kubelet, audit, figures; `finish` judges it."""
 
-    def __init__(self, plane, namespace: str, tmp_path: Path, scenario: str, *, replicas: int = 2,
-                 lease: tuple[str, str, str] = FAST_LEASE, log_level: str = "INFO") -> None:
+    def __init__(self, plane, namespace: str, scenario: str, *, replicas: int = 2,
+                 lease: tuple[str, str, str] = FAST_LEASE, log_level: str = "DEBUG") -> None:
         self.plane, self.namespace = plane, namespace
+        # kept after the run (build/ is not tracked): a failure is read from the replicas' own logs
+        self.log_dir = LOGS / f"{time.strftime('%Y%m%d-%H%M%S')}-{scenario}-{namespace}"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.user, kubeconfig = controller_identity(plane, namespace)
         self.client = Client.connect(str(plane.kubeconfig), pool_size=8)
         self.audit = Audit(plane, namespace)
         self.figures = Figures(scenario)
         self.rng = random.Random(f"{SEED}-{scenario}")
         self.replicas = Replicas(replicas, lambda name: ControllerProcess(
-            name, kubeconfig=kubeconfig, namespace=namespace, log_dir=tmp_path, lease=lease, log_level=log_level))
+            name, kubeconfig=kubeconfig, namespace=namespace, log_dir=self.log_dir, lease=lease, log_level=log_level))
         self.kubelet: Kubelet | None = None
         self.outages: list[tuple[str, str]] = []  # audit timestamps around kube-apiserver restarts
         self.started = time.monotonic()
@@ -89,7 +93,8 @@ class Run:
             jobs = {j["metadata"]["name"]: j for j in self.client.list(PT, namespace=self.namespace)["items"]}
             pods = {p["metadata"]["name"]: p for p in self.client.list(PODS, namespace=self.namespace)["items"]}
             lines = history(self.audit.events(), plans, pods, jobs, stuck)
-            raise AssertionError("\n".join([str(exc), *lines, *iter_logs(self.replicas.procs, stuck)])) from exc
+            raise AssertionError("\n".join([str(exc), *lines, *iter_logs(self.replicas.procs, stuck),
+                                            f"replica logs: {self.log_dir}"])) from exc
 
     def finish(self, figures: list[str], *, expect_exits: bool = True) -> None:
         try:
@@ -97,13 +102,15 @@ class Run:
             problems = verify(self.client, self.namespace, self.plans, self.audit, user=self.user, figures=self.figures,
                               seen=self.kubelet.uids if self.kubelet is not None else None, outages=self.outages)
             self.figures.wall = time.monotonic() - self.started
+            self.figures.podgc_deletes = self.kubelet.force_deleted if self.kubelet is not None else 0
             self.figures.lost_lease_exits = sum(1 for _, code in self.replicas.unexpected_exits() if code == 1)
             crashes = [(n, c) for n, c in self.replicas.unexpected_exits() if c != 1 or not expect_exits]
             if crashes:
                 problems.append(f"controller processes exited on their own: {crashes}")
             figures.append(self.figures.line() + f" seed={SEED}")
             print(self.figures.line())
-            assert not problems, "\n".join(problems[:80] + list(iter_logs(self.replicas.procs, problems)))
+            assert not problems, "\n".join(problems[:80] + list(iter_logs(self.replicas.procs, problems))
+                                            + [f"replica logs: {self.log_dir}"])
         finally:
             self.close()
 
@@ -115,10 +122,10 @@ class Run:
         assert all(code == 0 for code in codes), f"graceful stop of the last replicas exited {codes}"
 
 
-def killed_at_random_points(plane, namespace: str, tmp_path: Path, figures: list[str], *, lifecycles: int,
+def killed_at_random_points(plane, namespace: str, figures: list[str], *, lifecycles: int,
                             concurrency: int, pause: tuple[float, float], dwell: tuple[float, float], scenario: str,
                             min_kills: int) -> Figures:
-    run = Run(plane, namespace, tmp_path, scenario)
+    run = Run(plane, namespace, scenario)
     plans = make_plans(lifecycles, run.rng, dwell=dwell)
     run.start(plans)
     killer = Killer(run.replicas, run.client, namespace, run.rng, pause=pause).start()
@@ -134,23 +141,23 @@ def killed_at_random_points(plane, namespace: str, tmp_path: Path, figures: list
     return run.figures
 
 
-def test_controller_killed_at_random_points_smoke(control_plane, namespace, tmp_path, figures) -> None:
+def test_controller_killed_at_random_points_smoke(control_plane, namespace, figures) -> None:
     """The short version `make test` runs: 5 lifecycles, the leader killed at least twice."""
-    killed_at_random_points(control_plane, namespace, tmp_path, figures, lifecycles=5, concurrency=5,
+    killed_at_random_points(control_plane, namespace, figures, lifecycles=5, concurrency=5,
                             pause=(0.3, 1.2), dwell=(2.5, 5.0), scenario="kill-smoke", min_kills=2)
 
 
 @pytest.mark.fault
-def test_controller_killed_at_random_points(fault_plane, fault_namespace, tmp_path, figures) -> None:
-    killed_at_random_points(fault_plane, fault_namespace, tmp_path, figures, lifecycles=60, concurrency=5,
+def test_controller_killed_at_random_points(fault_plane, fault_namespace, figures) -> None:
+    killed_at_random_points(fault_plane, fault_namespace, figures, lifecycles=60, concurrency=5,
                             pause=(0.1, 2.5), dwell=(0.3, 2.5), scenario="sigkill", min_kills=8)
 
 
 @pytest.mark.fault
-def test_apiserver_restart_mid_run(fault_plane, fault_namespace, tmp_path, figures) -> None:
+def test_apiserver_restart_mid_run(fault_plane, fault_namespace, figures) -> None:
     """Two restarts of kube-apiserver while jobs run: the leader keeps its Lease (15 s > the
     outage), its watches recover, and every job's status catches up."""
-    run = Run(fault_plane, fault_namespace, tmp_path, "apiserver-restart", lease=("15s", "10s", "2s"), log_level="DEBUG")
+    run = Run(fault_plane, fault_namespace, "apiserver-restart", lease=("15s", "10s", "2s"))
     plans = make_plans(20, run.rng, dwell=(0.5, 2.0))
     run.start(plans)
     restarted: list[int] = []
@@ -171,11 +178,11 @@ def test_apiserver_restart_mid_run(fault_plane, fault_namespace, tmp_path, figur
 
 
 @pytest.mark.fault
-def test_expired_watches_relist_without_losing_events(fault_plane, fault_namespace, tmp_path, figures) -> None:
+def test_expired_watches_relist_without_losing_events(fault_plane, fault_namespace, figures) -> None:
     """The controller is frozen (SIGSTOP) while jobs change, etcd is compacted and
     kube-apiserver restarted; thawed, its watches resume from versions that are gone
     (410), it relists, and every change made meanwhile reaches the jobs."""
-    run = Run(fault_plane, fault_namespace, tmp_path, "watch-expired", replicas=1, lease=("15s", "10s", "2s"))
+    run = Run(fault_plane, fault_namespace, "watch-expired", replicas=1, lease=("15s", "10s", "2s"))
     plans = [Plan("a", "succeed", 1, "None", dwell=0), Plan("b", "delete", 1, "None", dwell=0),
              Plan("c", "succeed", 1, "None", dwell=0)]
     run.plans = plans
@@ -218,11 +225,11 @@ def test_expired_watches_relist_without_losing_events(fault_plane, fault_namespa
 
 
 @pytest.mark.fault
-def test_status_conflicts_are_retried_never_lost(fault_plane, fault_namespace, tmp_path, figures) -> None:
+def test_status_conflicts_are_retried_never_lost(fault_plane, fault_namespace, figures) -> None:
     """A competing writer bumps every job's resourceVersion every few milliseconds, so the
     controller's status writes (resourceVersion preconditioned) keep meeting 409s; every
     status still lands, and the writer's annotations survive."""
-    run = Run(fault_plane, fault_namespace, tmp_path, "status-409")
+    run = Run(fault_plane, fault_namespace, "status-409")
     plans = make_plans(16, run.rng, dwell=(0.5, 1.5))
     run.start(plans)
     stop = threading.Event()
@@ -261,11 +268,10 @@ def test_status_conflicts_are_retried_never_lost(fault_plane, fault_namespace, t
 
 
 @pytest.mark.fault
-def test_pods_deleted_behind_the_controllers_back_are_recreated_once(fault_plane, fault_namespace, tmp_path,
-                                                                     figures) -> None:
+def test_pods_deleted_behind_the_controllers_back_are_recreated_once(fault_plane, fault_namespace, figures) -> None:
     """Worker pods are deleted by someone else while the leader is killed at random
     points: each is recreated exactly once (audit log), by whichever replica leads."""
-    run = Run(fault_plane, fault_namespace, tmp_path, "deleted-behind-back")
+    run = Run(fault_plane, fault_namespace, "deleted-behind-back")
     plans = [Plan(f"d{i:02d}", "delete", workers=1 + i % 2, clean=("None", "All", "Running")[i % 3],
                   dwell=run.rng.uniform(0.2, 2.0)) for i in range(12)]
     run.start(plans)
