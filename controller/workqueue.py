@@ -4,7 +4,11 @@ Keys (`Kind/namespace/name`) are deduplicated while they wait; a key being proce
 never handed to a second worker (if it is added meanwhile it is queued again when
 `done` is called); failures back off per key exponentially (5 ms doubling up to 5
 minutes by default, reset by `forget`); `add_after` schedules deadlines and TTLs on one
-timer thread, so nothing polls.
+timer thread, so nothing polls. As in client-go a key waits there once (the earliest
+time wins), and a key handed to a worker stops waiting: every pass schedules its own
+follow-up (its next deadline, or its backoff after an error), so an older wake-up would
+only run a redundant pass (e.g. the expectation timeout of a pass that ran before the
+watch showed its creates, minutes after the next event settled the job).
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ class WorkQueue:
         self._dirty: set[str] = set()
         self._processing: set[str] = set()
         self._failures: dict[str, int] = {}
-        self._waiting: list[tuple[float, int, str]] = []
+        self._waiting: list[tuple[float, int, str]] = []  # heap; an entry not in _due_at is void
+        self._due_at: dict[str, float] = {}  # key -> when its one live waiting entry fires
         self._seq = itertools.count()
         self._shutdown = False
         self._timer = threading.Thread(target=self._timer_loop, name="workqueue-timer", daemon=True)
@@ -61,6 +66,7 @@ class WorkQueue:
             key = self._queue.popleft()
             self._processing.add(key)
             self._dirty.discard(key)
+            self._due_at.pop(key, None)  # this pass schedules whatever follow-up it needs
             return key
 
     def done(self, key: str) -> None:
@@ -78,7 +84,14 @@ class WorkQueue:
         with self._cond:
             if self._shutdown:
                 return
-            heapq.heappush(self._waiting, (self._clock() + delay, next(self._seq), key))
+            due = self._clock() + delay
+            if self._due_at.get(key, due + 1) <= due:
+                return  # it waits already, to run sooner
+            self._due_at[key] = due
+            heapq.heappush(self._waiting, (due, next(self._seq), key))
+            if len(self._waiting) > 2 * len(self._due_at) + 64:  # mostly void entries (long TTLs): drop them
+                self._waiting = [entry for entry in self._waiting if self._due_at.get(entry[2]) == entry[0]]
+                heapq.heapify(self._waiting)
             self._cond.notify_all()
 
     def add_rate_limited(self, key: str) -> float:
@@ -105,7 +118,7 @@ class WorkQueue:
 
     def pending_delayed(self) -> int:
         with self._cond:
-            return len(self._waiting)
+            return len(self._due_at)
 
     def shutdown(self) -> None:
         with self._cond:
@@ -123,7 +136,10 @@ class WorkQueue:
                 now = self._clock()
                 ready: list[str] = []
                 while self._waiting and self._waiting[0][0] <= now:
-                    ready.append(heapq.heappop(self._waiting)[2])
+                    due, _, key = heapq.heappop(self._waiting)
+                    if self._due_at.get(key) == due:  # else superseded by a sooner one, or taken by a worker
+                        del self._due_at[key]
+                        ready.append(key)
                 for key in ready:
                     if key not in self._dirty:
                         self._dirty.add(key)
