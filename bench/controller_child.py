@@ -70,6 +70,8 @@ class Probe:
             "rss_mb": _status_mb("VmRSS"),
             "peak_rss_mb": _status_mb("VmHWM"),
             "queued": len(mgr.queue) + mgr.queue.pending_delayed() + mgr.recorder.pending(),  # Events: sent async
+            "queued_parts": {"ready": len(mgr.queue), "delayed": mgr.queue.pending_delayed(),
+                             "events": mgr.recorder.pending()},
             "events_dropped": mgr.recorder.overflowed,
             "busy": self.busy,
             "threads": threading.active_count(),
