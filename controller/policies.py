@@ -42,6 +42,21 @@ def pods_to_clean(pods: list[dict[str, Any]], policy: str | None, *, finished: b
     return alive
 
 
+def services_to_clean(services: list[dict[str, Any]], pods: list[dict[str, Any]], cleaned: list[dict[str, Any]],
+                      policy: str | None, *, finished: bool) -> list[dict[str, Any]]:
+    """The services that go with `cleaned`, plus those whose same-named pod is gone.
+
+    Upstream deletes a service only right after its pod, so a controller killed between
+    the two leaves the service for good; the pod's absence is the evidence the next pass
+    needs to finish that cleanup. `cleanPodPolicy: None` keeps everything, as upstream."""
+    if finished and policy in ("None", None):
+        return []
+    going = {p["metadata"]["name"] for p in cleaned}
+    present = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+    return [s for s in services if not s["metadata"].get("deletionTimestamp")
+            and (s["metadata"]["name"] in going or s["metadata"]["name"] not in present)]
+
+
 def succeeded_absorbs_active(status: dict[str, Any]) -> None:
     """A succeeded job reports leftover active replicas as succeeded."""
     if not cond.is_true(status, cond.SUCCEEDED):

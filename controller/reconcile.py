@@ -235,13 +235,18 @@ class Reconciler:
         ctx.events.append(("Normal", f"SuccessfulDelete{res.kind}", f"Deleted {res.kind.lower()}: {meta['name']}"))
 
     def _clean(self, key: str, ctx: st.Ctx, *, pods: list[dict[str, Any]], policy: str | None, finished: bool) -> None:
-        """Delete pods (and the same-named services) per cleanPodPolicy; PodGroup too."""
-        services = {s["metadata"]["name"]: s for s in self.owned(ctx.job, ctx.kind, self.services, SERVICES)}
-        for pod in policies.pods_to_clean(pods, policy, finished=finished):
+        """Delete pods and their services per cleanPodPolicy (policies.services_to_clean); PodGroup too."""
+        cleaned = policies.pods_to_clean(pods, policy, finished=finished)
+        services = policies.services_to_clean(self.owned(ctx.job, ctx.kind, self.services, SERVICES), pods, cleaned,
+                                              policy, finished=finished)
+        by_name = {s["metadata"]["name"]: s for s in services}
+        for pod in cleaned:  # upstream's order: each pod, then its service
             self.delete_child(key, ctx, res=PODS, obj=pod)
-            svc = services.get(pod["metadata"]["name"])
-            if svc is not None and not svc["metadata"].get("deletionTimestamp"):
+            svc = by_name.pop(pod["metadata"]["name"], None)
+            if svc is not None:
                 self.delete_child(key, ctx, res=SERVICES, obj=svc)
+        for svc in by_name.values():  # left by a cleanup cut short
+            self.delete_child(key, ctx, res=SERVICES, obj=svc)
         if self.gang is not None:
             self.gang.delete(self, ctx)
 

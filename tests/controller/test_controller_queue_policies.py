@@ -198,6 +198,22 @@ def test_clean_pod_policy(policy, finished, kept):
     assert {"r", "p", "s", "f"} - deleted == kept
 
 
+@pytest.mark.parametrize("policy,finished,kept", [
+    # "gone" lost its pod to a cleanup cut short (controller killed between the two deletes)
+    ("None", True, {"r", "s", "gone", "ending"}), ("Running", True, {"s"}), ("All", True, set()),
+    ("None", False, set())])
+def test_services_follow_their_pods_and_orphaned_ones_go(policy, finished, kept):
+    pods = [pod("worker", 0, "Running", name="r"), pod("worker", 1, "Succeeded", name="s"),
+            pod("worker", 2, "Running", name="ending")]
+    pods[2]["metadata"]["deletionTimestamp"] = "2024-05-01T11:59:00Z"
+    services = [{"metadata": {"name": n}} for n in ("r", "s", "gone", "ending")]
+    services.append({"metadata": {"name": "going", "deletionTimestamp": "2024-05-01T11:59:00Z"}})
+    cleaned = policies.pods_to_clean(pods, policy, finished=finished)
+    deleted = {s["metadata"]["name"] for s in policies.services_to_clean(services, pods, cleaned, policy, finished=finished)}
+    assert "going" not in deleted  # already terminating: no second delete
+    assert {"r", "s", "gone", "ending"} - deleted == kept
+
+
 def test_managed_elsewhere():
     assert policies.managed_elsewhere({"spec": {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}})
     assert not policies.managed_elsewhere({"spec": {"runPolicy": {"managedBy": "kubeflow.org/training-operator"}}})

@@ -142,6 +142,21 @@ def test_clean_pod_policy_on_success(cluster, manager, policy, left) -> None:
     assert set(cluster.pods()) == left
 
 
+def test_a_finished_jobs_service_goes_once_its_pod_is_gone(cluster, manager) -> None:
+    """What a controller killed between a pod's delete and its service's leaves behind is
+    finished by the next pass: a service whose pod is gone is deleted (unless None)."""
+    cluster.apply(job("PyTorchJob", "sg", Master=1, Worker=1, run_policy={"cleanPodPolicy": "Running"}))
+    cluster.wait_pods({"sg-master-0", "sg-worker-0"})
+    cluster.set_phase("sg-worker-0", "Succeeded")
+    cluster.set_phase("sg-master-0", "Succeeded")
+    cluster.wait_condition("PyTorchJob", "sg", "Succeeded")
+    wait_for(lambda: set(cluster.objects(SERVICES)) == {"sg-master-0", "sg-worker-0"}, what="services kept")
+    cluster.client.delete(PODS, cluster.namespace, "sg-worker-0")
+    wait_for(lambda: set(cluster.objects(SERVICES)) == {"sg-master-0"}, what="the podless service deleted")
+    assert set(cluster.pods()) == {"sg-master-0"}  # the kept pod is not recreated for a finished job
+    assert manager.client.snapshot()[("delete", "/services")] == 1
+
+
 def test_suspend_removes_children_and_resume_resets_start_time(cluster, manager) -> None:
     cluster.apply(job("PyTorchJob", "sp", Master=1, Worker=1))
     pods = cluster.wait_pods({"sp-master-0", "sp-worker-0"})

@@ -461,7 +461,7 @@ def settle(client: Client, namespace: str, plans: list[Plan], *, timeout: float 
     while time.monotonic() < deadline:
         pods = {p["metadata"]["name"] for p in client.list(PODS, namespace=namespace)["items"]}
         services = {s["metadata"]["name"] for s in client.list(SERVICES, namespace=namespace)["items"]}
-        if pods == want and want <= services and not (services - want) & pods:  # stale services: see verify
+        if pods == want and services == want:
             return
         time.sleep(0.2)
 
@@ -572,7 +572,7 @@ class Figures:
     recreated: int = 0  # planned second creates (exit 137 restarts, pods deleted behind the controller's back)
     already_exists: int = 0
     ambiguous_creates: int = 0  # the client died mid-request: the audit log says 5xx, the object may exist
-    stale_services: int = 0  # services whose pod an interrupted cleanup deleted (see verify)
+    stale_services: int = 0  # services left without their pod (a failure, see verify)
     refused_while_starting: int = 0  # 403s from a kube-apiserver whose RBAC caches were still filling
     podgc_deletes: int = 0  # terminating pods left by a delete cut short, force-deleted as podgc would
     status_conflicts: int = 0
@@ -620,14 +620,12 @@ def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, u
     want = set().union(*(p.left_after_cleanup() for p in plans))
     if set(pods) != want:
         problems.append(f"pods left: missing {sorted(want - set(pods))}, unexpected {sorted(set(pods) - want)}")
-    # A cleanup interrupted between a pod and its same-named service (leader killed) leaves the
-    # service for good: reconcile only deletes a service together with its pod. Counted, not
-    # failed, until reconcile._clean also removes services whose pod is gone.
-    stale = {name for name in set(services) - want if name not in pods}
-    figures.stale_services = len(stale)
-    if set(services) - stale != want:
+    # A cleanup cut short between a pod and its same-named service (leader killed) must be
+    # finished by the next pass (policies.services_to_clean): a podless service is a leftover.
+    figures.stale_services = len({name for name in set(services) - want if name not in pods})
+    if set(services) != want:
         problems.append(f"services left: missing {sorted(want - set(services))}, "
-                        f"unexpected {sorted(set(services) - want - stale)}")
+                        f"unexpected {sorted(set(services) - want)}")
     plan_of = {pod: plan for plan in plans for pod in plan.pods}
     for name, pod in pods.items():
         if name in plan_of and pod["status"].get("phase") != plan_of[name].final_phase(name):
