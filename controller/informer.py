@@ -147,6 +147,10 @@ class Informer:
                 break
         with self._lock:
             old = self._items
+            # a version we wrote and cached (remember) was never announced: if the watch broke
+            # before delivering it, the relist below is the only chance to, though its
+            # resourceVersion equals the cached one (a finished job's cleanup waits on it)
+            unannounced, self._remembered = self._remembered, {}
             self._items = {}
             self._index = {}
             for key, obj in fresh.items():
@@ -156,7 +160,7 @@ class Informer:
             prev = old.get(key)
             if prev is None:
                 self._emit("ADDED", None, obj)
-            elif prev["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+            elif prev["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion") or key in unannounced:
                 self._emit("MODIFIED", prev, obj)
         for key, prev in old.items():
             if key not in fresh:

@@ -75,6 +75,26 @@ def test_expired_watch_relists_and_delivers_what_changed_meanwhile(control_plane
         client.close()
 
 
+def test_relist_announces_a_version_we_wrote_that_no_watch_delivered(control_plane, cluster: Cluster) -> None:
+    """A status write is cached at once (remember); its watch event is what requeues the job.
+    If the watch breaks before delivering it, the relist sees the same resourceVersion as the
+    cache and must still announce it: a fault run had two finished jobs never cleaned up."""
+    client = Client.connect(str(control_plane.kubeconfig))
+    rec = Recorder()
+    # not started: the test drives the lists itself, as the informer's thread would after a 410
+    informer = Informer(client, PODS, namespace=cluster.namespace, label_selector="probe=yes", handler=rec)
+    try:
+        cluster.client.create(PODS, cluster.namespace, pod("mine"))
+        informer._relist()
+        assert rec.seen == [("ADDED", "mine")]
+        informer.remember(cluster.client.patch(PODS, cluster.namespace, "mine", {"metadata": {"labels": {"x": "1"}}}))
+        informer._relist()
+        informer._relist()
+        assert rec.seen == [("ADDED", "mine"), ("MODIFIED", "mine")]  # announced, and once
+    finally:
+        client.close()
+
+
 def _compact_etcd(control_plane, cluster: Cluster) -> None:
     import json
     import urllib.request
