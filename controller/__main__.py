@@ -23,8 +23,11 @@ from types import FrameType
 
 import click
 
+from controller import errors
 from controller import kinds as kind_table
+from controller import preflight
 from controller.desired import Options
+from controller.gang import scheduler_for
 from controller.health import Probes, parse_bind_address, serve_metrics
 from controller.kube import Client
 from controller.leader import LeaderConfig, LeaderElector, default_identity
@@ -113,6 +116,13 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--leader-elect-*") from exc
     client = Client.connect(kubeconfig, context=context, pool_size=connection_pool_size(workers=workers, kinds=len(enabled)))
+    try:
+        preflight.check(client, enabled, scheduler_for(gang_scheduler_name), namespace)
+    except preflight.MissingAPI as exc:
+        client.close()
+        raise click.ClickException(str(exc)) from exc
+    except errors.ApiError as exc:  # unreachable or refused: the watches retry and say more
+        log.warning("could not check which APIs are served (%s); starting anyway", exc)
     metrics = Metrics(process=True)
     client.observer = metrics.api_request
     options = Options(

@@ -9,6 +9,7 @@ import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
@@ -186,3 +187,31 @@ def test_kubectl_shows_state_column_events_and_scale(our_plane, our_ns) -> None:
         mgr.stop()
         client.close()
         cluster.client.close()
+
+
+def test_gang_flag_without_the_podgroup_crd_exits_1_naming_it(our_plane) -> None:
+    """This server has only the kubeflow.org CRDs: asking for Volcano must say what is missing."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "controller", "--kubeconfig", str(our_plane.kubeconfig),
+                           "--gang-scheduler-name", "volcano"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "podgroups.scheduling.volcano.sh" in proc.stderr and "install Volcano" in proc.stderr
+
+
+def test_preflight_names_missing_job_crds_and_passes_served_ones(our_plane) -> None:
+    from controller import preflight
+    from controller.gang import scheduler_for
+
+    client = Client.connect(str(our_plane.kubeconfig))
+    try:
+        preflight.check(client, KINDS.values(), None, None)  # every kubeflow.org CRD is served here
+        ghost = SimpleNamespace(name="GhostJob", facts=SimpleNamespace(plural="ghostjobs"))  # a kind nobody installed
+        with pytest.raises(preflight.MissingAPI, match=r"ghostjobs\.kubeflow\.org are not installed.*controller/install"):
+            preflight.check(client, [ghost], None, "default")
+        with pytest.raises(preflight.MissingAPI, match=r"podgroups\.scheduling\.x-k8s\.io.*scheduler-plugins"):
+            preflight.check(client, [], scheduler_for("scheduler-plugins-scheduler"), None)
+    finally:
+        client.close()
