@@ -1,0 +1,65 @@
+"""The install folder as a user applies it: `kubectl kustomize` renders it, the real API
+server accepts every object (server-side dry run), and the gang-scheduling components add
+exactly the flag the controller reads, with a value it maps to the intended scheduler."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.gang import scheduler_for
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL = REPO / "controller" / "install"
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not on PATH")
+
+
+def render(folder: Path) -> list[dict[str, Any]]:
+    out = subprocess.run([KUBECTL, "kustomize", str(folder)], capture_output=True, text=True, check=True)
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+
+
+def overlay(tmp_path: Path, component: str | None) -> Path:
+    """A user's kustomization beside the repo: install as a resource, maybe a gang component."""
+    body: dict[str, Any] = {"resources": [os.path.relpath(INSTALL, tmp_path)]}
+    if component:
+        body["components"] = [os.path.relpath(INSTALL / "gang" / component, tmp_path)]
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(body))
+    return tmp_path
+
+
+def controller_args(docs: list[dict[str, Any]]) -> list[str]:
+    deployment = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "train-controller")
+    return deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+@pytest.mark.parametrize("component,volcano", [(None, None), ("volcano", True), ("scheduler-plugins", False)])
+def test_gang_components_add_the_flag_the_controller_reads(tmp_path, component, volcano) -> None:
+    base = controller_args(render(INSTALL))
+    args = controller_args(render(overlay(tmp_path, component)))
+    gang = [a for a in args if a.startswith("--gang-scheduler-name")]
+    if component is None:
+        assert args == base and gang == []
+        return
+    assert args[:-1] == base and len(gang) == 1  # appended, nothing else touched
+    scheduler = scheduler_for(gang[0].split("=", 1)[1])
+    assert scheduler is not None and scheduler.volcano is volcano
+
+
+def test_the_api_server_accepts_the_whole_install(control_plane, tmp_path) -> None:
+    control_plane.kubectl("create", "namespace", "trainforge-system", check=False)  # a dry run creates nothing
+    docs = render(overlay(tmp_path, "volcano"))
+    assert {d["kind"] for d in docs} >= {"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
+                                          "ClusterRoleBinding", "Deployment"}
+    manifest = tmp_path / "install.yaml"
+    manifest.write_text(yaml.safe_dump_all(docs))
+    out = control_plane.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server",
+                                "--field-manager=install-test", "-f", str(manifest))
+    assert out.stdout.count("serverside-applied") == len(docs), out.stdout
