@@ -58,6 +58,30 @@ class Expectations:
             deadlines = [d for table in (self._creates, self._deletes) for d in (table.get(key) or {}).values()]
         return max(0.0, min(deadlines) - self._clock()) if deadlines else None
 
+    def drop_unobservable(self, plural: str, exists: Callable[[str, str], bool], listed_at: float) -> list[str]:
+        """After a relist of `plural` that began at `listed_at` (this clock): stop waiting for
+        what was expected before it and is not in the list; returns the keys that changed.
+
+        A child created and deleted while the watch was down (a kube-apiserver restart) never
+        shows up: no ADDED, and the relist cannot show it either. Waiting would hold the job
+        for the whole timeout; a relist is the truth, and deterministic names make a second
+        create answer AlreadyExists if the first one lands after all."""
+        changed = []
+        with self._lock:
+            for table in (self._creates, self._deletes):
+                for key in list(table):
+                    namespace = key.split("/", 2)[1]
+                    entries = table[key]
+                    gone = [item for item, deadline in entries.items()
+                            if item[0] == plural and deadline - self.timeout < listed_at and not exists(namespace, item[1])]
+                    for item in gone:
+                        del entries[item]
+                    if not entries:
+                        del table[key]
+                    if gone:
+                        changed.append(key)
+        return changed
+
     def forget(self, key: str) -> None:
         with self._lock:
             self._creates.pop(key, None)

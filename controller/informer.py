@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -46,11 +47,13 @@ def object_key(obj: dict[str, Any]) -> str:
 class Informer:
     def __init__(self, client: Client, resource: Resource, *, handler: Handler, namespace: str | None = None,
                  label_selector: str | None = None, index: IndexFn | None = None, watch_timeout: int = 300,
-                 page_size: int = 500, transform: Transform | None = None) -> None:
+                 page_size: int = 500, transform: Transform | None = None,
+                 on_relist: Callable[[float], None] | None = None) -> None:
         self.client, self.resource = client, resource
         self.namespace, self.label_selector = namespace, label_selector
         self.handler, self.index_fn = handler, index
         self.transform = transform
+        self.on_relist = on_relist  # called after each (re)list with the monotonic time it began
         self.watch_timeout, self.page_size = watch_timeout, page_size
         self._lock = threading.RLock()
         self._items: dict[str, dict[str, Any]] = {}
@@ -133,6 +136,7 @@ class Informer:
                 self._stop.wait(delay)
 
     def _relist(self) -> None:
+        began = time.monotonic()
         fresh: dict[str, dict[str, Any]] = {}
         cont: str | None = None
         while True:
@@ -167,6 +171,8 @@ class Informer:
                 self._emit("DELETED", prev, None)
         self._rv = rv
         self._synced.set()
+        if self.on_relist is not None:
+            self.on_relist(began)
 
     def _watch(self) -> None:
         timeout = int(self.watch_timeout * (1 + random.random()))

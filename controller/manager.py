@@ -108,6 +108,7 @@ class Manager:
         informer = Informer(self.client, res, namespace=self.namespace, label_selector=selector, index=child_index,
                             watch_timeout=watch_timeout, handler=lambda et, old, new: None, transform=transform)
         informer.handler = self._child_handler(res)
+        informer.on_relist = self._relisted(informer)
         return informer
 
     def _gang(self, scheduler: Scheduler | None, watch_timeout: int) -> PodGroups | None:
@@ -125,7 +126,16 @@ class Manager:
         informer = Informer(self.client, res, namespace=self.namespace, watch_timeout=watch_timeout,
                             handler=lambda et, old, new: None, transform=jsondata.cached)
         informer.handler = self._child_handler(res, keys=keys)
+        informer.on_relist = self._relisted(informer)
         return informer
+
+    def _relisted(self, informer: Informer) -> Callable[[float], None]:
+        """After a relist, what it cannot show will never be seen: stop waiting, run the job."""
+        def relisted(began: float) -> None:
+            exists = lambda ns, name: informer.get(ns, name) is not None  # noqa: E731
+            for key in self.expectations.drop_unobservable(informer.resource.plural, exists, began):
+                self.queue.add(key)
+        return relisted
 
     def _job_handler(self, kind: Kind) -> Callable[[str, Any, Any], None]:
         def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:

@@ -95,6 +95,21 @@ def test_relist_announces_a_version_we_wrote_that_no_watch_delivered(control_pla
         client.close()
 
 
+def test_a_pod_the_watch_never_showed_does_not_hold_its_job_after_a_relist(cluster: Cluster, manager) -> None:
+    """A pod created and deleted while the watch was down (a fault run restarting
+    kube-apiserver) is in no event and no list: after the relist its job runs again at once,
+    not after the 300 s expectation timeout."""
+    cluster.apply(job("PyTorchJob", "gh", Master=1))
+    cluster.wait_pods({"gh-master-0"})
+    cluster.wait_condition("PyTorchJob", "gh", "Created")
+    manager.expectations.expect_create("PyTorchJob/" + cluster.namespace + "/gh", [("pods", "gh-vanished")])
+    cluster.run_all("gh-master-0")
+    time.sleep(1.5)
+    assert ("Running", "True", "PyTorchJobRunning") not in cluster.conditions("PyTorchJob", "gh")  # still waiting
+    manager.pod_informer._relist()  # what the informer's thread does after a 410 or a long outage
+    cluster.wait_condition("PyTorchJob", "gh", "Running", timeout=10)
+
+
 def _compact_etcd(control_plane, cluster: Cluster) -> None:
     import json
     import urllib.request

@@ -105,6 +105,26 @@ def test_expectations_wait_for_observation_or_timeout():
     assert e.satisfied("k")
 
 
+def test_a_relist_ends_the_wait_for_children_it_cannot_show():
+    """Created and deleted while the watch was down: neither an ADDED nor the relist shows it."""
+    clock = Clock()
+    e = Expectations(timeout=300, clock=clock)
+    e.expect_create("PyTorchJob/ns/j", [("pods", "j-worker-0"), ("pods", "j-master-0"), ("services", "j-worker-0")])
+    e.expect_delete("PyTorchJob/ns/k", [("pods", "k-worker-0")])
+    listed_at = clock.t + 1
+    clock.t += 2
+    e.expect_create("PyTorchJob/ns/late", [("pods", "late-0")])  # asked for after the list began: keep waiting
+    in_list = {("ns", "j-master-0")}
+    changed = e.drop_unobservable("pods", lambda ns, name: (ns, name) in in_list, listed_at)
+    assert sorted(changed) == ["PyTorchJob/ns/j", "PyTorchJob/ns/k"]
+    assert e.satisfied("PyTorchJob/ns/k")
+    assert not e.satisfied("PyTorchJob/ns/j")  # j-master-0 is listed: its ADDED is on the way; the service too
+    e.created("PyTorchJob/ns/j", ("pods", "j-master-0"))
+    assert not e.satisfied("PyTorchJob/ns/j")  # only the services relist can settle the service
+    assert e.drop_unobservable("services", lambda ns, name: False, listed_at) == ["PyTorchJob/ns/j"]
+    assert e.satisfied("PyTorchJob/ns/j") and not e.satisfied("PyTorchJob/ns/late")
+
+
 # --- pod diff ---------------------------------------------------------------------------------
 
 
