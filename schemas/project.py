@@ -22,7 +22,7 @@ DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 class GpuPlacement(StrictModel):
     """Where pods asking for one GPU type may run."""
 
-    nodeSelector: dict[LabelKey, str] = Field(default_factory=dict)
+    nodeSelector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
     affinity: Optional[dict[str, Any]] = Field(None, description="A core/v1 Affinity object.")
 

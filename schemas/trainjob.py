@@ -178,7 +178,7 @@ class Scheduling(StrictModel):
         None,
         description="true = the environment's gang scheduler (else volcano), or an object.",
     )
-    nodeSelector: Optional[dict[LabelKey, str]] = None
+    nodeSelector: Optional[dict[LabelKey, LabelValue]] = None
     tolerations: Optional[list[Toleration]] = None
 
 

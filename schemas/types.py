@@ -128,7 +128,11 @@ EnvName = Annotated[
     str, Field(strict=True, json_schema_extra={"pattern": ENV_NAME.pattern}), AfterValidator(_env_name)
 ]
 LabelKey = Annotated[str, Field(strict=True), AfterValidator(_label_key)]
-LabelValue = Annotated[str, Field(strict=True), AfterValidator(_label_value)]
+LabelValue = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": LABEL_VALUE.pattern, "maxLength": 63}),
+    AfterValidator(_label_value),
+]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 NonEmptyStr = Annotated[str, Field(strict=True, min_length=1)]

@@ -168,6 +168,10 @@ CASES = [
      job_text(metadata='labels: {team: "NLP team"}\n'),
      "5:18: error: metadata.labels.team: 'NLP team' is not a valid label value; use at most 63 letters,"
      " digits, '-', '_' or '.', starting and ending with a letter or digit"),
+    ("a nodeSelector value the API server would refuse is caught at compile time",
+     job_text("scheduling:\n  nodeSelector: {pool: a100 nodes}\n"),
+     "9:26: error: spec.scheduling.nodeSelector.pool: 'a100 nodes' is not a valid label value; use at most 63"
+     " letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
     ("two jobs with the same name in one namespace are refused",
      two_jobs_named_alike(),
      "12:9: error: metadata.name: job default/demo is also defined in job.yaml:1;"
