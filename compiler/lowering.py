@@ -81,7 +81,8 @@ def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource
     return container
 
 
-def _template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Target) -> JsonObject:
+def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Target) -> JsonObject:
+    """One replica type's pod template, `podTemplate` merged in (also what the GPU policy counts)."""
     pod_spec: JsonObject = {"containers": [_container(spec, plan, facts, target.environment.gpuResource)]}
     if plan.accelerated and spec.resources.sharedMemory:
         pod_spec["volumes"] = [
@@ -119,7 +120,7 @@ def lower(target: Target) -> Bundle:
         replica: JsonObject = {"replicas": plan.replicas}
         if spec.policy.restart is not None:
             replica["restartPolicy"] = spec.policy.restart
-        replica["template"] = _template(spec, plan, facts, target)
+        replica["template"] = pod_template(spec, plan, facts, target)
         replicas[plan.replica_type] = replica
     metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
     if target.labels:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
+from compiler.lowering import pod_template
 from compiler.resolve import Target
 from schemas.loader import Loc
 
@@ -32,20 +33,47 @@ def _where(target: Target) -> str:
     return ""
 
 
-def total_gpus(target: Target) -> int:
-    """GPUs over all pods: nodes x resources.gpu plus every extra role's own GPUs."""
+def _gpu_count(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:  # not a whole number: the API server refuses it for an extended resource anyway
+        return 0
+
+
+def pod_gpus(template: dict[str, Any], gpu_resource: str) -> int:
+    """GPUs one pod asks for, as the scheduler counts them: the containers' sum, or the
+    largest init container if that is more; limits, else requests; the environment's GPU
+    resource and any other `*/gpu` a podTemplate names."""
+    def one(container: Any) -> int:
+        resources = container.get("resources") if isinstance(container, dict) else None
+        if not isinstance(resources, dict):
+            return 0
+        asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        return sum(_gpu_count(v) for k, v in asked.items() if k == gpu_resource or str(k).endswith("/gpu"))
+    pod = template.get("spec") or {}
+    return max(sum(one(c) for c in pod.get("containers") or []),
+               max((one(c) for c in pod.get("initContainers") or []), default=0))
+
+
+def total_gpus(target: Target, *, with_pod_template: bool = True) -> int:
+    """GPUs over all pods, from the pod templates lowering writes (`podTemplate` included,
+    so GPUs added through the escape hatch count); an elastic job at maxNodes."""
     spec = target.spec
+    if not with_pod_template:
+        spec = spec.model_copy(update={"podTemplate": {}})
+    fw = adapter(spec.framework)
     total = 0
-    for plan in adapter(spec.framework).plan(spec):
+    for plan in fw.plan(spec):
         replicas = plan.replicas
         if plan.accelerated and spec.elastic is not None:
             replicas = spec.elastic.maxNodes
-        resources = spec.resources if plan.accelerated else plan.resources
-        total += replicas * ((resources.gpu or 0) if resources is not None else 0)
+        total += replicas * pod_gpus(pod_template(spec, plan, fw.facts, target), target.environment.gpuResource)
     return total
 
 
-def _gpu_loc(target: Target) -> Loc:
+def _gpu_loc(target: Target, total: int, limit: int) -> Loc:
+    if target.spec.podTemplate and total_gpus(target, with_pod_template=False) <= limit:
+        return ("podTemplate",)  # the escape hatch is what adds the GPUs over the limit
     if target.spec.resources.gpu:
         return ("resources", "gpu")
     for name, role in target.spec.roles.items():
@@ -60,10 +88,12 @@ def _max_gpus(target: Target) -> Iterator[Diagnostic]:
         return
     total = total_gpus(target)
     if total > limit:
+        loc = _gpu_loc(target, total, limit)
         yield target.view.error(
-            _gpu_loc(target),
+            loc,
             f"the job uses {total} GPUs over all pods; the policy{_where(target)} allows at most {limit}",
-            "lower nodes or resources.gpu, or ask for a higher policy.maxGpusPerJob",
+            "lower nodes or resources.gpu (and GPUs in podTemplate), or ask for a higher policy.maxGpusPerJob",
+            prefer_key=loc == ("podTemplate",),
         )
 
 

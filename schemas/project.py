@@ -44,7 +44,9 @@ class EnvScheduling(StrictModel):
 
 
 class ProjectPolicy(StrictModel):
-    maxGpusPerJob: Optional[NonNegativeInt] = Field(None, description="GPUs over all pods of a job.")
+    maxGpusPerJob: Optional[NonNegativeInt] = Field(
+        None, description="GPUs over all pods of a job (podTemplate included; elastic jobs at maxNodes)."
+    )
     allowedNamespaces: Optional[list[Namespace]] = None
     requiredLabels: list[LabelKey] = Field(default_factory=list)
     allowPrivileged: bool = Field(

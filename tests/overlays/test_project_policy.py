@@ -27,7 +27,7 @@ policy:
   requiredLabels: [team]
 """
 HOST_FIX = "remove it, or set policy.allowPrivileged: true in trainforge.yaml"
-GPU_FIX = "lower nodes or resources.gpu, or ask for a higher policy.maxGpusPerJob"
+GPU_FIX = "lower nodes or resources.gpu (and GPUs in podTemplate), or ask for a higher policy.maxGpusPerJob"
 
 
 def job(spec: str, metadata: str = "  namespace: ml\n  labels: {team: a}\n") -> str:
@@ -68,6 +68,16 @@ CASES = [
          "job.yaml:12:20: error: spec.resources.gpu: the job uses 18 GPUs over all pods; the policy in"
          f" environment 'dev' allows at most 4; {GPU_FIX}"],
         id="an elastic job counts at maxNodes",
+    ),
+    pytest.param(
+        job("nodes: 4\nresources: {gpu: 1}\npodTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
+            "        resources: {limits: {nvidia.com/gpu: 8}}\n      - name: sidecar\n        image: busybox\n"
+            "        resources: {limits: {amd.com/gpu: 1}}\n"),
+        ["job.yaml:12:3: error: spec.podTemplate: the job uses 36 GPUs over all pods; the policy allows"
+         f" at most 16; {GPU_FIX}",
+         "job.yaml:12:3: error: spec.podTemplate: the job uses 36 GPUs over all pods; the policy in"
+         f" environment 'dev' allows at most 4; {GPU_FIX}"],
+        id="GPUs a podTemplate adds count, and the podTemplate is named when it breaks the limit",
     ),
     pytest.param(
         job("nodes: 1\n", metadata="  namespace: research\n  labels: {team: a}\n"),
