@@ -80,6 +80,47 @@ def _duplicates(bundles: list[Bundle]) -> list[Diagnostic]:
     return out
 
 
+# where in a job an object it creates gets its name (the first written wins), for the error
+_NAMED_AT = {
+    "ServiceAccount": (("spec", "serviceAccount", "name"), ("spec", "serviceAccount")),
+    "Role": (("spec", "serviceAccount", "name"), ("spec", "serviceAccount")),
+    "RoleBinding": (("spec", "serviceAccount", "name"), ("spec", "serviceAccount")),
+    "PersistentVolumeClaim": (("spec", "storage"),),
+}
+
+
+def _shared_objects(bundles: list[Bundle]) -> list[Diagnostic]:
+    """Two jobs creating the same object (a ServiceAccount both name `trainer`, say): kustomize
+    refuses the tree ("already registered id") and in the cluster the second would overwrite
+    the first, so it is an error at the field that names it in the later job (one per field:
+    an account's Role and RoleBinding go with it)."""
+    seen: dict[tuple[str, str, str, str], Target] = {}
+    clashes: dict[tuple[int, tuple[str, ...], str], tuple[Target, Target, list[str]]] = {}
+    for bundle in bundles:
+        t = bundle.target
+        for component in bundle.components:
+            for obj in component.resources:
+                meta = obj.get("metadata") or {}
+                key = (str(obj.get("apiVersion", "")).split("/")[0], str(obj.get("kind")),
+                       str(meta.get("namespace", t.namespace)), str(meta.get("name")))
+                first = seen.setdefault(key, t)
+                if first is not t:
+                    loc = next((loc for loc in _NAMED_AT.get(key[1], ()) if loc in t.doc.key_pos), ("metadata", "name"))
+                    clashes.setdefault((id(t), loc, f"{key[2]}/{key[3]}"), (t, first, []))[2].append(key[1])
+    out = []
+    for (_, loc, name), (t, first, kinds) in clashes.items():
+        line, col = t.doc.position(loc, prefer_key=loc[-1] != "name")
+        what = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+        out.append(Diagnostic(
+            t.doc.file, line, col, ".".join(loc),
+            f"job {t.namespace}/{t.name} creates {what} {name}, which job {first.name} "
+            f"({first.doc.file}:{first.doc.start[0]}) creates too",
+            "give it a name of its own, or create it in one job and have the other use it"
+            " (serviceAccount: {name: ..., create: false})",
+        ))
+    return out
+
+
 def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs: bool = True) -> Result:
     """Validate (and, with `lower_jobs`, lower) every job under `paths`."""
     sources = collect(paths)
@@ -109,6 +150,7 @@ def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs:
         for env_name in result.environments:
             bundles = [_apply_overlays(lower(t)) for t in targets if t.env_name == env_name]
             result.diagnostics.extend(_duplicates(bundles))
+            result.diagnostics.extend(_shared_objects(bundles))
             result.bundles[env_name] = bundles
     result.diagnostics = ordered(result.diagnostics)
     return result

@@ -36,6 +36,12 @@ def two_jobs_named_alike() -> str:
     return job_text() + "---\n" + job_text(framework="jax")
 
 
+def two_jobs_creating_one_account() -> str:
+    account = "serviceAccount: {name: trainer, create: true, rules: [{resources: [pods], verbs: [get]}]}\n"
+    return job_text(account) + "---\n" + job_text(account, name="other") + "---\n" + job_text(
+        "serviceAccount: {name: trainer}\n", name="user")  # only uses it: fine
+
+
 def not_ours(api_version: str = "trainforge.dev/v1alpha1", kind: str = "TrainJob") -> str:
     return job_text().replace("apiVersion: trainforge.dev/v1alpha1", f"apiVersion: {api_version}").replace(
         "kind: TrainJob", f"kind: {kind}"
@@ -172,6 +178,12 @@ CASES = [
      job_text("scheduling:\n  nodeSelector: {pool: a100 nodes}\n"),
      "9:26: error: spec.scheduling.nodeSelector.pool: 'a100 nodes' is not a valid label value; use at most 63"
      " letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+    ("two jobs creating the same ServiceAccount are refused at the second one's name for it",
+     two_jobs_creating_one_account(),
+     "17:26: error: spec.serviceAccount.name: job default/other creates ServiceAccount, Role and RoleBinding"
+     " default/trainer, which job"
+     " demo (job.yaml:1) creates too; give it a name of its own, or create it in one job and have the other use it"
+     " (serviceAccount: {name: ..., create: false})"),
     ("two jobs with the same name in one namespace are refused",
      two_jobs_named_alike(),
      "12:9: error: metadata.name: job default/demo is also defined in job.yaml:1;"
