@@ -35,7 +35,7 @@ from typing import Any, Optional
 
 from bench import kube_tools as kt
 from bench import report, upstream
-from controller.kube import PODS, Client
+from controller.kube import PODS, SERVICES, Client
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -209,12 +209,18 @@ class Bench:
         return {**t, "server_writes": sum((m1 - m0).values()) - t["ours"], "quiet_writes": sum((m2 - m1).values()),
                 "cpu": cpu1 - cpu0, "rss_mb": rss, "idle_rss_mb": op.idle_rss_mb}
 
-    def bare_round(self, pods: list[dict[str, Any]]) -> float:
-        """Seconds for a thread pool of plain POSTs to create `pods`."""
+    def bare_round(self, pods: list[dict[str, Any]], *, services: bool = False) -> float:
+        """Seconds for a thread pool of plain POSTs to create `pods` (with `services`, each pod
+        and then its headless Service: the two writes per pod upstream's contract requires)."""
         ns = self._namespace("bare")
-        bodies = [kt.bare_pod(p, ns) for p in pods]
+        bodies: list[tuple[Any, dict[str, Any]]] = []
+        for pod in pods:
+            body = kt.bare_pod(pod, ns)
+            bodies.append((PODS, body))
+            if services:
+                bodies.append((SERVICES, kt.headless_service(body)))
         t0 = time.perf_counter()
-        kt.parallel(lambda body: self.client.create(PODS, ns, body), bodies, threads=self.threads)
+        kt.parallel(lambda item: self.client.create(item[0], ns, item[1]), bodies, threads=self.threads)
         return time.perf_counter() - t0
 
 
@@ -226,7 +232,8 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def scale_rows(rounds: list[CtlRound], bares: list[float], *, pods_per_job: int, big: int) -> list[report.Row]:
+def scale_rows(rounds: list[CtlRound], bares: list[float], pairs: list[float], *, pods_per_job: int,
+               big: int) -> list[report.Row]:
     R = report.Row
     r = rounds[-1]
     n_jobs = r.jobs
@@ -238,6 +245,8 @@ def scale_rows(rounds: list[CtlRound], bares: list[float], *, pods_per_job: int,
         R(f"pods created per second, {label} (higher is better; baseline: bare parallel POSTs)",
           r.pods / to_pods, r.pods / bare, "/s", ">= 0.70x"),
         R(f"apply -> all {r.pods} pods created (s)", to_pods, bare, "s"),
+        R("pods created per second (baseline: bare parallel POSTs of each pod and its headless Service)",
+          r.pods / to_pods, r.pods / _median(pairs), "/s"),
         R("write requests per pod created (baseline: the bare client's one POST)",
           _median([x.client_writes / x.pods for x in rounds]), 1.0, ""),
         R("pods Running -> all jobs Running (s, from the first status patch)",
@@ -364,7 +373,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                f"Events dropped by a full queue: {r.events_dropped}"],
                         markdown=args.markdown)
             return 0
-        rounds, bares, ups = [], [], []
+        rounds, bares, pairs, ups = [], [], [], []
         for i in range(args.repeat):
             print(f"controller bench: round {i + 1}/{args.repeat}: controller ...", file=sys.stderr, flush=True)
             rounds.append(bench.controller_round(args.jobs, args.pods, args.big))
@@ -372,6 +381,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"controller bench: round {i + 1}/{args.repeat}: bare client ...", file=sys.stderr, flush=True)
             bares.append(bench.bare_round(rounds[0].pod_bodies))
             print(f"controller bench: bare client {bares[-1]:.3f} s", file=sys.stderr, flush=True)
+            pairs.append(bench.bare_round(rounds[0].pod_bodies, services=True))
+            print(f"controller bench: bare client, pods and services {pairs[-1]:.3f} s", file=sys.stderr, flush=True)
             if binary is not None:
                 print(f"controller bench: round {i + 1}/{args.repeat}: upstream operator ...", file=sys.stderr,
                       flush=True)
@@ -384,7 +395,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             f"controller requests in the last round: {_nonzero(last.requests)}",
             f"Events dropped by a full queue: {sum(x.events_dropped for x in rounds)} in all rounds",
         ]
-        rows = scale_rows(rounds, bares, pods_per_job=args.pods, big=args.big)
+        rows = scale_rows(rounds, bares, pairs, pods_per_job=args.pods, big=args.big)
         if ups:
             rows += upstream_rows(rounds, ups)
         else:

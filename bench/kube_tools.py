@@ -76,6 +76,16 @@ def bare_pod(pod: dict[str, Any], namespace: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod["spec"]}
 
 
+def headless_service(pod: dict[str, Any]) -> dict[str, Any]:
+    """The headless Service the controller makes for a pod: same name, selecting that pod."""
+    meta = pod["metadata"]
+    ports = [{"name": p.get("name", "port"), "port": p["containerPort"]}
+             for c in pod["spec"]["containers"] for p in c.get("ports") or []] or [{"name": "port", "port": 23456}]
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": meta.get("labels") or {}},
+            "spec": {"clusterIP": "None", "selector": meta.get("labels") or {}, "ports": ports}}
+
+
 def run_pod(client: Client, pod: dict[str, Any]) -> None:
     """What a kubelet reports once every container started."""
     started = "2024-01-01T00:00:00Z"
