@@ -107,13 +107,14 @@ class CtlRound:
     events_dropped: int = 0  # Events the controller dropped because its queue was full
     requests: dict[str, int] = field(default_factory=dict)
     pod_bodies: list[dict[str, Any]] = field(default_factory=list)
+    service_bodies: list[dict[str, Any]] = field(default_factory=list)  # listed once the round settled
 
     @property
     def pods_per_s(self) -> float:
         return self.pods / self.to_pods
 
     def summary(self) -> str:
-        skip = {"pod_bodies", "requests"}
+        skip = {"pod_bodies", "service_bodies", "requests"}
         return json.dumps({k: round(v, 4) if isinstance(v, float) else v
                            for k, v in self.__dict__.items() if k not in skip})
 
@@ -190,6 +191,7 @@ class Bench:
             peak_rss_mb=s3["peak_rss_mb"], idle_rss_mb=child.ready["rss_mb"],
             events_dropped=s3.get("events_dropped", 0) - s0.get("events_dropped", 0),
             requests={k: v - s0["requests"].get(k, 0) for k, v in s1["requests"].items()}, pod_bodies=t["created"],
+            service_bodies=self.client.list(SERVICES, namespace=ns)["items"],
         )
 
     def upstream_round(self, binary: Path, jobs: int, pods_per_job: int, big: int) -> dict[str, Any]:
@@ -209,16 +211,17 @@ class Bench:
         return {**t, "server_writes": sum((m1 - m0).values()) - t["ours"], "quiet_writes": sum((m2 - m1).values()),
                 "cpu": cpu1 - cpu0, "rss_mb": rss, "idle_rss_mb": op.idle_rss_mb}
 
-    def bare_round(self, pods: list[dict[str, Any]], *, services: bool = False) -> float:
-        """Seconds for a thread pool of plain POSTs to create `pods` (with `services`, each pod
-        and then its headless Service: the two writes per pod upstream's contract requires)."""
+    def bare_round(self, pods: list[dict[str, Any]], services: list[dict[str, Any]] = ()) -> float:
+        """Seconds for a thread pool of plain POSTs to create `pods` (and `services`, the headless
+        Services the controller made: each right after its pod, the two writes per pod upstream's
+        contract requires)."""
         ns = self._namespace("bare")
+        service_of = {s["metadata"]["name"]: s for s in services}
         bodies: list[tuple[Any, dict[str, Any]]] = []
         for pod in pods:
-            body = kt.bare_pod(pod, ns)
-            bodies.append((PODS, body))
-            if services:
-                bodies.append((SERVICES, kt.headless_service(body)))
+            bodies.append((PODS, kt.bare_copy(pod, ns, "Pod")))
+            if pod["metadata"]["name"] in service_of:
+                bodies.append((SERVICES, kt.bare_copy(service_of[pod["metadata"]["name"]], ns, "Service")))
         t0 = time.perf_counter()
         kt.parallel(lambda item: self.client.create(item[0], ns, item[1]), bodies, threads=self.threads)
         return time.perf_counter() - t0
@@ -381,7 +384,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"controller bench: round {i + 1}/{args.repeat}: bare client ...", file=sys.stderr, flush=True)
             bares.append(bench.bare_round(rounds[0].pod_bodies))
             print(f"controller bench: bare client {bares[-1]:.3f} s", file=sys.stderr, flush=True)
-            pairs.append(bench.bare_round(rounds[0].pod_bodies, services=True))
+            pairs.append(bench.bare_round(rounds[0].pod_bodies, rounds[0].service_bodies))
             print(f"controller bench: bare client, pods and services {pairs[-1]:.3f} s", file=sys.stderr, flush=True)
             if binary is not None:
                 print(f"controller bench: round {i + 1}/{args.repeat}: upstream operator ...", file=sys.stderr,

@@ -69,21 +69,11 @@ def process_stats(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-def bare_pod(pod: dict[str, Any], namespace: str) -> dict[str, Any]:
-    """The same pod as a plain client would POST it: no server fields, no owner, no status."""
-    meta = {k: v for k, v in pod["metadata"].items() if k not in _SERVER_FIELDS}
+def bare_copy(obj: dict[str, Any], namespace: str, kind: str) -> dict[str, Any]:
+    """The same core/v1 object as a plain client would POST it: no server fields, no owner, no status."""
+    meta = {k: v for k, v in obj["metadata"].items() if k not in _SERVER_FIELDS}
     meta["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod["spec"]}
-
-
-def headless_service(pod: dict[str, Any]) -> dict[str, Any]:
-    """The headless Service the controller makes for a pod: same name, selecting that pod."""
-    meta = pod["metadata"]
-    ports = [{"name": p.get("name", "port"), "port": p["containerPort"]}
-             for c in pod["spec"]["containers"] for p in c.get("ports") or []] or [{"name": "port", "port": 23456}]
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": meta.get("labels") or {}},
-            "spec": {"clusterIP": "None", "selector": meta.get("labels") or {}, "ports": ports}}
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta, "spec": obj["spec"]}
 
 
 def run_pod(client: Client, pod: dict[str, Any]) -> None:
