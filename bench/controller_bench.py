@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from bench import kube_tools as kt
-from bench import report, upstream
-from controller.kube import PODS, SERVICES, Client
+from bench import report, server_cost, upstream
+from controller.kube import EVENTS, PODS, SERVICES, Client
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,16 +105,20 @@ class CtlRound:
     peak_rss_mb: float
     idle_rss_mb: float
     events_dropped: int = 0  # Events the controller dropped because its queue was full
+    server_cpu: Optional[float] = None  # kube-apiserver + etcd CPU s, apply -> every pod created
+    window_writes: dict[str, int] = field(default_factory=dict)  # requests sent in that window
     requests: dict[str, int] = field(default_factory=dict)
     pod_bodies: list[dict[str, Any]] = field(default_factory=list)
     service_bodies: list[dict[str, Any]] = field(default_factory=list)  # listed once the round settled
+    event_bodies: list[dict[str, Any]] = field(default_factory=list)  # as the services
+    job_bodies: list[dict[str, Any]] = field(default_factory=list)  # as the services
 
     @property
     def pods_per_s(self) -> float:
         return self.pods / self.to_pods
 
     def summary(self) -> str:
-        skip = {"pod_bodies", "service_bodies", "requests"}
+        skip = {"pod_bodies", "service_bodies", "event_bodies", "job_bodies", "requests", "window_writes"}
         return json.dumps({k: round(v, 4) if isinstance(v, float) else v
                            for k, v in self.__dict__.items() if k not in skip})
 
@@ -124,6 +128,7 @@ class Bench:
         self.plane, self.threads, self.workers, self.timeout = plane, threads, workers, timeout
         self.experiments = experiments
         self.client = Client.connect(str(plane.kubeconfig), pool_size=threads + 8)
+        self.cpu = server_cost.ServerCPU.of(plane)  # None on an existing cluster
 
     def _namespace(self, prefix: str) -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:6]}"
@@ -144,9 +149,14 @@ class Bench:
         finally:
             child.quit()
 
-    def _timeline(self, ns: str, jobs: int, pods_per_job: int, big: int,
-                  timeout: Optional[float] = None) -> dict[str, Any]:
-        """Apply the jobs, wait for every pod, run them all, wait for every job Running."""
+    def _server_seconds(self) -> Optional[float]:
+        return self.cpu.seconds() if self.cpu else None
+
+    def _timeline(self, ns: str, jobs: int, pods_per_job: int, big: int, timeout: Optional[float] = None,
+                  at_pods: Any = None) -> dict[str, Any]:
+        """Apply the jobs, wait for every pod, run them all, wait for every job Running.
+
+        `at_pods()` is called once every pod exists (the controller's request counts then)."""
         timeout = timeout or self.timeout
         bodies = [kt.pytorch_job(f"job-{i:04d}", pods_per_job) for i in range(jobs)]
         if big:
@@ -156,9 +166,11 @@ class Bench:
         pods = kt.Follow(self.client, PODS, ns)
         jobs_seen = kt.Follow(self.client, kt.PYTORCHJOBS, ns)
         try:
-            t0 = time.perf_counter()
+            cpu0, t0 = self._server_seconds(), time.perf_counter()
             kt.parallel(lambda body: self.client.create(kt.PYTORCHJOBS, ns, body), bodies, threads=self.threads)
             t_pods = pods.wait(lambda objs: len(objs) >= total, timeout=timeout, what=f"{total} pods")
+            cpu1 = self._server_seconds()
+            counts = at_pods() if at_pods else None
             created = list(pods.objects.values())
             t1 = time.perf_counter()
             kt.parallel(lambda pod: kt.run_pod(self.client, pod), created, threads=self.threads)
@@ -169,11 +181,12 @@ class Bench:
             pods.stop()
             jobs_seen.stop()
         return {"jobs": len(bodies), "pods": total, "to_pods": t_pods - t0, "to_running": t_run - t1,
-                "after_last_patch": t_run - t2, "ours": len(bodies) + len(created), "created": created}
+                "after_last_patch": t_run - t2, "ours": len(bodies) + len(created), "created": created,
+                "server_cpu": None if cpu0 is None or cpu1 is None else cpu1 - cpu0, "at_pods": counts}
 
     def _drive(self, child: Child, ns: str, jobs: int, pods_per_job: int, big: int) -> CtlRound:
         s0, m0 = child.settle(quiet=0.2), self._server_writes()
-        t = self._timeline(ns, jobs, pods_per_job, big)
+        t = self._timeline(ns, jobs, pods_per_job, big, at_pods=lambda: child.ask("stats"))
         s1 = child.settle()
         m1 = self._server_writes()
         s2 = child.settle(quiet=0.2)
@@ -192,6 +205,10 @@ class Bench:
             events_dropped=s3.get("events_dropped", 0) - s0.get("events_dropped", 0),
             requests={k: v - s0["requests"].get(k, 0) for k, v in s1["requests"].items()}, pod_bodies=t["created"],
             service_bodies=self.client.list(SERVICES, namespace=ns)["items"],
+            event_bodies=self.client.list(EVENTS, namespace=ns)["items"],
+            job_bodies=self.client.list(kt.PYTORCHJOBS, namespace=ns)["items"],
+            server_cpu=t["server_cpu"],
+            window_writes=server_cost.window_writes(s0["requests"], t["at_pods"]["requests"], job_creates=t["jobs"]),
         )
 
     def upstream_round(self, binary: Path, jobs: int, pods_per_job: int, big: int) -> dict[str, Any]:
@@ -211,10 +228,11 @@ class Bench:
         return {**t, "server_writes": sum((m1 - m0).values()) - t["ours"], "quiet_writes": sum((m2 - m1).values()),
                 "cpu": cpu1 - cpu0, "rss_mb": rss, "idle_rss_mb": op.idle_rss_mb}
 
-    def bare_round(self, pods: list[dict[str, Any]], services: list[dict[str, Any]] = ()) -> float:
-        """Seconds for a thread pool of plain POSTs to create `pods` (and `services`, the headless
-        Services the controller made: each right after its pod, the two writes per pod upstream's
-        contract requires)."""
+    def bare_round(self, pods: list[dict[str, Any]],
+                   services: list[dict[str, Any]] = ()) -> tuple[float, Optional[float]]:
+        """(seconds, server CPU seconds) for a thread pool of plain POSTs to create `pods` (and
+        `services`, the headless Services the controller made: each right after its pod, the two
+        writes per pod upstream's contract requires)."""
         ns = self._namespace("bare")
         service_of = {s["metadata"]["name"]: s for s in services}
         bodies: list[tuple[Any, dict[str, Any]]] = []
@@ -222,9 +240,17 @@ class Bench:
             bodies.append((PODS, kt.bare_copy(pod, ns, "Pod")))
             if pod["metadata"]["name"] in service_of:
                 bodies.append((SERVICES, kt.bare_copy(service_of[pod["metadata"]["name"]], ns, "Service")))
-        t0 = time.perf_counter()
+        cpu0, t0 = self._server_seconds(), time.perf_counter()
         kt.parallel(lambda item: self.client.create(item[0], ns, item[1]), bodies, threads=self.threads)
-        return time.perf_counter() - t0
+        seconds, cpu1 = time.perf_counter() - t0, self._server_seconds()
+        return seconds, None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+
+    def request_costs(self, r: CtlRound) -> server_cost.Costs:
+        """Server CPU per request type, from copies of what round `r` made (server_cost)."""
+        assert self.cpu is not None
+        return server_cost.measure(self.client, self.cpu, self._namespace("cost"), pods=r.pod_bodies,
+                                   services=r.service_bodies, events=r.event_bodies, jobs=r.job_bodies,
+                                   threads=self.threads)
 
 
 def _nonzero(requests: dict[str, int]) -> dict[str, int]:
@@ -383,9 +409,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"controller bench: {rounds[-1].summary()}", file=sys.stderr, flush=True)
             print(f"controller bench: round {i + 1}/{args.repeat}: bare client ...", file=sys.stderr, flush=True)
             bares.append(bench.bare_round(rounds[0].pod_bodies))
-            print(f"controller bench: bare client {bares[-1]:.3f} s", file=sys.stderr, flush=True)
+            print(f"controller bench: bare client {bares[-1][0]:.3f} s", file=sys.stderr, flush=True)
             pairs.append(bench.bare_round(rounds[0].pod_bodies, rounds[0].service_bodies))
-            print(f"controller bench: bare client, pods and services {pairs[-1]:.3f} s", file=sys.stderr, flush=True)
+            print(f"controller bench: bare client, pods and services {pairs[-1][0]:.3f} s", file=sys.stderr,
+                  flush=True)
             if binary is not None:
                 print(f"controller bench: round {i + 1}/{args.repeat}: upstream operator ...", file=sys.stderr,
                       flush=True)
@@ -398,7 +425,13 @@ def main(argv: Optional[list[str]] = None) -> int:
             f"controller requests in the last round: {_nonzero(last.requests)}",
             f"Events dropped by a full queue: {sum(x.events_dropped for x in rounds)} in all rounds",
         ]
-        rows = scale_rows(rounds, bares, pairs, pods_per_job=args.pods, big=args.big)
+        rows = scale_rows(rounds, [b[0] for b in bares], [p[0] for p in pairs], pods_per_job=args.pods, big=args.big)
+        if bench.cpu is not None:
+            print("controller bench: server CPU per request type ...", file=sys.stderr, flush=True)
+            costs = bench.request_costs(rounds[0])
+            rows += server_cost.rows(costs, [(x.window_writes, x.server_cpu) for x in rounds], pods=last.pods,
+                                     bare_cpu=_median([b[1] for b in bares]), pair_cpu=_median([p[1] for p in pairs]))
+            notes.append(f"requests sent before the last pod existed, last round: {last.window_writes}")
         if ups:
             rows += upstream_rows(rounds, ups)
         else:

@@ -69,11 +69,16 @@ def process_stats(pid: int) -> tuple[float, float]:
     return cpu, rss
 
 
-def bare_copy(obj: dict[str, Any], namespace: str, kind: str) -> dict[str, Any]:
-    """The same core/v1 object as a plain client would POST it: no server fields, no owner, no status."""
-    meta = {k: v for k, v in obj["metadata"].items() if k not in _SERVER_FIELDS}
-    meta["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": kind, "metadata": meta, "spec": obj["spec"]}
+def bare_copy(obj: dict[str, Any], namespace: str, kind: str, api_version: str = "v1") -> dict[str, Any]:
+    """The same object as a plain client would POST it into `namespace`: no server fields, no
+    owner, no status (an Event's involvedObject moves along)."""
+    out = {k: v for k, v in obj.items() if k != "status"}
+    out["apiVersion"], out["kind"] = api_version, kind
+    out["metadata"] = {k: v for k, v in obj["metadata"].items() if k not in _SERVER_FIELDS}
+    out["metadata"]["namespace"] = namespace
+    if "involvedObject" in obj:
+        out["involvedObject"] = {**obj["involvedObject"], "namespace": namespace}
+    return out
 
 
 def run_pod(client: Client, pod: dict[str, Any]) -> None:

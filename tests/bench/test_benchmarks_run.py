@@ -43,6 +43,9 @@ def test_the_controller_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "pods created per second, 5 jobs x 2 pods + 1 x 4" in out
     assert "writes for a settled reconcile" in out
+    for row in ("API server + etcd CPU per pod, apply -> all pods created", "CPU per Service create",
+                "CPU per Event create", "CPU per PyTorchJob status update", "best pods/s ratio those requests allow"):
+        assert row in out  # the server-cost rows: a control plane started here knows its process ids
     assert md.is_file()
 
 
@@ -61,3 +64,39 @@ def test_server_side_writes_come_from_apiserver_request_total_without_leases() -
         line("PUT", "leases", "", 9), line("POST", "pods", "", 1),
     ]).encode()
     assert server_writes(metrics) == Counter({("POST", "pods"): 13, ("PATCH", "pods/status"): 3})
+
+
+def test_the_cost_model_adds_each_request_at_its_measured_server_cost() -> None:
+    from bench import server_cost
+
+    costs = server_cost.Costs({"pod create": 2.0, "Service create": 1.5, "Event create": 1.0,
+                               "PyTorchJob create": 3.0, "PyTorchJob status update": 4.0})
+    before = {"create /pods": 10, "create /events": 1, "list /pods": 1}
+    after = {"create /pods": 18, "create /services": 8, "create /events": 5, "list /pods": 2,
+             "update kubeflow.org/pytorchjobs/status": 2}
+    writes = server_cost.window_writes(before, after, job_creates=2)
+    assert writes == {"create /pods": 8, "create /services": 8, "create /events": 4,
+                      "update kubeflow.org/pytorchjobs/status": 2, "create kubeflow.org/pytorchjobs": 2}
+    assert costs.model(writes) == 8 * 2.0 + 8 * 1.5 + 4 * 1.0 + 2 * 4.0 + 2 * 3.0
+    rows = {r.figure: r for r in server_cost.rows(costs, [(writes, 0.092), (writes, 0.100)], pods=8,
+                                                   bare_cpu=0.016, pair_cpu=0.028)}
+    measured = next(r for name, r in rows.items() if name.startswith("API server + etcd CPU per pod, apply"))
+    assert measured.ours == 1000 * 0.096 / 8 and measured.baseline == 2.0
+    best = next(r for name, r in rows.items() if name.startswith("best pods/s ratio"))
+    assert best.ratio == 2.0 / (46.0 / 8)  # a pod's cost over what each pod brings along
+
+
+def test_a_bare_copy_keeps_what_a_client_sends_and_moves_an_events_object_along() -> None:
+    from bench.kube_tools import bare_copy
+
+    event = {"metadata": {"name": "j.1", "namespace": "a", "uid": "u", "resourceVersion": "9",
+                          "managedFields": [{}]}, "involvedObject": {"kind": "PyTorchJob", "name": "j", "namespace": "a"},
+             "reason": "SuccessfulCreatePod", "count": 1}
+    copy = bare_copy(event, "b", "Event")
+    assert copy == {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "j.1", "namespace": "b"},
+                    "involvedObject": {"kind": "PyTorchJob", "name": "j", "namespace": "b"},
+                    "reason": "SuccessfulCreatePod", "count": 1}
+    assert event["metadata"]["namespace"] == "a" and event["involvedObject"]["namespace"] == "a"
+    job = {"metadata": {"name": "j", "ownerReferences": [{}], "generation": 1}, "spec": {}, "status": {"x": 1}}
+    assert bare_copy(job, "b", "PyTorchJob", "kubeflow.org/v1") == {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j", "namespace": "b"}, "spec": {}}
