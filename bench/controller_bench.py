@@ -43,9 +43,11 @@ REPO = Path(__file__).resolve().parents[1]
 class Child:
     """The controller process and its one-line JSON protocol."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, workers: int, experiments: str = "") -> None:
+    def __init__(self, kubeconfig: Path, namespace: str, workers: int, experiments: str = "",
+                 pods_first: bool = False) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.controller_child", str(kubeconfig), namespace, str(workers)],
+            [sys.executable, "-m", "bench.controller_child", str(kubeconfig), namespace, str(workers),
+             *(["pods-first"] if pods_first else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
             env={**os.environ, "TRAINFORGE_BENCH_EXPERIMENTS": experiments},
         )
@@ -141,9 +143,9 @@ class Bench:
             raise RuntimeError(f"GET /metrics answered {status}")
         return kt.server_writes(body)
 
-    def controller_round(self, jobs: int, pods_per_job: int, big: int) -> CtlRound:
+    def controller_round(self, jobs: int, pods_per_job: int, big: int, *, pods_first: bool = False) -> CtlRound:
         ns = self._namespace("ctl")
-        child = Child(self.plane.kubeconfig, ns, self.workers, self.experiments)
+        child = Child(self.plane.kubeconfig, ns, self.workers, self.experiments, pods_first=pods_first)
         try:
             return self._drive(child, ns, jobs, pods_per_job, big)
         finally:
@@ -300,6 +302,32 @@ def scale_rows(rounds: list[CtlRound], bares: list[float], pairs: list[float], *
     ]
 
 
+def pods_first_rows(rounds: list[CtlRound], bares: list[float], pairs: list[float]) -> list[report.Row]:
+    """The same round under `train-controller --pods-first` (controller.burst)."""
+    R = report.Row
+    r = rounds[-1]
+    to_pods = _median([x.to_pods for x in rounds])
+    rows = [
+        R("--pods-first: pods created per second (baseline: bare parallel POSTs)", r.pods / to_pods,
+          r.pods / _median(bares), "/s", ">= 0.70x"),
+        R("--pods-first: ... baseline: bare POSTs of each pod and its headless Service", r.pods / to_pods,
+          r.pods / _median(pairs), "/s"),
+        R("--pods-first: pods Running -> all jobs Running (s, from the first status patch)",
+          _median([x.to_running for x in rounds]), None, "s"),
+        R("--pods-first: write requests per job, from apiserver_request_total",
+          _median([x.server_writes / x.jobs for x in rounds]), None, ""),
+        R("--pods-first: writes for a settled reconcile (client; server)",
+          _median([x.settled_writes / x.jobs for x in rounds]) + _median([x.settled_server_writes / x.jobs
+                                                                           for x in rounds]), None, "", "0"),
+        R("--pods-first: reconciles per job (apply -> all Running)",
+          _median([x.reconciles / x.jobs for x in rounds]), None, ""),
+    ]
+    if all(x.server_cpu is not None for x in rounds):
+        rows.append(R("--pods-first: API server + etcd CPU per pod, apply -> all pods created (ms)",
+                      _median([1000 * x.server_cpu / x.pods for x in rounds]), None, "ms"))  # type: ignore[operator]
+    return rows
+
+
 def upstream_rows(rounds: list[CtlRound], ups: list[dict[str, Any]]) -> list[report.Row]:
     R = report.Row
     up = f"baseline: upstream Go operator {upstream.VERSION}"
@@ -375,6 +403,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="the upstream Go operator as a second baseline: auto = when already built "
                         f"(in {upstream.CACHE}; not in --rss mode), build = go install it first if needed "
                         "(minutes), no = skip")
+    parser.add_argument("--pods-first", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run each round under train-controller --pods-first (default: yes)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
     binary = None
@@ -402,11 +432,16 @@ def main(argv: Optional[list[str]] = None) -> int:
                                f"Events dropped by a full queue: {r.events_dropped}"],
                         markdown=args.markdown)
             return 0
-        rounds, bares, pairs, ups = [], [], [], []
+        rounds, bares, pairs, ups, firsts = [], [], [], [], []
         for i in range(args.repeat):
             print(f"controller bench: round {i + 1}/{args.repeat}: controller ...", file=sys.stderr, flush=True)
             rounds.append(bench.controller_round(args.jobs, args.pods, args.big))
             print(f"controller bench: {rounds[-1].summary()}", file=sys.stderr, flush=True)
+            if args.pods_first:
+                print(f"controller bench: round {i + 1}/{args.repeat}: controller --pods-first ...", file=sys.stderr,
+                      flush=True)
+                firsts.append(bench.controller_round(args.jobs, args.pods, args.big, pods_first=True))
+                print(f"controller bench: {firsts[-1].summary()}", file=sys.stderr, flush=True)
             print(f"controller bench: round {i + 1}/{args.repeat}: bare client ...", file=sys.stderr, flush=True)
             bares.append(bench.bare_round(rounds[0].pod_bodies))
             print(f"controller bench: bare client {bares[-1][0]:.3f} s", file=sys.stderr, flush=True)
@@ -432,6 +467,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             rows += server_cost.rows(costs, [(x.window_writes, x.server_cpu) for x in rounds], pods=last.pods,
                                      bare_cpu=_median([b[1] for b in bares]), pair_cpu=_median([p[1] for p in pairs]))
             notes.append(f"requests sent before the last pod existed, last round: {last.window_writes}")
+        if firsts:
+            rows += pods_first_rows(firsts, [b[0] for b in bares], [p[0] for p in pairs])
+            notes.append(f"--pods-first, requests sent before the last pod existed, last round: "
+                         f"{firsts[-1].window_writes}")
         if ups:
             rows += upstream_rows(rounds, ups)
         else:

@@ -1,6 +1,6 @@
 """The controller under benchmark, in its own process, answering the benchmark on stdin.
 
-`python -m bench.controller_child KUBECONFIG NAMESPACE WORKERS` builds the same
+`python -m bench.controller_child KUBECONFIG NAMESPACE WORKERS [pods-first]` builds the same
 `Manager` as `train-controller` (every kind enabled, one client, the same pool sizing),
 limited to one namespace so rounds do not see each other. Its own process so CPU and
 RSS are the controller's alone. Commands, one per line, each answered with one JSON
@@ -69,7 +69,8 @@ class Probe:
             "reconcile_cpu": self.reconcile_cpu,
             "rss_mb": _status_mb("VmRSS"),
             "peak_rss_mb": _status_mb("VmHWM"),
-            "queued": len(mgr.queue) + mgr.queue.pending_delayed() + mgr.recorder.pending(),  # Events: sent async
+            "queued": len(mgr.queue) + mgr.queue.pending_delayed() + mgr.recorder.pending()  # Events: sent async
+            + (mgr.held.pending() if mgr.held else 0),  # --pods-first: Services and status writes held
             "queued_parts": {"ready": len(mgr.queue), "delayed": mgr.queue.pending_delayed(),
                              "events": mgr.recorder.pending()},
             "events_dropped": mgr.recorder.overflowed,
@@ -109,9 +110,11 @@ def experiment(manager: Manager, names: set[str]) -> None:
 
 def main(argv: list[str]) -> int:
     kubeconfig, namespace, workers = argv[0], argv[1], int(argv[2])
+    pods_first = argv[3:] == ["pods-first"]  # train-controller --pods-first
     kinds = select("")
-    client = Client.connect(kubeconfig, pool_size=connection_pool_size(workers=workers, kinds=len(kinds)))  # as the CLI
-    manager = Manager(client, kinds, namespace=namespace, workers=workers)
+    client = Client.connect(kubeconfig, pool_size=connection_pool_size(workers=workers, kinds=len(kinds),
+                                                                       pods_first=pods_first))  # as the CLI
+    manager = Manager(client, kinds, namespace=namespace, workers=workers, pods_first=pods_first)
     probe = Probe(manager)
     experiment(manager, set(filter(None, os.environ.get("TRAINFORGE_BENCH_EXPERIMENTS", "").split(","))))
     manager.start()

@@ -81,6 +81,9 @@ def _lease_namespace(flag: str | None) -> str:
 @click.option("--mpi-kubectl-delivery-image", default="ghcr.io/kubeflow/training-v1/kubectl-delivery:latest", show_default=True)
 @click.option("--gang-scheduler-name", default="", show_default=True,
               help="Gang scheduling: 'volcano', or the schedulerName of a scheduler-plugins (coscheduling) scheduler; empty: off.")
+@click.option("--pods-first", is_flag=True,
+              help="During a burst of pod creates, send the headless Services and plain status writes once it is "
+                   "over (faster pods on a busy API server; Services and status land up to one burst later).")
 @click.option("--log-level", default=lambda: os.environ.get("LOG_LEVEL", "INFO"), show_default="INFO")
 @click.option("--leader-elect", is_flag=True, help="Hold a coordination.k8s.io Lease before reconciling (run 2 replicas).")
 @click.option("--leader-election-namespace", default=None, help="Namespace of the Lease (default: the one we run in).")
@@ -99,7 +102,8 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
          watch_timeout: int, pytorch_init_container_image: str, pytorch_init_container_max_tries: int,
          mpi_kubectl_delivery_image: str, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
          leader_election_id: str, lease_duration: float, renew_deadline: float, retry_period: float,
-         metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str) -> None:
+         metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str,
+         pods_first: bool) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -115,7 +119,8 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
                                  lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--leader-elect-*") from exc
-    client = Client.connect(kubeconfig, context=context, pool_size=connection_pool_size(workers=workers, kinds=len(enabled)))
+    client = Client.connect(kubeconfig, context=context, pool_size=connection_pool_size(workers=workers, kinds=len(enabled),
+                                                                                     pods_first=pods_first))
     try:
         preflight.check(client, enabled, scheduler_for(gang_scheduler_name), namespace)
     except preflight.MissingAPI as exc:
@@ -131,7 +136,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         mpi_kubectl_delivery_image=mpi_kubectl_delivery_image,
     )
     manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout,
-                      gang_scheduler_name=gang_scheduler_name,
+                      gang_scheduler_name=gang_scheduler_name, pods_first=pods_first,
                       metrics=metrics)
     stop = threading.Event()
 

@@ -23,7 +23,8 @@ from typing import Any
 
 from controller import errors
 from controller.expectations import Expectations
-from controller.kube import Client, Resource
+from controller.burst import Held
+from controller.kube import PODS, Client, Resource
 
 _SKIPPED = object()  # not sent: an earlier create of the pass failed
 
@@ -31,8 +32,9 @@ _SKIPPED = object()  # not sent: an earlier create of the pass failed
 class CreatePool:
     """The threads that send creates for every worker (a bound on writes in flight)."""
 
-    def __init__(self, client: Client, *, size: int = 16) -> None:
+    def __init__(self, client: Client, *, size: int = 16, held: Held | None = None) -> None:
         self.client, self.size = client, size
+        self.held = held  # --pods-first: told when a pod create starts and is answered (controller.burst)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="create")
 
     def batch(self, expectations: Expectations, key: str, events: list[Any]) -> Batch:
@@ -57,19 +59,25 @@ class Batch:
         name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
         self.expectations.expect_create(self.key, [(res.plural, name)])
         self.events.append(None)  # this create's Event goes here, whenever its answer comes
-        future = self.pool.submit(self._send, res, namespace, obj)
+        burst = self.pool.held if res is PODS else None
+        if burst is not None:
+            burst.pod_started()
+        future = self.pool.submit(self._send, res, namespace, obj, burst)
         self._started.append((res, name, len(self.events) - 1, future))
 
-    def _send(self, res: Resource, namespace: str, obj: dict[str, Any]) -> Any:
-        if self._failed.is_set():
-            return _SKIPPED
+    def _send(self, res: Resource, namespace: str, obj: dict[str, Any], burst: Held | None) -> Any:
         try:
+            if self._failed.is_set():
+                return _SKIPPED
             self.pool.client.create(res, namespace, obj)
         except errors.AlreadyExists as exc:
             return exc
         except errors.ApiError as exc:
             self._failed.set()
             return exc
+        finally:
+            if burst is not None:
+                burst.pod_answered()
         return None
 
     def wait(self) -> None:

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from controller import errors, jsondata
+from controller.burst import Held
 from controller.creates import CreatePool
 from controller.desired import Options
 from controller.events import EventRecorder
@@ -41,22 +42,24 @@ from controller.workqueue import ShutDown, WorkQueue
 log = logging.getLogger(__name__)
 
 CREATES_IN_FLIGHT = 16  # pod/service creates sent at once by all workers together (controller.creates)
+HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (controller.burst)
 
 
-def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT) -> int:
+def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT, pods_first: bool = False) -> int:
     """HTTP connections a Manager may hold at once, so none is opened and dropped per request.
 
     A watch per informer (each job kind; pods, services, 4 MPI helpers, HPAs, PodGroups,
-    PriorityClasses), a request per worker, per create in flight and for the Event
-    sender, and 2 spare (the Lease, a relist)."""
-    return kinds + 9 + workers + creates + 1 + 2
+    PriorityClasses), a request per worker, per create in flight, for the Event sender and
+    (--pods-first) per sender of held writes, and 2 spare (the Lease, a relist)."""
+    return kinds + 9 + workers + creates + 1 + (HELD_SENDERS if pods_first else 0) + 2
 
 
 class Manager:
     def __init__(self, client: Client, kinds: list[Kind], *, namespace: str | None = None, workers: int = 4,
                  options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
                  clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
-                 gang_scheduler_name: str | None = None, creates_in_flight: int = CREATES_IN_FLIGHT) -> None:
+                 gang_scheduler_name: str | None = None, creates_in_flight: int = CREATES_IN_FLIGHT,
+                 pods_first: bool = False) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.kinds = {k.name: k for k in kinds}
         self._by_operator = {k.facts.operator_name: k for k in kinds}
@@ -84,11 +87,13 @@ class Manager:
                          for res in (CONFIGMAPS, SERVICEACCOUNTS, ROLES, ROLEBINDINGS)})
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
         hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if "PyTorchJob" in self.kinds else None
-        self.creates = CreatePool(client, size=creates_in_flight)
+        self.held = Held(senders=HELD_SENDERS) if pods_first else None
+        self.creates = CreatePool(client, size=creates_in_flight, held=self.held)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
             queue=self.queue, options=options or Options(), gang=gang, mpi=mpi, hpa=hpa, creates=self.creates,
+            held=self.held,
             **({"clock": clock} if clock else {}),
         )
         self._threads: list[threading.Thread] = []
@@ -219,6 +224,8 @@ class Manager:
             thread.join(timeout)
         self._threads.clear()
         self.creates.shutdown()
+        if self.held is not None:
+            self.held.close()  # sends what it holds; its Service creates record Events
         self.recorder.close()
 
     def __enter__(self) -> Manager:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from controller import conditions as cond
 from controller import defaults, desired, diff, errors, jsondata, policies, validation
+from controller.burst import Held
 from controller import status as st
 from controller.creates import CreatePool
 from controller.events import EventRecorder
@@ -78,6 +79,7 @@ class Reconciler:
     mpi: Any = None  # controller.mpi.MPI when MPIJob is enabled
     hpa: Any = None  # controller.hpa.Autoscalers when PyTorchJob is enabled
     creates: CreatePool | None = None  # None: each create waits for its answer before the next
+    held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.burst)
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -87,16 +89,20 @@ class Reconciler:
         job = self.jobs[kind_name].get(namespace, name)
         if job is None:
             self.expectations.forget(key)
+            self._drop_held(key)
             return None
         if policies.managed_elsewhere(job) or job["metadata"].get("deletionTimestamp"):
+            self._drop_held(key)
             return None
         if not self.expectations.satisfied(key):
             return self.expectations.next_deadline(key)
         problems = validation.problems(job, kind)
         if problems:
+            self._drop_held(key)
             return self._invalid(key, job, kind, problems)
-        ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), status=jsondata.copy(job.get("status") or {}),
-                     pods={}, now=self.clock())
+        held = self.held.held_status(key) if self.held is not None else None
+        ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), pods={}, now=self.clock(),
+                     status=jsondata.copy(held if held is not None else job.get("status") or {}))
         ctx.set(cond.CREATED, why="Created", message=f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
         try:
@@ -104,7 +110,8 @@ class Reconciler:
                 self.hpa.reconcile(self, ctx)  # upstream's step 0: before the finished/suspended branches
             wake = self._run(key, ctx, job, pods)
             if not ctx.deleted:
-                self._write_status(job, kind, ctx.status)
+                self._write_status(job, kind, ctx.status, key=key,
+                                   hold=not ctx.deferred and not cond.is_finished(ctx.status))
             for action in ctx.deferred:
                 action()
         finally:
@@ -200,6 +207,9 @@ class Reconciler:
         self.create_child(key, ctx, res=PODS, obj=pod)
 
     def create_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
+        if res is SERVICES and self.held is not None and self.held.in_burst():
+            self._hold_create(key, ctx, res=res, obj=obj)
+            return
         if ctx.creates is not None:
             ctx.creates.add(res, obj)  # answered, and its Event filled in, when the pass waits
             return
@@ -216,6 +226,29 @@ class Reconciler:
             ctx.events.append(("Warning", f"FailedCreate{res.kind}", f"Error creating: {exc.reason}"))
             raise
         ctx.events.append(("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}"))
+
+    def _hold_create(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
+        """Expect the create now, send it once the pod burst is over (controller.burst)."""
+        assert self.held is not None
+        name, ns, job, kind = obj["metadata"]["name"], obj["metadata"]["namespace"], ctx.job, ctx.kind
+        item = (res.plural, name)
+        self.expectations.expect_create(key, [item])
+
+        def send() -> None:
+            try:
+                self.client.create(res, ns, obj)
+            except errors.AlreadyExists:
+                self.expectations.created(key, item)
+                return
+            except errors.ApiError as exc:
+                self.expectations.created(key, item)
+                self._emit(job, kind, [("Warning", f"FailedCreate{res.kind}", f"Error creating: {exc.reason}")])
+                log.warning("create %s %s/%s: %s (job retried)", res.kind, ns, name, exc)
+                self.queue.add_rate_limited(key)
+                return
+            self._emit(job, kind, [("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}")])
+
+        self.held.create(send)
 
     def delete_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
         if ctx.creates is not None:
@@ -290,8 +323,16 @@ class Reconciler:
             log.info("could not adopt %s %s: %s", res.kind, meta["name"], exc)
 
     # ------------------------------------------------------------------ writes
-    def _write_status(self, job: dict[str, Any], kind: Kind, status: dict[str, Any]) -> bool:
+    def _write_status(self, job: dict[str, Any], kind: Kind, status: dict[str, Any], *, key: str | None = None,
+                      hold: bool = False) -> bool:
+        """PUT `status` unless the cache holds it already; with --pods-first a plain pass's write
+        (`hold`) waits out a pod burst, and any other write replaces what was held for the job."""
         status.setdefault("replicaStatuses", {})
+        if key is not None and self.held is not None:
+            if hold and self.held.in_burst() and _comparable(status) != _comparable(job.get("status") or {}):
+                self.held.status(key, status, self.queue.add)  # released: the job's next pass writes it
+                return True
+            self.held.drop_status(key)
         if _comparable(status) == _comparable(job.get("status") or {}):
             return False
         body = {**job, "status": status}
@@ -299,6 +340,10 @@ class Reconciler:
         if isinstance(written, dict) and written.get("metadata"):
             self.jobs[kind.name].remember(written)
         return True
+
+    def _drop_held(self, key: str) -> None:
+        if self.held is not None:
+            self.held.drop_status(key)
 
     def _emit(self, job: dict[str, Any], kind: Kind, events: list[st.Event]) -> None:
         for etype, why, message in events:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -39,9 +40,13 @@ def cluster(control_plane, namespace: str) -> Iterator[Cluster]:
 
 @pytest.fixture
 def manager(control_plane, namespace: str) -> Iterator[Manager]:
-    """The controller, running in this process, watching only the test's namespace."""
+    """The controller, running in this process, watching only the test's namespace.
+
+    `TRAINFORGE_TEST_PODS_FIRST=1` runs it with --pods-first (controller.burst); `make test`
+    runs this folder a second time that way, so every behaviour holds in both modes."""
     client = Client.connect(str(control_plane.kubeconfig), pool_size=32)
-    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60)
+    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60,
+                  pods_first=os.environ.get("TRAINFORGE_TEST_PODS_FIRST") == "1")
     mgr.start()
     try:
         yield mgr

@@ -1,0 +1,222 @@
+"""`train-controller --pods-first` (controller.burst): during a burst of pod creates the
+headless Services and plain status writes wait until it is over; everything else as upstream.
+
+The Held unit tests drive its clock by hand; the rest run the controller on the real API
+server and read the order of the creates from the server's audit log.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller import errors
+from controller.burst import Held
+from controller.kinds import select
+from controller.kube import EVENTS, SERVICES, Client, Resource
+from controller.manager import Manager
+from controller.reconcile import job_key
+from controller_kit import job, wait_for
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def held(clock: Clock, **kwargs: Any) -> Held:
+    return Held(quiet=0.2, max_hold=5.0, senders=2, clock=clock, **kwargs)
+
+
+def test_a_held_create_waits_for_the_pods_in_flight_and_then_the_quiet() -> None:
+    clock, sent = Clock(), threading.Event()
+    h = held(clock)
+    try:
+        h.pod_started()
+        h.create(sent.set)
+        assert h.in_burst() and not sent.wait(0.3)
+        h.pod_answered()  # no pod in flight, but answered just now: still the burst
+        assert h.in_burst() and not sent.wait(0.3)
+        clock.now += 0.25
+        assert not h.in_burst()
+        assert sent.wait(5) and wait_for(lambda: h.pending() == 0, timeout=5)
+    finally:
+        h.close()
+
+
+def test_a_never_ending_burst_cannot_hold_a_write_longer_than_max_hold() -> None:
+    clock, sent = Clock(), threading.Event()
+    h = held(clock)
+    try:
+        h.pod_started()  # never answered
+        h.create(sent.set)
+        clock.now += 4.9
+        assert not sent.wait(0.3)
+        clock.now += 0.2
+        assert sent.wait(5)
+    finally:
+        h.close()
+
+
+def test_a_later_status_replaces_the_held_one_keeps_its_place_and_is_what_the_next_pass_reads() -> None:
+    clock, released = Clock(), []
+    h = held(clock)
+    try:
+        h.pod_started()
+        h.status("PyTorchJob/ns/a", {"v": 1}, released.append)
+        clock.now += 4.0
+        h.status("PyTorchJob/ns/a", {"v": 2}, released.append)
+        h.status("PyTorchJob/ns/b", {"v": 1}, released.append)
+        assert h.held_status("PyTorchJob/ns/a") == {"v": 2} and h.pending() == 2
+        clock.now += 1.1  # a's first hold is 5.1 s old: its job is queued; b waits
+        wait_for(lambda: released == ["PyTorchJob/ns/a"], timeout=5)
+        time.sleep(0.2)
+        assert released == ["PyTorchJob/ns/a"]  # released once, not again on every tick
+        # until the job's pass writes it, the held status is what that pass starts from
+        assert h.held_status("PyTorchJob/ns/a") == {"v": 2} and h.pending() == 2
+        h.drop_status("PyTorchJob/ns/a")  # the pass wrote it
+        h.status("PyTorchJob/ns/b", {"v": 2}, released.append)
+        clock.now += 4.0  # b's hold kept its place (held at +4.0 s, now +9.1 s): released too
+        wait_for(lambda: released == ["PyTorchJob/ns/a", "PyTorchJob/ns/b"], timeout=5)
+        h.status("PyTorchJob/ns/b", {"v": 3}, released.append)  # held again by a pass inside a burst:
+        time.sleep(0.3)  # a released hold starts afresh, so no release loop while the burst lasts
+        assert released == ["PyTorchJob/ns/a", "PyTorchJob/ns/b"]
+    finally:
+        h.close()
+    assert h.pending() == 0  # a stopping controller forgets held statuses (the next leader recomputes)
+
+
+def test_close_sends_the_held_creates_even_in_a_burst() -> None:
+    clock, done = Clock(), []
+    h = held(clock)
+    h.pod_started()
+    h.create(lambda: done.append("create"))
+    h.status("k", "s", done.append)
+    h.close()
+    assert done == ["create"] and h.pending() == 0
+
+
+# ---------------------------------------------------------------------- on the API server
+POLICIES = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
+                    namespaced=False)
+BINDINGS = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+                    "ValidatingAdmissionPolicyBinding", namespaced=False)
+
+
+@pytest.fixture
+def pods_first(control_plane, namespace: str) -> Iterator[Manager]:
+    """The controller with --pods-first; a burst ends after 2 s without a pod create, so a
+    slow machine cannot split the test's burst in two."""
+    client = Client.connect(str(control_plane.kubeconfig), pool_size=48)
+    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60, pods_first=True)
+    assert mgr.held is not None
+    mgr.held.quiet = 2.0
+    mgr.start()
+    try:
+        yield mgr
+    finally:
+        mgr.stop()
+        client.close()
+
+
+def _creates(control_plane, namespace: str, resource: str) -> list[str]:
+    """requestReceivedTimestamps of successful creates of `resource` in `namespace`, sorted."""
+    return sorted(e["requestReceivedTimestamp"] for e in control_plane.audit_events()
+                  if e.get("verb") == "create" and e.get("stage") == "ResponseComplete"
+                  and (e.get("objectRef") or {}).get("resource") == resource
+                  and (e.get("objectRef") or {}).get("namespace") == namespace
+                  and (e.get("responseStatus") or {}).get("code") == 201)
+
+
+def test_a_burst_creates_every_pod_before_any_service_then_everything_upstream_writes(
+        control_plane, cluster, pods_first) -> None:
+    names = [f"b{i}" for i in range(5)]
+    threads = [threading.Thread(target=cluster.apply, args=(job("PyTorchJob", n, Master=1, Worker=2),)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pods = {f"{n}-{rt}" for n in names for rt in ("master-0", "worker-0", "worker-1")}
+    cluster.wait_pods(pods)
+    wait_for(lambda: set(cluster.objects(SERVICES)) == pods, what="every Service")
+    for n in names:
+        created = cluster.wait_condition("PyTorchJob", n, "Created")
+        statuses = created["status"]["replicaStatuses"]
+        assert set(statuses) == {"Master", "Worker"} and all(s["selector"] for s in statuses.values())
+    pod_times = _creates(control_plane, cluster.namespace, "pods")
+    service_times = _creates(control_plane, cluster.namespace, "services")
+    assert len(pod_times) == 15 and len(service_times) == 15
+    assert pod_times[-1] < service_times[0], "a Service was created during the pod burst"
+    # each Service create is still its own Event on its job, as upstream records it
+    wait_for(lambda: sum(e["reason"] == "SuccessfulCreateService"
+                         for e in cluster.objects(EVENTS).values()) == 15, what="15 SuccessfulCreateService Events")
+    cluster.run_all(*pods)
+    for n in names:
+        cluster.wait_condition("PyTorchJob", n, "Running")
+    wait_for(lambda: pods_first.held.pending() == 0 and len(pods_first.queue) == 0, what="nothing held")
+    time.sleep(0.5)
+    before = pods_first.client.writes()
+    for n in names:
+        pods_first.process(job_key("PyTorchJob", cluster.namespace, n))
+    assert pods_first.client.writes() == before  # a settled job still costs nothing
+
+
+def _deny_services(cluster) -> tuple[str, Any]:
+    """A ValidatingAdmissionPolicy that refuses every Service in the test's namespace; returns
+    its name and a function that lifts it. Waits until the API server enforces it."""
+    name = f"deny-services-{cluster.namespace}"[:63]
+    api = "admissionregistration.k8s.io/v1"
+    cluster.client.create(POLICIES, None, {
+        "apiVersion": api, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail", "validations": [{"expression": "false", "message": "no Services (test)"}],
+                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                         "operations": ["CREATE"], "resources": ["services"]}]}}})
+    cluster.client.create(BINDINGS, None, {
+        "apiVersion": api, "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"], "matchResources": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": cluster.namespace}}}}})
+    probe = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "probe"},
+             "spec": {"clusterIP": "None", "ports": [{"port": 1}]}}
+
+    def enforced() -> bool:
+        try:
+            cluster.client.create(SERVICES, cluster.namespace, probe)
+        except errors.Invalid:
+            return True
+        cluster.client.delete(SERVICES, cluster.namespace, "probe")
+        return False
+
+    wait_for(enforced, interval=0.2, what="the policy enforced")
+
+    def lift() -> None:
+        for res in (BINDINGS, POLICIES):
+            try:
+                cluster.client.delete(res, None, name)
+            except errors.NotFound:
+                pass
+    return name, lift
+
+
+def test_a_held_service_create_that_fails_is_an_event_and_the_job_retries(control_plane, cluster, pods_first) -> None:
+    _, lift = _deny_services(cluster)
+    try:
+        cluster.apply(job("PyTorchJob", "q", Master=1, Worker=1))
+        cluster.wait_pods({"q-master-0", "q-worker-0"})
+        failed = wait_for(lambda: [e for e in cluster.objects(EVENTS).values()
+                                   if e["reason"] == "FailedCreateService" and e["type"] == "Warning"],
+                          what="a FailedCreateService Event")
+        assert "no Services (test)" in failed[0]["message"]
+        assert cluster.objects(SERVICES) == {}
+    finally:
+        lift()
+    wait_for(lambda: set(cluster.objects(SERVICES)) == {"q-master-0", "q-worker-0"}, timeout=90,
+             what="the Services, once the policy is gone")
+    cluster.wait_condition("PyTorchJob", "q", "Created")
+    assert set(cluster.pods()) == {"q-master-0", "q-worker-0"}  # the retries made no second pod
