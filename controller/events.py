@@ -12,7 +12,8 @@ creates in a burst. A backlog that keeps growing (1,000 jobs applied at once rec
 8,000) gets another sender per `backlog_step` queued, up to `max_senders`, each leaving
 once the backlog is back under its step. The queue is bounded (`queue_size`, ~3 MB);
 when it is full an Event is dropped and counted in `overflowed`. `close` flushes what is
-queued (graceful shutdown).
+queued (graceful shutdown). With `pod_burst` (train-controller --pods-first, controller.burst)
+the senders also wait while pods are being created, up to its `max_hold` at a time.
 `wait=True` sends on the caller's thread, for an Event that must land before what the
 caller writes next. Failing to record an Event is logged, never fatal.
 """
@@ -51,7 +52,7 @@ class _Event(NamedTuple):
 class EventRecorder:
     def __init__(self, client: Client, *, dedupe_seconds: float = 600.0, burst: int = 25, refill_per_second: float = 1 / 10,
                  clock: Callable[[], float] = time.monotonic, max_keys: int = 8192, queue_size: int = 8192,
-                 backlog_step: int = 512, max_senders: int = 4) -> None:
+                 backlog_step: int = 512, max_senders: int = 4, pod_burst: Any = None) -> None:
         self.client = client
         self.dedupe_seconds, self.burst, self.refill = dedupe_seconds, burst, refill_per_second
         self._clock = clock
@@ -68,6 +69,7 @@ class EventRecorder:
         self._wake = threading.Condition()
         self._senders: list[threading.Thread] = []
         self._closed = False
+        self.pod_burst = pod_burst  # has in_burst() and max_hold (controller.burst.Held), or None
 
     def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str,
               wait: bool = False) -> bool:
@@ -125,9 +127,17 @@ class EventRecorder:
         return left == 0
 
     # ------------------------------------------------------------------ sending
+    def _wait_out_burst(self) -> None:
+        if self.pod_burst is None:
+            return
+        until = time.monotonic() + self.pod_burst.max_hold
+        while not self._closed and self.pod_burst.in_burst() and time.monotonic() < until:
+            time.sleep(0.05)
+
     def _run(self) -> None:
         me = threading.current_thread()
         while True:
+            self._wait_out_burst()
             with self._wake:
                 while not self._queue and not self._closed:
                     if self._senders.index(me) > 0:  # an extra sender: the backlog is gone

@@ -68,7 +68,8 @@ class Manager:
             client.observer = self.metrics.api_request
         self.queue: WorkQueue = self.metrics.queue()
         self.expectations = Expectations(timeout=expectation_timeout)
-        self.recorder = EventRecorder(client)
+        self.held = Held(senders=HELD_SENDERS) if pods_first else None
+        self.recorder = EventRecorder(client, pod_burst=self.held)
         self.job_informers = {
             k.name: Informer(client, job_resource(k), handler=self._job_handler(k), namespace=namespace,
                              watch_timeout=watch_timeout, transform=jsondata.cached)
@@ -87,7 +88,6 @@ class Manager:
                          for res in (CONFIGMAPS, SERVICEACCOUNTS, ROLES, ROLEBINDINGS)})
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
         hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if "PyTorchJob" in self.kinds else None
-        self.held = Held(senders=HELD_SENDERS) if pods_first else None
         self.creates = CreatePool(client, size=creates_in_flight, held=self.held)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
