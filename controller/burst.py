@@ -8,9 +8,10 @@ writes before its last pod exists (6.0 ms of kube-apiserver + etcd CPU per pod a
 2.7 ms for the pod alone). The pods are what the scheduler, the image pulls and
 eventually the training wait for; the Services are only resolved once the containers
 run, and the status records what has happened. So with this mode a pass sends its pods
-as usual and hands the rest to `Held`, which sends it once no pod create has been
+as usual and hands the rest to `Held`, which lets it go once no pod create has been
 started or answered for `quiet` seconds (or an item has waited `max_hold`, so a
-never-ending stream of jobs cannot starve them).
+never-ending stream of jobs cannot starve them); the Event senders wait the same way
+(controller.events).
 
 What stays upstream's: each job's Services are created after its pods (later than
 upstream, never before); every Service create raises its expectation before it is held,

@@ -225,7 +225,7 @@ class Manager:
         self._threads.clear()
         self.creates.shutdown()
         if self.held is not None:
-            self.held.close()  # sends what it holds; its Service creates record Events
+            self.held.close()  # sends the held Service creates (and their Events); held statuses are recomputed by the next leader
         self.recorder.close()
 
     def __enter__(self) -> Manager:

@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 from controller import conditions as cond
 from controller import defaults, desired, diff, errors, jsondata, policies, validation
-from controller.burst import Held
 from controller import status as st
+from controller.burst import Held
 from controller.creates import CreatePool
 from controller.events import EventRecorder
 from controller.expectations import Expectations
