@@ -1,6 +1,7 @@
 """The install folder as a user applies it: `kubectl kustomize` renders it, the real API
 server accepts every object (server-side dry run), and the gang-scheduling components add
-exactly the flag the controller reads, with a value it maps to the intended scheduler."""
+exactly the flag the controller reads, with a value it maps to the intended scheduler, as the
+pods-first component adds --pods-first."""
 
 from __future__ import annotations
 
@@ -26,11 +27,13 @@ def render(folder: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
 
 
-def overlay(tmp_path: Path, component: str | None) -> Path:
-    """A user's kustomization beside the repo: install as a resource, maybe a gang component."""
+def overlay(tmp_path: Path, component: str | None, *more: str) -> Path:
+    """A user's kustomization beside the repo: install as a resource, maybe a gang component
+    and other components (folders of controller/install)."""
     body: dict[str, Any] = {"resources": [os.path.relpath(INSTALL, tmp_path)]}
-    if component:
-        body["components"] = [os.path.relpath(INSTALL / "gang" / component, tmp_path)]
+    folders = ([INSTALL / "gang" / component] if component else []) + [INSTALL / m for m in more]
+    if folders:
+        body["components"] = [os.path.relpath(folder, tmp_path) for folder in folders]
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(body))
     return tmp_path
 
@@ -53,9 +56,20 @@ def test_gang_components_add_the_flag_the_controller_reads(tmp_path, component, 
     assert scheduler is not None and scheduler.volcano is volcano
 
 
+def test_the_pods_first_component_adds_the_flag_and_combines_with_gang(tmp_path) -> None:
+    from controller.__main__ import main
+
+    base = controller_args(render(INSTALL))
+    args = controller_args(render(overlay(tmp_path, "volcano", "pods-first")))
+    assert args[:-2] == base and args[-2:] == ["--gang-scheduler-name=volcano", "--pods-first"]
+    params = main.make_context("train-controller", list(args)).params  # the flags parse as the CLI reads them
+    assert params["pods_first"] is True and params["gang_scheduler_name"] == "volcano"
+    assert main.make_context("train-controller", list(base)).params["pods_first"] is False  # off by default
+
+
 def test_the_api_server_accepts_the_whole_install(control_plane, tmp_path) -> None:
     control_plane.kubectl("create", "namespace", "trainforge-system", check=False)  # a dry run creates nothing
-    docs = render(overlay(tmp_path, "volcano"))
+    docs = render(overlay(tmp_path, "volcano", "pods-first"))
     assert {d["kind"] for d in docs} >= {"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
                                           "ClusterRoleBinding", "Deployment"}
     manifest = tmp_path / "install.yaml"
