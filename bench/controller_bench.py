@@ -154,6 +154,10 @@ class Bench:
     def _server_seconds(self) -> Optional[float]:
         return self.cpu.seconds() if self.cpu else None
 
+    def _server_since(self, start: Optional[float]) -> Optional[float]:
+        """Server CPU seconds since `start` (a `_server_seconds()`), None without process ids."""
+        return None if start is None or self.cpu is None else self.cpu.seconds() - start
+
     def _timeline(self, ns: str, jobs: int, pods_per_job: int, big: int, timeout: Optional[float] = None,
                   at_pods: Any = None) -> dict[str, Any]:
         """Apply the jobs, wait for every pod, run them all, wait for every job Running.
@@ -171,7 +175,7 @@ class Bench:
             cpu0, t0 = self._server_seconds(), time.perf_counter()
             kt.parallel(lambda body: self.client.create(kt.PYTORCHJOBS, ns, body), bodies, threads=self.threads)
             t_pods = pods.wait(lambda objs: len(objs) >= total, timeout=timeout, what=f"{total} pods")
-            cpu1 = self._server_seconds()
+            server_cpu = self._server_since(cpu0)
             counts = at_pods() if at_pods else None
             created = list(pods.objects.values())
             t1 = time.perf_counter()
@@ -184,7 +188,7 @@ class Bench:
             jobs_seen.stop()
         return {"jobs": len(bodies), "pods": total, "to_pods": t_pods - t0, "to_running": t_run - t1,
                 "after_last_patch": t_run - t2, "ours": len(bodies) + len(created), "created": created,
-                "server_cpu": None if cpu0 is None or cpu1 is None else cpu1 - cpu0, "at_pods": counts}
+                "server_cpu": server_cpu, "at_pods": counts}
 
     def _drive(self, child: Child, ns: str, jobs: int, pods_per_job: int, big: int) -> CtlRound:
         s0, m0 = child.settle(quiet=0.2), self._server_writes()
@@ -244,8 +248,7 @@ class Bench:
                 bodies.append((SERVICES, kt.bare_copy(service_of[pod["metadata"]["name"]], ns, "Service")))
         cpu0, t0 = self._server_seconds(), time.perf_counter()
         kt.parallel(lambda item: self.client.create(item[0], ns, item[1]), bodies, threads=self.threads)
-        seconds, cpu1 = time.perf_counter() - t0, self._server_seconds()
-        return seconds, None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+        return time.perf_counter() - t0, self._server_since(cpu0)
 
     def request_costs(self, r: CtlRound) -> server_cost.Costs:
         """Server CPU per request type, from copies of what round `r` made (server_cost)."""

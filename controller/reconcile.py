@@ -328,12 +328,13 @@ class Reconciler:
         """PUT `status` unless the cache holds it already; with --pods-first a plain pass's write
         (`hold`) waits out a pod burst, and any other write replaces what was held for the job."""
         status.setdefault("replicaStatuses", {})
+        changed = _comparable(status) != _comparable(job.get("status") or {})
         if key is not None and self.held is not None:
-            if hold and self.held.in_burst() and _comparable(status) != _comparable(job.get("status") or {}):
+            if hold and changed and self.held.in_burst():
                 self.held.status(key, status, self.queue.add)  # released: the job's next pass writes it
                 return True
             self.held.drop_status(key)
-        if _comparable(status) == _comparable(job.get("status") or {}):
+        if not changed:
             return False
         body = {**job, "status": status}
         written = self.client.update(job_resource(kind), body, sub="status")

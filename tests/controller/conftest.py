@@ -21,10 +21,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.kinds import select
 from controller.kube import Client
 from controller.manager import Manager
-from controller_kit import Cluster
+from controller_kit import Cluster, running_manager
 
 logging.getLogger("controller").setLevel(logging.INFO)
 
@@ -44,15 +43,9 @@ def manager(control_plane, namespace: str) -> Iterator[Manager]:
 
     `TRAINFORGE_TEST_PODS_FIRST=1` runs it with --pods-first (controller.burst); `make test`
     runs this folder a second time that way, so every behaviour holds in both modes."""
-    client = Client.connect(str(control_plane.kubeconfig), pool_size=32)
-    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60,
-                  pods_first=os.environ.get("TRAINFORGE_TEST_PODS_FIRST") == "1")
-    mgr.start()
-    try:
+    with running_manager(str(control_plane.kubeconfig), namespace, pool_size=32,
+                         pods_first=os.environ.get("TRAINFORGE_TEST_PODS_FIRST") == "1") as mgr:
         yield mgr
-    finally:
-        mgr.stop()
-        client.close()
 
 
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode  # noqa: E402

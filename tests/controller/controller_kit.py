@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from compiler.frameworks import by_kind
 from controller import errors
+from controller.kinds import KINDS, select
 from controller.kube import PODS, Client, Resource
+from controller.manager import Manager
 from controller.reconcile import job_resource
-from controller.kinds import KINDS
 
 
 def container(kind: str, **extra: Any) -> dict[str, Any]:
@@ -58,6 +60,24 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 45.0, interval: f
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+
+
+@contextmanager
+def running_manager(kubeconfig: str, namespace: str, *, pool_size: int, pods_first: bool,
+                    quiet: float | None = None) -> Iterator[Manager]:
+    """The controller, in this process, watching only `namespace`, stopped afterwards;
+    `quiet` overrides how long --pods-first waits after the last pod create."""
+    client = Client.connect(kubeconfig, pool_size=pool_size)
+    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60, pods_first=pods_first)
+    if quiet is not None:
+        assert mgr.held is not None
+        mgr.held.quiet = quiet
+    mgr.start()
+    try:
+        yield mgr
+    finally:
+        mgr.stop()
+        client.close()
 
 
 class Cluster:

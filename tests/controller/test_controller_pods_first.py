@@ -16,11 +16,10 @@ import pytest
 
 from controller import errors
 from controller.burst import Held
-from controller.kinds import select
-from controller.kube import EVENTS, SERVICES, Client, Resource
+from controller.kube import EVENTS, SERVICES, Resource
 from controller.manager import Manager
 from controller.reconcile import job_key
-from controller_kit import job, wait_for
+from controller_kit import job, running_manager, wait_for
 
 
 class Clock:
@@ -114,16 +113,9 @@ BINDINGS = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpo
 def pods_first(control_plane, namespace: str) -> Iterator[Manager]:
     """The controller with --pods-first; a burst ends after 2 s without a pod create, so a
     slow machine cannot split the test's burst in two."""
-    client = Client.connect(str(control_plane.kubeconfig), pool_size=48)
-    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60, pods_first=True)
-    assert mgr.held is not None
-    mgr.held.quiet = 2.0
-    mgr.start()
-    try:
+    with running_manager(str(control_plane.kubeconfig), namespace, pool_size=48, pods_first=True,
+                         quiet=2.0) as mgr:
         yield mgr
-    finally:
-        mgr.stop()
-        client.close()
 
 
 def _creates(control_plane, namespace: str, resource: str) -> list[str]:
