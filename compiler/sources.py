@@ -10,12 +10,13 @@ would silently apply to nothing.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from compiler.diagnostics import Diagnostic
-from schemas.loader import Document, load_file, yaml_files
+from schemas.loader import Document, load_file, yaml_files_resolved
 
 GROUP = "trainforge.dev"
 VERSION = "v1alpha1"
@@ -30,13 +31,11 @@ class Sources:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def _display(path: Path, resolved: Path, cwd: Path) -> str:
-    # `resolved` and `cwd` come resolved once by the caller: resolving is a few syscalls
-    # per path component, and a monorepo has thousands of files
-    try:
-        return str(resolved.relative_to(cwd))
-    except ValueError:
-        return str(path)
+def _display(path: Path, resolved: str, cwd: str) -> str:
+    """The name diagnostics use: relative to the working folder when the file is under
+    it (`cwd` ends with a slash), else as given. Text, not `Path.relative_to`: a monorepo
+    has thousands of files."""
+    return resolved[len(cwd):] if resolved.startswith(cwd) else str(path)
 
 
 def _classify(doc: Document, diagnostics: list[Diagnostic]) -> Optional[str]:
@@ -85,19 +84,19 @@ def collect(paths: list[Path]) -> Sources:
     project_files = {
         (p if p.is_dir() else p.parent).resolve() / PROJECT_FILE for p in paths
     }
-    seen: set[Path] = set()
-    cwd = Path.cwd().resolve()
+    project_names = {str(p) for p in project_files}
+    seen: set[str] = set()
+    cwd = os.path.join(str(Path.cwd().resolve()), "")
     for root in paths:
-        for path in yaml_files(root):
-            resolved = path.resolve()
+        for path, resolved in yaml_files_resolved(root):
             if resolved in seen:
                 continue
             seen.add(resolved)
             display = _display(path, resolved, cwd)
-            _collect_file(path, display, is_project_file=resolved in project_files, out=out)
+            _collect_file(path, display, is_project_file=resolved in project_names, out=out)
     for project_file in sorted(project_files):
-        if project_file.is_file() and project_file not in seen:
-            display = _display(project_file, project_file.resolve(), cwd)
+        if project_file.is_file() and str(project_file) not in seen:
+            display = _display(project_file, str(project_file.resolve()), cwd)
             _collect_file(project_file, display, is_project_file=True, out=out)
     return out
 

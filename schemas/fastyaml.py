@@ -3,8 +3,8 @@
 ruamel.yaml's round-trip loader is pure Python here and spends ~5 ms on a 40-line job
 spec, which made parsing 90% of a `train-compile build`. libyaml (the C parser that
 PyYAML ships, and the `kubernetes` client pulls in) parses the same file in a tenth of
-that, and the plain data is built here straight from its events, with an explicit stack
-(libyaml's own composer recurses in C and crashes on a 100,000-deep document).
+that, and the plain data is built here straight from its events, never deeper than
+`MAX_DEPTH` (libyaml's own composer recurses in C and crashes on a 100,000-deep document).
 Positions are only needed for diagnostics, so a document loaded here gets position
 tables that fill themselves, on first read, by re-parsing its file with the ruamel
 loader: a clean run never pays for them, a run with errors pays once per file that has
@@ -70,7 +70,17 @@ _RUAMEL_NOT_STR = re.compile(
 _MAYBE_NOT_STR = frozenset("-+.0123456789~nNtTfF<=")
 # Anchors, tags, tabs (ruamel rejects some that libyaml takes), NEL/LS/PS (line breaks
 # in YAML 1.1 only) and directives: the whole file goes to ruamel.
-_RUAMEL_ONLY = re.compile("[&!\t\x85\u2028\u2029]|^%", re.MULTILINE)
+_RUAMEL_ONLY = re.compile("[&!\t\x85\u2028\u2029]")
+
+
+def _ruamel_only(text: str) -> bool:
+    """Whether the text has any of the above. Plain `in` tests for ASCII text (nearly
+    every spec): a regex scan of a whole file was ~5% of loading it."""
+    if text.startswith("%") or "\n%" in text:
+        return True
+    if text.isascii():
+        return "&" in text or "!" in text or "\t" in text
+    return _RUAMEL_ONLY.search(text) is not None
 
 
 class Fallback(Exception):
@@ -118,61 +128,86 @@ def _scalar(event: ScalarEvent) -> Any:
     return _resolved(value)
 
 
-_NO_KEY = object()
+def _node(event: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> Any:
+    """The value that starts with `event`: a scalar, or a whole mapping or sequence."""
+    kind = event.__class__
+    if kind is ScalarEvent:
+        return _scalar(event)
+    if kind is MappingStartEvent:
+        return _mapping(event, next_event, budget, depth + 1)
+    if kind is SequenceStartEvent:
+        return _sequence(event, next_event, budget, depth + 1)
+    raise Fallback  # an alias (anchors are already excluded) or something unexpected
+
+
+def _opened(start: Any, depth: int) -> None:
+    if start.anchor is not None or start.tag is not None:
+        raise Fallback
+    if depth > MAX_DEPTH:
+        raise Fallback  # ruamel reports how deep is too deep (and the recursion stays shallow)
+
+
+def _counted(budget: list[int], nodes: int) -> None:
+    # counted as the ruamel loader counts (every value and item, keys are free), one
+    # collection at a time: the total, and so whether it passes the limit, is the same
+    budget[0] -= nodes
+    if budget[0] < 1:
+        raise Fallback  # ruamel reports the size error with its position
+
+
+def _mapping(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> dict[Any, Any]:
+    _opened(start, depth)
+    out: dict[Any, Any] = {}
+    while True:
+        event = next_event()
+        if event.__class__ is not ScalarEvent:
+            if event.__class__ is MappingEndEvent:
+                break
+            raise Fallback  # a non-scalar key: ruamel's to judge
+        key = _scalar(event)
+        if key in out:
+            raise Fallback  # a duplicate key: ruamel's to report
+        event = next_event()
+        # scalar values inline (`_scalar`'s rule): they are most of a document's events
+        if event.__class__ is ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise Fallback
+            value = event.value
+            if (not value or value[0] in _MAYBE_NOT_STR) and event.implicit[0]:
+                value = _resolved(value)
+            out[key] = value
+        else:
+            out[key] = _node(event, next_event, budget, depth)
+    _counted(budget, len(out))
+    return out
+
+
+def _sequence(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> list[Any]:
+    _opened(start, depth)
+    out: list[Any] = []
+    while True:
+        event = next_event()
+        if event.__class__ is ScalarEvent:
+            out.append(_scalar(event))
+        elif event.__class__ is SequenceEndEvent:
+            break
+        else:
+            out.append(_node(event, next_event, budget, depth))
+    _counted(budget, len(out))
+    return out
 
 
 def _build(parser: CParser, first: Any, max_nodes: int) -> Any:
-    """Plain data of one document from its events (`first` is its root's start)."""
-    budget = max_nodes  # counted as the ruamel loader counts: keys are free
-    stack: list[list[Any]] = []  # [container, pending key] per open collection
-    next_event = parser.get_event
-    event = first
-    while True:
-        kind = event.__class__
-        if kind is ScalarEvent:
-            value: Any = _scalar(event)
-            opened = False
-        elif kind is MappingStartEvent or kind is SequenceStartEvent:
-            if event.anchor is not None or event.tag is not None:
-                raise Fallback
-            value = {} if kind is MappingStartEvent else []
-            opened = True
-        elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            done = stack.pop()[0]
-            if not stack:
-                return done
-            event = next_event()
-            continue
-        else:  # an alias (anchors are already excluded) or something unexpected
-            raise Fallback
-        if stack:
-            frame = stack[-1]
-            container = frame[0]
-            if container.__class__ is list:
-                container.append(value)
-                budget -= 1
-            elif frame[1] is _NO_KEY:
-                if opened or value in container:
-                    raise Fallback  # non-scalar or duplicate key: ruamel's to judge
-                frame[1] = value
-            else:
-                container[frame[1]] = value
-                frame[1] = _NO_KEY
-                budget -= 1
-        elif not opened:
-            return value
-        if opened:
-            stack.append([value, _NO_KEY])
-            if len(stack) > MAX_DEPTH:
-                raise Fallback  # ruamel reports how deep is too deep
-        if budget < 1:
-            raise Fallback  # ruamel reports the size error with its position
-        event = next_event()
+    """Plain data of one document from its events (`first` is its root's start).
+
+    Recursive descent, one call per collection: at most MAX_DEPTH deep, since a deeper
+    document goes to ruamel (libyaml's own composer recurses without a limit, in C)."""
+    return _node(first, parser.get_event, [max_nodes], 0)
 
 
 def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]]]:
     """(index, plain data, 1-based start) per non-empty document; raises `Fallback`."""
-    if _RUAMEL_ONLY.search(text):
+    if _ruamel_only(text):
         raise Fallback
     parser = CParser(text)
     out = []

@@ -16,6 +16,7 @@ fast path is not sure about (errors, anchors, tags, ambiguous scalars).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -222,12 +223,40 @@ def load_file(path: Path, display: Optional[str] = None) -> tuple[list[Document]
 
 def yaml_files(root: Path) -> Iterator[Path]:
     """YAML files under `root` (or `root` itself), in a stable order, hidden folders skipped."""
+    return (path for path, _ in yaml_files_resolved(root))
+
+
+def yaml_files_resolved(root: Path) -> Iterator[tuple[Path, str]]:
+    """`yaml_files` with each file's resolved path (what `Path.resolve()` gives), as text.
+
+    The order and the choice are `sorted(root.rglob("*"))`'s (a folder before its
+    contents, names compared as text, symlinked folders not entered), filtered; but one
+    `scandir` per folder instead of a stat per file, and `root` resolved once instead of
+    every file (a `resolve()` is a syscall per path component): only a symlinked file
+    is resolved on its own.
+    """
     if root.is_file():
-        yield root
+        yield root, str(root.resolve())
+    elif root.is_dir():
+        yield from _walk(root, str(root.resolve()))
+
+
+def _walk(folder: Path, real: str) -> Iterator[tuple[Path, str]]:
+    try:
+        with os.scandir(folder) as found:
+            entries = sorted(found, key=_name)
+    except PermissionError:  # as rglob: an unreadable folder holds nothing
         return
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
             continue
-        if path.is_file() and path.suffix in YAML_SUFFIXES:
-            yield path
+        if entry.is_dir() and not entry.is_symlink():
+            yield from _walk(folder / name, os.path.join(real, name))
+        elif name.endswith(YAML_SUFFIXES) and entry.is_file():
+            path = folder / name
+            yield path, (str(path.resolve()) if entry.is_symlink() else os.path.join(real, name))
+
+
+def _name(entry: os.DirEntry) -> str:
+    return entry.name

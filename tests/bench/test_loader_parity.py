@@ -8,7 +8,9 @@ the file to ruamel. A seeded fuzz of mutated job specs covers what the list miss
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -45,6 +47,10 @@ DOCUMENTS = {
     "a line separator": "a: 1\u2028b: 2\n",
     "a deep document": "k: " + "[" * 150 + "]" * 150 + "\n",
     "a too deep document": "k: " + "[" * 300 + "]" * 300 + "\n",
+    "a directive after a document": "a: 1\n...\n%YAML 1.1\n---\nb: on\n",
+    "an anchor in non-ASCII text": "a: \u00e9\nb: &x 1\nc: *x\n",
+    "a tab in non-ASCII text": "a: \u00e9\nb:\n\tc: 1\n",
+    "a percent sign inside a line": "a: 50%\nb: '%x'\n",
 }
 
 
@@ -109,3 +115,29 @@ def test_a_100000_deep_document_leaves_the_fast_path_without_crashing() -> None:
     # libyaml's own composer recurses in C and segfaults here; the event builder must not
     with pytest.raises(fastyaml.Fallback):
         fastyaml.documents("k: " + "[" * 100_000 + "]" * 100_000 + "\n", loader.MAX_NODES)
+
+
+def _rglob_files(root: Path) -> list[tuple[Path, str]]:
+    """What `collect` did before `yaml_files_resolved`: sorted rglob, filtered, each file resolved."""
+    if root.is_file():
+        return [(root, str(root.resolve()))]
+    found = []
+    for path in sorted(root.rglob("*")):
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
+            continue
+        if path.is_file() and path.suffix in loader.YAML_SUFFIXES:
+            found.append((path, str(path.resolve())))
+    return found
+
+
+def test_the_folder_walk_finds_what_sorted_rglob_finds_and_resolves_alike(tmp_path: Path) -> None:
+    for rel in ("a/b.yaml", "a-c.yaml", "a-c/x.yml", "a b/z.yaml", ".hid/h.yaml", "sub/.cache/e.yaml",
+                "d.yaml/in.yaml", "real/r.yaml", "notes.txt", "B.yaml", "b.YAML"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("a: 1\n")
+    os.symlink(tmp_path / "real", tmp_path / "linkdir")  # a symlinked folder is not entered
+    os.symlink(tmp_path / "real" / "r.yaml", tmp_path / "link.yaml")  # a symlinked file is resolved
+    os.symlink(tmp_path / "missing", tmp_path / "broken.yaml")
+    for root in (tmp_path, tmp_path / "linkdir", tmp_path / "link.yaml", tmp_path / "a" / ".." / "a-c",
+                 tmp_path / "missing"):
+        assert list(loader.yaml_files_resolved(root)) == _rglob_files(root), root
