@@ -54,11 +54,17 @@ class Emitter:
         self._emit_one = emit_one  # the real dumper on {"k": value}
         self._rank = rank  # mapping key order
         self._resolver = Resolver()
-        self._scalars: dict[tuple[type, Any], str] = {}
+        self._strs: dict[str, str] = {}  # strings, by far the most scalars
+        self._scalars: dict[tuple[type, Any], str] = {}  # the other scalars
         self._layouts: dict[tuple[Any, ...], list[tuple[Any, str]]] = {}
 
     def _scalar(self, value: Any) -> str:
-        key = (value.__class__, value)
+        if value.__class__ is str:
+            text = self._strs.get(value)
+            if text is None:
+                text = self._strs[value] = self._render(value)
+            return text
+        key = (value.__class__, value)  # 1, 1.0 and True are equal keys: keep their types apart
         text = self._scalars.get(key)
         if text is None:
             text = self._scalars[key] = self._render(value)
@@ -102,47 +108,48 @@ class Emitter:
             raise Slow  # a bare scalar document ends with `...`; leave it to PyYAML
         return "".join(out)
 
-    def _layout(self, mapping: dict) -> list[tuple[Any, str]]:
+    def _layout(self, keys: tuple[Any, ...]) -> list[tuple[Any, str]]:
         """(key, its text) in writing order; mappings mostly repeat a few key sets."""
-        keys = tuple(mapping)
-        layout = self._layouts.get(keys)
-        if layout is None:
-            layout = [(key, self._key(key)) for key in sorted(keys, key=self._rank)]
-            self._layouts[keys] = layout
+        layout = self._layouts[keys] = [(key, self._key(key)) for key in sorted(keys, key=self._rank)]
         return layout
 
     def _mapping(self, mapping: dict, pad: str, lead: str, out: list[str]) -> None:
-        scalars = self._scalars
+        strs = self._strs
+        keys = tuple(mapping)
         head = lead
-        for key, key_text in self._layout(mapping):
-            head += key_text
+        for key, key_text in self._layouts.get(keys) or self._layout(keys):
             value = mapping[key]
             kind = value.__class__
-            if kind is dict:
+            if kind is str:
+                text = strs.get(value) or self._scalar(value)
+                out.append(f"{head}{key_text}: {text}\n")
+            elif kind is dict:
                 if value:
-                    out.append(head + ":\n")
+                    out.append(f"{head}{key_text}:\n")
                     self._mapping(value, pad + "  ", pad + "  ", out)
                 else:
-                    out.append(head + ": {}\n")
+                    out.append(f"{head}{key_text}: {{}}\n")
             elif kind is list:
                 if value:  # a list under a key is not indented
-                    out.append(head + ":\n")
+                    out.append(f"{head}{key_text}:\n")
                     self._sequence(value, pad, pad, out)
                 else:
-                    out.append(head + ": []\n")
+                    out.append(f"{head}{key_text}: []\n")
             elif kind in _SCALAR_TYPES:
-                text = scalars.get((kind, value)) or self._scalar(value)
-                out.append(head + ": " + text + "\n")
+                out.append(f"{head}{key_text}: {self._scalar(value)}\n")
             else:
                 raise Slow
             head = pad
 
     def _sequence(self, items: list, pad: str, lead: str, out: list[str]) -> None:
-        scalars = self._scalars
+        strs = self._strs
         head = lead + "- "
+        rest = pad + "- "
         for item in items:
             kind = item.__class__
-            if kind is dict:
+            if kind is str:
+                out.append(f"{head}{strs.get(item) or self._scalar(item)}\n")
+            elif kind is dict:
                 if item:
                     out.append(head)
                     self._mapping(item, pad + "  ", "", out)
@@ -155,8 +162,7 @@ class Emitter:
                 else:
                     out.append(head + "[]\n")
             elif kind in _SCALAR_TYPES:
-                text = scalars.get((kind, item)) or self._scalar(item)
-                out.append(head + text + "\n")
+                out.append(f"{head}{self._scalar(item)}\n")
             else:
                 raise Slow
-            head = pad + "- "
+            head = rest

@@ -105,7 +105,7 @@ def _looks_like_output(folder: Path) -> bool:
     return all(e.is_dir() and (e / "kustomization.yaml").is_file() for e in entries)
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: str, text: str) -> None:
     """`path.write_text(text)` without a text-file object per file (~1/3 of writing 9,000)."""
     data = memoryview(text.encode("utf-8"))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
@@ -114,6 +114,19 @@ def _write(path: Path, text: str) -> None:
             data = data[os.write(fd, data):]
     finally:
         os.close(fd)
+
+
+def _make_folder(staging: str, folder: str, made: set[str]) -> None:
+    """mkdir `folder` (relative to `staging`) and its parents, each once per run: the tree
+    is written in path order, so a parent is nearly always made already (no stat to ask)."""
+    if folder in made or not folder:
+        return
+    _make_folder(staging, folder.rpartition("/")[0], made)
+    try:
+        os.mkdir(f"{staging}/{folder}")
+    except FileExistsError:  # copied over from a kept environment, or a parent made above
+        pass
+    made.add(folder)
 
 
 def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: bool) -> None:
@@ -131,13 +144,15 @@ def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: 
             for entry in out.iterdir():
                 if entry.name not in envs:
                     shutil.copytree(entry, staging / entry.name)
-        made: set[str] = set()  # one mkdir per folder, not per file (9,000 files for 1,000 jobs)
+        # one mkdir per folder, not per file (9,000 files for 1,000 jobs), and text paths:
+        # a pathlib join per file was ~15% of writing the tree
+        made: set[str] = set()
+        root = str(staging)
         for rel, text in tree.items():
-            folder = os.path.dirname(rel)
+            folder = rel.rpartition("/")[0]
             if folder not in made:
-                (staging / folder).mkdir(parents=True, exist_ok=True)
-                made.add(folder)
-            _write(staging / rel, text)
+                _make_folder(root, folder, made)
+            _write(f"{root}/{rel}", text)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
