@@ -14,10 +14,9 @@ was set through `podTemplate`, the user's escape hatch, which has the last word)
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable
 
-from compiler.bundle import Bundle, JsonObject, escape
+from compiler.bundle import Bundle, JsonObject, escape, json_copy
 
 Step = Callable[[Bundle], Bundle]
 MISSING = object()
@@ -48,7 +47,7 @@ def merge_ops(doc: JsonObject, pointer: str, value: Any) -> list[JsonObject]:
 
 def _merge(current: Any, pointer: str, value: Any) -> list[JsonObject]:
     if current is MISSING:
-        return [{"op": "add", "path": pointer, "value": copy.deepcopy(value)}]
+        return [{"op": "add", "path": pointer, "value": json_copy(value)}]
     if isinstance(current, dict) and isinstance(value, dict):
         ops: list[JsonObject] = []
         for key, item in value.items():
@@ -56,7 +55,7 @@ def _merge(current: Any, pointer: str, value: Any) -> list[JsonObject]:
         return ops
     if isinstance(current, list) and isinstance(value, list):
         return [
-            {"op": "add", "path": f"{pointer}/-", "value": copy.deepcopy(item)}
+            {"op": "add", "path": f"{pointer}/-", "value": json_copy(item)}
             for item in value
             if item not in current
         ]

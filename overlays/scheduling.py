@@ -25,6 +25,7 @@ a self-healing sync puts it back, empty, until the job leaves git.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -91,11 +92,15 @@ def min_available(bundle: Bundle) -> int:
 _QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$")
 _BINARY = {s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))}
 _DECIMAL = {s: Decimal(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))}
+_ZERO = Decimal(0)
 _SMALL = {"": Decimal(1), "m": Decimal("1e-3"), "u": Decimal("1e-6"), "n": Decimal("1e-9")}
 
 
+@functools.lru_cache(maxsize=None, typed=True)
 def _parse(value: Any) -> tuple[Decimal, str]:
-    """(amount, suffix family) of a quantity: family is int, binary, decimal or plain."""
+    """(amount, suffix family) of a quantity: family is int, binary, decimal or plain.
+
+    Cached: a run sees a few distinct quantities, each in every pod of every job."""
     if isinstance(value, int):
         return Decimal(value), "int"
     number, suffix, _ = _QUANTITY.match(str(value)).groups()  # type: ignore[union-attr]
@@ -110,6 +115,13 @@ def _parse(value: Any) -> tuple[Decimal, str]:
 
 
 def _format(total: Decimal, families: set[str]) -> Any:
+    return _format_once(total, frozenset(families))
+
+
+@functools.lru_cache(maxsize=None)
+def _format_once(total: Decimal, families: frozenset[str]) -> Any:
+    """`_format`, cached: the text depends only on the value (never on how a Decimal
+    writes it), and jobs of a repository mostly add up to the same few totals."""
     if families == {"int"}:
         return int(total)
     candidates: dict[str, Decimal] = {}
@@ -125,22 +137,35 @@ def _format(total: Decimal, families: set[str]) -> Any:
     return str(total.normalize())
 
 
+def _pod_requests(replica: JsonObject) -> list[tuple[str, Decimal, str]]:
+    """(resource, amount, family) per container of one replica's pod, in order: its
+    requests, or its limits if it has none."""
+    out = []
+    for container in replica["template"]["spec"].get("containers", []):
+        resources = container.get("resources") or {}
+        for key, value in (resources.get("requests") or resources.get("limits") or {}).items():
+            out.append((key, *_parse(value)))
+    return out
+
+
 def min_resources(bundle: Bundle, members: int) -> JsonObject:
-    """Upstream's calculation: per container its requests, or its limits if it has none."""
+    """Upstream's calculation: the sum over the first `members` pods, in replica order.
+
+    The pods of one replica are alike, so each replica's requests are read once; they
+    are still added pod by pod, in upstream's order (Decimal sums then match exactly)."""
     totals: dict[str, Decimal] = {}
     families: dict[str, set[str]] = {}
     counted = 0
     for replica in bundle.job["spec"][bundle.adapter.facts.replica_specs].values():
-        for _ in range(int(replica.get("replicas", 1))):
-            if counted >= members:
-                break
-            counted += 1
-            for container in replica["template"]["spec"].get("containers", []):
-                resources = container.get("resources") or {}
-                for key, value in (resources.get("requests") or resources.get("limits") or {}).items():
-                    amount, family = _parse(value)
-                    totals[key] = totals.get(key, Decimal(0)) + amount
-                    families.setdefault(key, set()).add(family)
+        if counted >= members:
+            break
+        pods = min(int(replica.get("replicas", 1)), members - counted)
+        counted += pods
+        requests = _pod_requests(replica)
+        for _ in range(pods):
+            for key, amount, family in requests:
+                totals[key] = totals[key] + amount if key in totals else _ZERO + amount
+                families.setdefault(key, set()).add(family)
     return {key: _format(totals[key], families[key]) for key in sorted(totals)}
 
 
@@ -198,17 +223,22 @@ def _job_fragment(bundle: Bundle, policy: JsonObject) -> JsonObject:
     return fragment
 
 
-def _placement(bundle: Bundle, replica_type: str) -> Optional[GpuPlacement]:
-    """The environment's GPU placement for a role that asked for a gpuType, else None."""
-    plan = next((p for p in bundle.adapter.plan(bundle.target.spec) if p.replica_type == replica_type), None)
-    if plan is None:
-        return None
-    resources = bundle.target.spec.resources if plan.accelerated else plan.resources
-    gpu_type = resources.gpuType if resources is not None else None
-    return bundle.target.environment.gpuTypes.get(gpu_type) if gpu_type else None
+def _placements(bundle: Bundle) -> dict[str, Optional[GpuPlacement]]:
+    """Per replica type, the environment's GPU placement when the role asked for a
+    gpuType, else None (one `plan` per job, not one per replica type)."""
+    spec = bundle.target.spec
+    gpu_types = bundle.target.environment.gpuTypes
+    out: dict[str, Optional[GpuPlacement]] = {}
+    for plan in bundle.adapter.plan(spec):
+        resources = spec.resources if plan.accelerated else plan.resources
+        gpu_type = resources.gpuType if resources is not None else None
+        out[plan.replica_type] = gpu_types.get(gpu_type) if gpu_type else None
+    return out
 
 
-def _pod_fragment(bundle: Bundle, replica_type: str, spec_path: str, gang: Optional[GangScheduler]) -> JsonObject:
+def _pod_fragment(
+    bundle: Bundle, placement: Optional[GpuPlacement], spec_path: str, gang: Optional[GangScheduler]
+) -> JsonObject:
     target = bundle.target
     own = target.spec.scheduling
     pod: JsonObject = {}
@@ -216,7 +246,6 @@ def _pod_fragment(bundle: Bundle, replica_type: str, spec_path: str, gang: Optio
         pod["priorityClassName"] = own.priority
     if gang is not None:
         pod["schedulerName"] = gang.scheduler_name
-    placement = _placement(bundle, replica_type)
     node_selector = dict(placement.nodeSelector) if placement else {}
     node_selector.update(own.nodeSelector or {})
     tolerations: list[JsonObject] = []
@@ -244,10 +273,11 @@ def apply(bundle: Bundle) -> Bundle:
     scheduler = gang[0] if gang else None
     policy = _scheduling_policy(bundle, gang)
     patches = merge_ops(bundle.job, "", _job_fragment(bundle, policy))
+    placements = _placements(bundle)
     for rtype, spec_path in pod_template_paths(bundle.job, bundle.adapter.facts.replica_specs):
         template_path = spec_path.rsplit("/", 1)[0]
         template: JsonObject = {}
-        pod = _pod_fragment(bundle, rtype, spec_path, scheduler)
+        pod = _pod_fragment(bundle, placements.get(rtype), spec_path, scheduler)
         if pod:
             template["spec"] = pod
         if scheduler is not None:
