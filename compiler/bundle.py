@@ -50,12 +50,12 @@ class Bundle:
         return next((c for c in self.components if c.name == name), None)
 
     def rendered_job(self) -> JsonObject:
-        import jsonpatch
+        from compiler import patching  # it needs json_copy from here
 
         job = json_copy(self.job)
         for component in self.components:
             if component.patches:  # in place: `job` is our own copy (added values are copied)
-                job = jsonpatch.apply_patch(job, list(component.patches), in_place=True)
+                job = patching.apply(job, component.patches)
         return job
 
     def objects(self) -> list[JsonObject]:

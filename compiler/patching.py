@@ -1,0 +1,61 @@
+"""Applying a bundle's JSON6902 patches to its job, as `train-compile render` prints it.
+
+`jsonpatch` is the reference (kustomize applies the same RFC 6902 operations), but it
+parses every path into a `JsonPointer` object twice and deep-copies every value, which
+made applying the patches ~60% of rendering 1,000 jobs. The overlays write one kind of
+operation only: `add` at a path whose parents exist, ending in a mapping key or `-`
+(append to a list). Those are applied here directly, with the same meaning (the value
+copied, a key replaced if present); any other operation, or a path that does not walk
+cleanly, goes to `jsonpatch` itself, one operation at a time and on the same document,
+so its result and its errors stay exactly the library's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from compiler.bundle import JsonObject, json_copy
+
+
+def apply(doc: Any, operations: Iterable[JsonObject]) -> Any:
+    """`jsonpatch.apply_patch(doc, operations, in_place=True)`: `doc` is changed and returned."""
+    for operation in operations:
+        if not _add(doc, operation):
+            import jsonpatch
+
+            doc = jsonpatch.apply_patch(doc, [operation], in_place=True)
+    return doc
+
+
+def _add(doc: Any, operation: JsonObject) -> bool:
+    """Apply one `add` whose path walks through existing mappings and list items; False
+    (and `doc` untouched) for anything else."""
+    path = operation.get("path")
+    if operation.get("op") != "add" or "value" not in operation or path.__class__ is not str or path[:1] != "/":
+        return False
+    *parents, last = [_unescape(token) for token in path[1:].split("/")]
+    node = doc
+    for token in parents:
+        if node.__class__ is dict and token in node:
+            node = node[token]
+        elif node.__class__ is list and _index(token, len(node)):
+            node = node[int(token)]
+        else:
+            return False
+    if node.__class__ is dict:
+        node[last] = json_copy(operation["value"])
+    elif node.__class__ is list and last == "-":
+        node.append(json_copy(operation["value"]))
+    else:
+        return False  # an insert by index, or not a container: the library decides
+    return True
+
+
+def _unescape(token: str) -> str:
+    # jsonpointer's order: ~1 first, so that ~01 stays ~1
+    return token.replace("~1", "/").replace("~0", "~") if "~" in token else token
+
+
+def _index(token: str, length: int) -> bool:
+    """A list index jsonpointer accepts (no sign, no leading zero) inside the list."""
+    return token.isdigit() and token.isascii() and (token == "0" or token[0] != "0") and int(token) < length
