@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -60,7 +61,7 @@ class Held:
         self._cond = threading.Condition()
         self._pods_in_flight = 0
         self._last_pod = -float("inf")
-        self._creates: list[tuple[float, Callable[[], None]]] = []
+        self._creates: deque[tuple[float, Callable[[], None]]] = deque()  # oldest first (clock order)
         self._statuses: dict[str, _Status] = {}
         self._sending = 0
         self._closed = False
@@ -78,7 +79,8 @@ class Held:
         with self._cond:
             self._pods_in_flight -= 1
             self._last_pod = self._clock()
-            self._cond.notify_all()
+            if not self._pods_in_flight:  # the quiet time may start: only then can anything fall due
+                self._cond.notify_all()
 
     def in_burst(self) -> bool:
         """A pod create is in flight or was answered less than `quiet` s ago."""
@@ -132,11 +134,15 @@ class Held:
 
     # ------------------------------------------------------------------ sending
     def _due(self) -> list[Callable[[], None]]:
-        """What to send now: everything once the burst is quiet, else what waited max_hold."""
+        """What to send now: everything once the burst is quiet, else what waited max_hold.
+
+        Called on every wake of the sender, so it costs O(due) for the creates, never O(held):
+        a 464-pod burst woke it once per pod answer and rescanned every held Service each time."""
         now = self._clock()
         cut = now if (self._closed or not self._in_burst()) else now - self.max_hold
-        due = [send for since, send in self._creates if since <= cut]
-        self._creates = [(since, send) for since, send in self._creates if since > cut]
+        due = []
+        while self._creates and self._creates[0][0] <= cut:  # held in clock order: the due ones lead
+            due.append(self._creates.popleft()[1])
         for key, entry in self._statuses.items():
             if not entry.released and entry.since <= cut and not self._closed:
                 entry.released = True

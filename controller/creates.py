@@ -69,7 +69,7 @@ class Batch:
         try:
             if self._failed.is_set():
                 return _SKIPPED
-            self.pool.client.create(res, namespace, obj)
+            self.pool.client.create(res, namespace, obj, answer=False)
         except errors.AlreadyExists as exc:
             return exc
         except errors.ApiError as exc:

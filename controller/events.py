@@ -177,7 +177,7 @@ class EventRecorder:
             "reportingInstance": self.instance,
         }
         try:
-            self.client.create(EVENTS, item.namespace, body)
+            self.client.create(EVENTS, item.namespace, body, answer=False)
         except errors.ApiError as exc:
             log.warning("could not record event %s on %s/%s: %s", item.reason, namespace, name, exc)
             return False

@@ -9,11 +9,18 @@ loads those parts without the package's generated API and model classes. `counts
 by (verb, group/resource) so tests can assert "a settled job makes zero writes" and the
 install ClusterRole can be compared with what the controller really uses; `observer`
 (set by `controller.metrics`) sees every request's verb, resource, code and latency.
+
+Why the hot path looks as it does (bench/README.md, "what the controller spends"): on a
+burst of pod creates the controller shares the machine's CPU with the API server, and
+JSON was its largest cost, so bodies and answers go through orjson (~4x the standard
+library's speed, same values); a create whose answer nobody reads (`answer=False`: the
+pass's pods and Services, Events) is checked for its status and not parsed; and requests
+go straight to the one connection pool of the API server instead of through the
+PoolManager, which parses the URL and looks the pool up again on every request.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter
@@ -22,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 import urllib3
 
 from controller import errors, kubelib
@@ -76,6 +84,8 @@ class Client:
         self.timeout = timeout
         self.counts: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
+        self._pool: Any = None  # the API server's urllib3 connection pool, found on first use
+        self._prefix = ""
         # metrics hook: (verb, group/resource[/sub], HTTP code or "<error>", seconds to headers)
         self.observer: Callable[[str, str, str, float], None] | None = None
 
@@ -95,6 +105,7 @@ class Client:
 
     def close(self) -> None:
         self.api.close()
+        self._pool = None
 
     def writes(self) -> int:
         with self._lock:
@@ -122,30 +133,43 @@ class Client:
     ) -> Any:
         with self._lock:
             self.counts[(verb, res.audit_name(sub))] += 1
-        url = self.api.configuration.host + path
         params = {k: v for k, v in (query or {}).items() if v is not None}
         if params and method in ("GET", "DELETE"):
-            url += "?" + urlencode(params)
+            path += "?" + urlencode(params)
         headers = {"Accept": "application/json", "Content-Type": content_type}
         self.api.update_params_for_auth(headers, [], ["BearerToken"])
-        payload = json.dumps(body) if body is not None else None
+        payload = orjson.dumps(body) if body is not None else None
         started = time.monotonic()
         try:
-            resp = self.api.rest_client.pool_manager.request(
-                method, url, body=payload, headers=headers, preload_content=False,
-                timeout=timeout or urllib3.Timeout(connect=10.0, read=self.timeout),
-            )
+            resp = self._urlopen(method, path, body=payload, headers=headers,
+                                 timeout=timeout or urllib3.Timeout(connect=10.0, read=self.timeout))
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             self._observe(verb, res, sub, "<error>", started)
             raise errors.Retryable(verb, res.kind, namespace, name, str(exc)) from exc
         self._observe(verb, res, sub, str(resp.status), started)
         return resp
 
+    def _urlopen(self, method: str, path: str, **kw: Any) -> Any:
+        """Send through the API server's connection pool (a proxy keeps the PoolManager's way)."""
+        host = self.api.configuration.host
+        manager = self.api.rest_client.pool_manager
+        if isinstance(manager, urllib3.ProxyManager):
+            return manager.request(method, host + path, preload_content=False, **kw)
+        if self._pool is None:
+            # a server behind a path prefix (https://host/k8s) keeps it in front of every path
+            self._prefix = (urllib3.util.parse_url(host).path or "").rstrip("/")
+            self._pool = manager.connection_from_url(host)
+        # as PoolManager.urlopen calls it: the pool is this server's alone, and it never redirects
+        return self._pool.urlopen(method, self._prefix + path, preload_content=False, redirect=False,
+                                  assert_same_host=False, **kw)
+
     def _observe(self, verb: str, res: Resource, sub: str | None, code: str, started: float) -> None:
         if self.observer is not None:
             self.observer(verb, res.audit_name(sub), code, time.monotonic() - started)
 
-    def _json(self, resp: Any, verb: str, res: Resource, namespace: str | None, name: str | None) -> Any:
+    def _json(self, resp: Any, verb: str, res: Resource, namespace: str | None, name: str | None, *,
+              answer: bool = True) -> Any:
+        """The answer's JSON (an error for a non-2xx); `answer=False` reads it without parsing."""
         try:
             data = resp.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -154,7 +178,7 @@ class Client:
             resp.release_conn()
         if not 200 <= resp.status < 300:
             raise error_for(resp.status, data, verb=verb, kind=res.kind, namespace=namespace, name=name)
-        return json.loads(data) if data else None
+        return orjson.loads(data) if data and answer else None
 
     def call(self, method: str, res: Resource, *, verb: str, namespace: str | None = None, name: str | None = None,
              sub: str | None = None, query: dict[str, Any] | None = None, body: Any = None,
@@ -173,10 +197,13 @@ class Client:
     def get(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any]:
         return self.call("GET", res, verb="get", namespace=namespace, name=name)
 
-    def create(self, res: Resource, namespace: str | None, body: dict[str, Any]) -> dict[str, Any]:
+    def create(self, res: Resource, namespace: str | None, body: dict[str, Any], *,
+               answer: bool = True) -> Any:
+        """POST `body`; the created object, or None with `answer=False` (not parsed: the
+        pass's children and Events, whose answers the watch brings anyway)."""
         name = (body.get("metadata") or {}).get("name")
         resp = self._send("POST", res.path(namespace), verb="create", res=res, name=name, namespace=namespace, body=body)
-        return self._json(resp, "create", res, namespace, name)
+        return self._json(resp, "create", res, namespace, name, answer=answer)
 
     def update(self, res: Resource, body: dict[str, Any], *, sub: str | None = None) -> dict[str, Any]:
         meta = body["metadata"]
@@ -210,13 +237,12 @@ class Client:
         if on_open is not None:
             on_open(resp)
         try:
-            buffer = b""
+            rest = b""
             for chunk in resp.stream(64 * 1024, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                *lines, rest = (rest + chunk).split(b"\n")  # one pass per chunk, however many events
+                for line in lines:
                     if line.strip():
-                        yield json.loads(line)
+                        yield orjson.loads(line)
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
             raise errors.Retryable("watch", res.kind, namespace, None, str(exc)) from exc
         finally:
@@ -228,7 +254,7 @@ def error_for(code: int, data: bytes | str | None, *, verb: str, kind: str, name
     """Map an API answer to our hierarchy, keeping the server's own message."""
     reason, message = "", ""
     try:
-        status = json.loads(data or b"{}")
+        status = orjson.loads(data or b"{}")
         reason, message = status.get("reason", ""), status.get("message", "")
     except (ValueError, AttributeError):
         message = (data.decode(errors="replace") if isinstance(data, bytes) else str(data or ""))[:300]

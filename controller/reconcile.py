@@ -217,7 +217,7 @@ class Reconciler:
         item = (res.plural, name)
         self.expectations.expect_create(key, [item])
         try:
-            self.client.create(res, ns, obj)
+            self.client.create(res, ns, obj, answer=False)
         except errors.AlreadyExists:
             self.expectations.created(key, item)  # the watch will show it; not ours to create twice
             return
@@ -236,7 +236,7 @@ class Reconciler:
 
         def send() -> None:
             try:
-                self.client.create(res, ns, obj)
+                self.client.create(res, ns, obj, answer=False)
             except errors.AlreadyExists:
                 self.expectations.created(key, item)
                 return

@@ -29,7 +29,7 @@ class FakeClient:
         self.expected_at_send: list[bool] = []
         self.expectations: Expectations | None = None
 
-    def create(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    def create(self, res: Any, namespace: str, body: dict[str, Any], *, answer: bool = True) -> Any:
         name = body["metadata"]["name"]
         with self.lock:
             self.sent.append(name)

@@ -22,7 +22,7 @@ class FakeClient:
         self.hold = threading.Event()
         self.hold.set()
 
-    def create(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    def create(self, res: Any, namespace: str, body: dict[str, Any], *, answer: bool = True) -> Any:
         self.hold.wait(10)
         self.sent.append((namespace, body, threading.current_thread().name))
         return body
