@@ -54,20 +54,18 @@ class Emitter:
         self._emit_one = emit_one  # the real dumper on {"k": value}
         self._rank = rank  # mapping key order
         self._resolver = Resolver()
-        self._strs: dict[str, str] = {}  # strings, by far the most scalars
-        self._scalars: dict[tuple[type, Any], str] = {}  # the other scalars
+        # scalar -> its text, one table per type (1, 1.0 and True are equal keys)
+        self._texts: dict[type, dict[Any, str]] = {kind: {} for kind in _SCALAR_TYPES}
+        self._strs = self._texts[str]  # by far the most scalars
         self._layouts: dict[tuple[Any, ...], list[tuple[Any, str]]] = {}
 
     def _scalar(self, value: Any) -> str:
-        if value.__class__ is str:
-            text = self._strs.get(value)
-            if text is None:
-                text = self._strs[value] = self._render(value)
-            return text
-        key = (value.__class__, value)  # 1, 1.0 and True are equal keys: keep their types apart
-        text = self._scalars.get(key)
+        known = self._texts.get(value.__class__)
+        if known is None:
+            raise Slow  # not a scalar type we write
+        text = known.get(value)
         if text is None:
-            text = self._scalars[key] = self._render(value)
+            text = known[value] = self._render(value)
         return text
 
     def _render(self, value: Any) -> str:
@@ -115,6 +113,7 @@ class Emitter:
 
     def _mapping(self, mapping: dict, pad: str, lead: str, out: list[str]) -> None:
         strs = self._strs
+        texts = self._texts
         keys = tuple(mapping)
         head = lead
         for key, key_text in self._layouts.get(keys) or self._layout(keys):
@@ -135,14 +134,16 @@ class Emitter:
                     self._sequence(value, pad, pad, out)
                 else:
                     out.append(f"{head}{key_text}: []\n")
-            elif kind in _SCALAR_TYPES:
-                out.append(f"{head}{key_text}: {self._scalar(value)}\n")
             else:
-                raise Slow
+                known = texts.get(kind)
+                if known is None:
+                    raise Slow
+                out.append(f"{head}{key_text}: {known.get(value) or self._scalar(value)}\n")
             head = pad
 
     def _sequence(self, items: list, pad: str, lead: str, out: list[str]) -> None:
         strs = self._strs
+        texts = self._texts
         head = lead + "- "
         rest = pad + "- "
         for item in items:
@@ -161,8 +162,9 @@ class Emitter:
                     self._sequence(item, pad + "  ", "", out)
                 else:
                     out.append(head + "[]\n")
-            elif kind in _SCALAR_TYPES:
-                out.append(f"{head}{self._scalar(item)}\n")
             else:
-                raise Slow
+                known = texts.get(kind)
+                if known is None:
+                    raise Slow
+                out.append(f"{head}{known.get(item) or self._scalar(item)}\n")
             head = rest

@@ -104,19 +104,33 @@ def _implicit_tag(value: str) -> str:
 
 
 def _resolved(value: str) -> Any:
-    """A plain scalar that may not be a string (empty, or starting like a number/null/bool)."""
+    """A plain scalar that may not be a string (empty, or starting like a number/null/bool).
+
+    Remembered per text: a repository repeats the same few (`nodes`, `true`, `4`), and
+    deciding one takes up to three regex matches."""
+    known = _KNOWN.get(value, _KNOWN)
+    if known is not _KNOWN:
+        return known
     tag = _implicit_tag(value)
     if tag == STR:
-        return value
-    if tag == _INT:
-        return int(value)
-    if tag == _NULL:
-        return None
-    if tag == _BOOL:
-        return value in _TRUE
-    if tag == _FLOAT:
-        return float(value)
-    raise Fallback
+        known = value
+    elif tag == _INT:
+        known = int(value)
+    elif tag == _NULL:
+        known = None
+    elif tag == _BOOL:
+        known = value in _TRUE
+    elif tag == _FLOAT:
+        known = float(value)
+    else:
+        raise Fallback
+    if len(_KNOWN) < MAX_KNOWN:
+        _KNOWN[value] = known
+    return known
+
+
+MAX_KNOWN = 50_000  # texts remembered by `_resolved`, a bound for huge generated files
+_KNOWN: dict[str, Any] = {}
 
 
 def _scalar(event: ScalarEvent) -> Any:
