@@ -94,17 +94,17 @@ def _without_envs(spec: TrainJobSpec) -> TrainJobSpec:
 def _with_scheduling_defaults(spec: TrainJobSpec, environment: Environment) -> TrainJobSpec:
     own = spec.scheduling
     env = environment.scheduling
+    update = {
+        name: getattr(env, name)
+        for name in ("queue", "priority", "gang")
+        if getattr(own, name) is None and getattr(env, name) is not None
+    }
+    if not update:  # nothing to fill in (most jobs): the spec as it is, no copies
+        return spec
     # model_copy, not Scheduling(...): both sides are validated already, and
     # re-validating would send a `Gang` model (not a mapping) through the gang
     # discriminator, which rejects it.
-    resolved = own.model_copy(
-        update={
-            "queue": own.queue if own.queue is not None else env.queue,
-            "priority": own.priority if own.priority is not None else env.priority,
-            "gang": own.gang if own.gang is not None else env.gang,
-        }
-    )
-    return spec.model_copy(update={"scheduling": resolved})
+    return spec.model_copy(update={"scheduling": own.model_copy(update=update)})
 
 
 def targets_for(

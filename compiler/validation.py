@@ -10,7 +10,6 @@ did-you-mean for misspelled field names and choices.
 
 from __future__ import annotations
 
-import difflib
 import typing
 from typing import Any, Callable, Optional
 
@@ -114,6 +113,8 @@ def _unwrap(annotation: Any) -> Any:
 
 
 def _suggest(word: str, choices: list[str]) -> str:
+    import difflib  # only a run with errors gets here
+
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else ""
 
