@@ -42,24 +42,24 @@ def merge_ops(doc: JsonObject, pointer: str, value: Any) -> list[JsonObject]:
     `doc` is only read. Lists are merged by appending the items not already present, so
     a toleration the pod template already has is not written twice.
     """
-    return _merge(lookup(doc, pointer), pointer, value)
+    ops: list[JsonObject] = []
+    _merge(lookup(doc, pointer), pointer, value, ops)
+    return ops
 
 
-def _merge(current: Any, pointer: str, value: Any) -> list[JsonObject]:
+def _merge(current: Any, pointer: str, value: Any, ops: list[JsonObject]) -> None:
     if current is MISSING:
-        return [{"op": "add", "path": pointer, "value": json_copy(value)}]
-    if isinstance(current, dict) and isinstance(value, dict):
-        ops: list[JsonObject] = []
+        ops.append({"op": "add", "path": pointer, "value": json_copy(value)})
+    elif isinstance(current, dict) and isinstance(value, dict):
         for key, item in value.items():
-            ops += _merge(current.get(key, MISSING), f"{pointer}/{escape(str(key))}", item)
-        return ops
-    if isinstance(current, list) and isinstance(value, list):
-        return [
+            _merge(current.get(key, MISSING), f"{pointer}/{escape(str(key))}", item, ops)
+    elif isinstance(current, list) and isinstance(value, list):
+        ops += (
             {"op": "add", "path": f"{pointer}/-", "value": json_copy(item)}
             for item in value
             if item not in current
-        ]
-    return []  # an existing scalar (or a shape clash) was written by podTemplate: it wins
+        )
+    # else: an existing scalar (or a shape clash) was written by podTemplate: it wins
 
 
 def container_index(job: JsonObject, template_spec: str, name: str) -> int:
