@@ -161,11 +161,14 @@ def min_resources(bundle: Bundle, members: int) -> JsonObject:
             break
         pods = min(int(replica.get("replicas", 1)), members - counted)
         counted += pods
+        if pods <= 0:
+            continue
         requests = _pod_requests(replica)
+        for key, _, family in requests:
+            families.setdefault(key, set()).add(family)
         for _ in range(pods):
-            for key, amount, family in requests:
+            for key, amount, _ in requests:
                 totals[key] = totals[key] + amount if key in totals else _ZERO + amount
-                families.setdefault(key, set()).add(family)
     return {key: _format(totals[key], families[key]) for key in sorted(totals)}
 
 

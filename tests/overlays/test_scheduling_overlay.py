@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 
 import pytest
@@ -308,3 +309,31 @@ def test_tolerations_already_in_the_pod_template_are_not_repeated():
 def test_nothing_to_say_writes_no_component():
     bundle = build_bundle({"nodes": 2, "resources": {"gpu": 1}})
     assert scheduling.apply(bundle).components == ()
+
+
+def _min_resources_pod_by_pod(job: dict, replica_specs: str, members: int) -> dict:
+    """The calculation written plainly: every pod in replica order until `members`."""
+    totals: dict = {}
+    families: dict = {}
+    pods = [replica for replica in job["spec"][replica_specs].values() for _ in range(replica.get("replicas", 1))]
+    for replica in pods[:members]:
+        for container in replica["template"]["spec"]["containers"]:
+            resources = container.get("resources") or {}
+            for key, value in (resources.get("requests") or resources.get("limits") or {}).items():
+                amount, family = scheduling._parse(value)
+                totals[key] = totals.get(key, Decimal(0)) + amount
+                families.setdefault(key, set()).add(family)
+    return {key: scheduling._format(totals[key], families[key]) for key in sorted(totals)}
+
+
+@pytest.mark.parametrize("members", [0, 1, 2, 3, 5, 9], ids=lambda m: f"{m} members")
+def test_min_resources_skip_an_empty_replica_and_stop_at_the_members(members):
+    bundle = build_bundle({"nodes": 3, "resources": {"cpu": "500m", "memory": "1Gi", "gpu": 1},
+                           "roles": {"evaluator": {"replicas": 2, "resources": {"cpu": "1"}}}}, framework="tensorflow")
+    job = bundle.job
+    replicas = job["spec"]["tfReplicaSpecs"]
+    empty = {"replicas": 0, "template": {"spec": {"containers": [{"name": "x", "resources": {"limits": {"cpu": "7"}}}]}}}
+    job = {**job, "spec": {**job["spec"], "tfReplicaSpecs": {"Chief": replicas["Chief"], "PS": empty,
+                                                             "Worker": replicas["Worker"], "Evaluator": replicas["Evaluator"]}}}
+    bundle = dataclasses.replace(bundle, job=job)
+    assert scheduling.min_resources(bundle, members) == _min_resources_pod_by_pod(job, "tfReplicaSpecs", members)
