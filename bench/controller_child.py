@@ -3,7 +3,8 @@
 `python -m bench.controller_child KUBECONFIG NAMESPACE WORKERS [pods-first]` builds the same
 `Manager` as `train-controller` (every kind enabled, one client, the same pool sizing),
 limited to one namespace so rounds do not see each other. Its own process so CPU and
-RSS are the controller's alone. Commands, one per line, each answered with one JSON
+RSS are the controller's alone; its connections are opened before it answers `ready`
+(`warm`), as a running controller's are. Commands, one per line, each answered with one JSON
 line: `stats` (reconciles, request counts by verb and resource, CPU, RSS, queue),
 `resync` (queue every cached job again, as a periodic resync would: a settled job must
 cost zero writes) and `quit`. `TRAINFORGE_BENCH_EXPERIMENTS` turns on what-if ceilings
@@ -17,10 +18,11 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from controller.kinds import select
-from controller.kube import WRITE_VERBS, Client
+from controller.kube import PODS, WRITE_VERBS, Client
 from controller.manager import Manager, connection_pool_size
 
 
@@ -108,16 +110,32 @@ def experiment(manager: Manager, names: set[str]) -> None:
         manager.reconciler.create_child = create  # type: ignore[method-assign]
 
 
+def warm(manager: Manager, pool_size: int) -> None:
+    """Open, before any clock starts, the connections a burst will use: a controller that has been
+    running has them open already, and so has the benchmark's bare client from its earlier
+    requests. Cold, every round paid ~25 TLS handshakes (both sides' CPU) inside its burst."""
+    connections = pool_size - len(manager.informers())  # the watches hold theirs already
+    together = threading.Barrier(connections)
+
+    def one(_: int) -> None:
+        together.wait()  # all at once, so each opens a connection of its own
+        manager.client.list(PODS, namespace=manager.namespace, limit=1)
+
+    with ThreadPoolExecutor(max_workers=connections) as pool:
+        list(pool.map(one, range(connections)))
+
+
 def main(argv: list[str]) -> int:
     kubeconfig, namespace, workers = argv[0], argv[1], int(argv[2])
     pods_first = argv[3:] == ["pods-first"]  # train-controller --pods-first
     kinds = select("")
-    client = Client.connect(kubeconfig, pool_size=connection_pool_size(workers=workers, kinds=len(kinds),
-                                                                       pods_first=pods_first))  # as the CLI
+    pool_size = connection_pool_size(workers=workers, kinds=len(kinds), pods_first=pods_first)  # as the CLI
+    client = Client.connect(kubeconfig, pool_size=pool_size)
     manager = Manager(client, kinds, namespace=namespace, workers=workers, pods_first=pods_first)
     probe = Probe(manager)
     experiment(manager, set(filter(None, os.environ.get("TRAINFORGE_BENCH_EXPERIMENTS", "").split(","))))
     manager.start()
+    warm(manager, pool_size)
     print(json.dumps({"ready": True, **probe.stats()}), flush=True)
     try:
         for line in sys.stdin:

@@ -106,6 +106,7 @@ class Follow:
         self.first_seen: dict[str, float] = {}
         self._changed = threading.Condition()
         self._stop = threading.Event()
+        self._resp: Any = None  # the open watch, closed by stop()
         self._rv = ""
         self._relist()
         self._thread = threading.Thread(target=self._run, name=f"follow-{res.plural}", daemon=True)
@@ -129,7 +130,7 @@ class Follow:
         while not self._stop.is_set():
             try:
                 for event in self.client.watch(self.res, namespace=self.namespace, resource_version=self._rv,
-                                               timeout_seconds=120):
+                                               timeout_seconds=120, on_open=self._opened):
                     obj = event.get("object") or {}
                     if event.get("type") == "BOOKMARK":
                         self._rv = obj["metadata"]["resourceVersion"]
@@ -146,6 +147,8 @@ class Follow:
                     if self._stop.is_set():
                         return
             except errors.ApiError:  # a broken stream or 410 Gone: start again from a list
+                if self._stop.is_set():  # stop() cut the stream
+                    return
                 time.sleep(0.2)
                 try:
                     self._relist()
@@ -163,8 +166,21 @@ class Follow:
                 self._changed.wait(min(left, 1.0))
         return time.perf_counter()
 
+    def _opened(self, resp: Any) -> None:
+        self._resp = resp
+        if self._stop.is_set():
+            resp.close()
+
     def stop(self) -> None:
+        """End the watch now: left open it would stay on the server for its 120 s, a watcher
+        every later round's events are dispatched past."""
         self._stop.set()
+        resp = self._resp
+        if resp is not None:
+            try:
+                resp.shutdown() if hasattr(resp, "shutdown") else resp.close()
+            except OSError:
+                pass
 
 
 _LABELS = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -87,6 +87,15 @@ class Held:
         with self._cond:
             return self._in_burst()
 
+    def settling(self) -> bool:
+        """In a burst, or its held creates not all sent yet: what the Event senders wait out.
+
+        Jobs wait for their held Services (their expectations) before they can go Running, and
+        nothing waits for an Event, so Events go last: sent beside the Services, they held
+        "pods Running -> all jobs Running" at 3.4 s against 1.9 s (bench, interleaved medians)."""
+        with self._cond:
+            return self._in_burst() or bool(self._creates) or self._sending > 0
+
     def _in_burst(self) -> bool:
         return self._pods_in_flight > 0 or self._clock() - self._last_pod < self.quiet
 

@@ -13,7 +13,8 @@ creates in a burst. A backlog that keeps growing (1,000 jobs applied at once rec
 once the backlog is back under its step. The queue is bounded (`queue_size`, ~3 MB);
 when it is full an Event is dropped and counted in `overflowed`. `close` flushes what is
 queued (graceful shutdown). With `pod_burst` (train-controller --pods-first, controller.burst)
-the senders also wait while pods are being created, up to its `max_hold` at a time.
+the senders also wait while pods are being created and then while the Services held
+through the burst are sent, up to its `max_hold` at a time.
 `wait=True` sends on the caller's thread, for an Event that must land before what the
 caller writes next. Failing to record an Event is logged, never fatal.
 """
@@ -69,7 +70,7 @@ class EventRecorder:
         self._wake = threading.Condition()
         self._senders: list[threading.Thread] = []
         self._closed = False
-        self.pod_burst = pod_burst  # has in_burst() and max_hold (controller.burst.Held), or None
+        self.pod_burst = pod_burst  # has settling() and max_hold (controller.burst.Held), or None
 
     def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str,
               wait: bool = False) -> bool:
@@ -131,7 +132,7 @@ class EventRecorder:
         if self.pod_burst is None:
             return
         until = time.monotonic() + self.pod_burst.max_hold
-        while not self._closed and self.pod_burst.in_burst() and time.monotonic() < until:
+        while not self._closed and self.pod_burst.settling() and time.monotonic() < until:
             time.sleep(0.05)
 
     def _run(self) -> None:

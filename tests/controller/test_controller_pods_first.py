@@ -92,6 +92,22 @@ def test_a_later_status_replaces_the_held_one_keeps_its_place_and_is_what_the_ne
     assert h.pending() == 0  # a stopping controller forgets held statuses (the next leader recomputes)
 
 
+def test_events_wait_until_the_held_creates_are_sent_not_only_the_burst() -> None:
+    clock, gate, sent = Clock(), threading.Event(), threading.Event()
+    h = held(clock)
+    try:
+        assert not h.settling()  # nothing held, no pod in flight: Events go at once
+        h.pod_started()
+        h.create(lambda: (gate.wait(5), sent.set()))
+        h.pod_answered()
+        clock.now += 0.25
+        assert not h.in_burst() and h.settling()  # the burst is over, its Service is being sent
+        gate.set()
+        assert sent.wait(5) and wait_for(lambda: not h.settling(), timeout=5)
+    finally:
+        h.close()
+
+
 def test_close_sends_the_held_creates_even_in_a_burst() -> None:
     clock, done = Clock(), []
     h = held(clock)
