@@ -6,9 +6,9 @@ PyYAML ships, and the `kubernetes` client pulls in) parses the same file in a te
 that, and the plain data is built here straight from its events, never deeper than
 `MAX_DEPTH` (libyaml's own composer recurses in C and crashes on a 100,000-deep document).
 Positions are only needed for diagnostics, so a document loaded here gets position
-tables that fill themselves, on first read, by re-parsing its file with the ruamel
-loader: a clean run never pays for them, a run with errors pays once per file that has
-one.
+tables that fill themselves, on first read, from one re-parse of its file with the
+ruamel loader: a clean run never pays for them, a run with errors pays once per file
+that has one.
 
 The fast path must never change what a document means, so it takes only what it is
 sure of and gives up (`Fallback`) on everything else, and the caller then runs the
@@ -251,16 +251,16 @@ def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]
 
 
 class LazyTable(dict):
-    """A position table that fills itself (all tables of a file at once) on first read."""
+    """A position table that fills itself, from `fill()`, on its first read."""
 
-    def __init__(self, fill: Callable[[], None]) -> None:
+    def __init__(self, fill: Callable[[], dict[Any, Any]]) -> None:
         super().__init__()
-        self._fill: Callable[[], None] | None = fill
+        self._fill: Callable[[], dict[Any, Any]] | None = fill
 
     def _ready(self) -> None:
         fill, self._fill = self._fill, None
         if fill is not None:
-            fill()
+            dict.update(self, fill())
 
     def __contains__(self, key: object) -> bool:
         self._ready()
