@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import click
 
 from compiler.diagnostics import FORMATTERS
+from compiler.quickexit import QuickExitGroup, own_process
 
 if TYPE_CHECKING:
     from compiler.pipeline import Result
@@ -63,17 +64,19 @@ def _fail_if_invalid(result: "Result") -> None:
         sys.exit(1)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=QuickExitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="trainforge", prog_name="train-compile")
 def main() -> None:
     """Compile TrainJob specs into Kubeflow (kubeflow.org/v1) kustomize trees."""
     # One short run: reference counting frees what the pipeline drops, and the cycle
     # collector would only rescan the live documents again and again (~10% of a build
-    # of 1,000 jobs, measured by bench/compiler_bench.py). Back on when the command ends,
-    # for callers that run the CLI in-process (tests).
+    # of 1,000 jobs, measured by bench/compiler_bench.py). Back on when the command ends
+    # for callers that run the CLI in-process (tests); a run that ends the process
+    # leaves it off (re-enabled, it would first scan everything the run allocated).
     if gc.isenabled():
         gc.disable()
-        click.get_current_context().call_on_close(gc.enable)
+        if not own_process():
+            click.get_current_context().call_on_close(gc.enable)
 
 
 @main.command()
