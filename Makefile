@@ -24,8 +24,8 @@ k8s-assets:
 
 test: $(STAMP) k8s-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
-	@echo "--- the controller tests again, under train-controller --pods-first"
-	TRAINFORGE_TEST_PODS_FIRST=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault" tests/controller
+	@echo "--- the controller tests again, in upstream's order (train-controller --no-pods-first)"
+	TRAINFORGE_TEST_UPSTREAM_ORDER=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault" tests/controller
 
 test-fast: $(STAMP)
 	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"

@@ -1,6 +1,6 @@
 """The controller under benchmark, in its own process, answering the benchmark on stdin.
 
-`python -m bench.controller_child KUBECONFIG NAMESPACE WORKERS [pods-first]` builds the same
+`python -m bench.controller_child KUBECONFIG NAMESPACE WORKERS [upstream-order]` builds the same
 `Manager` as `train-controller` (every kind enabled, one client, the same pool sizing),
 limited to one namespace so rounds do not see each other. Its own process so CPU and
 RSS are the controller's alone; its connections are opened before it answers `ready`
@@ -127,7 +127,7 @@ def warm(manager: Manager, pool_size: int) -> None:
 
 def main(argv: list[str]) -> int:
     kubeconfig, namespace, workers = argv[0], argv[1], int(argv[2])
-    pods_first = argv[3:] == ["pods-first"]  # train-controller --pods-first
+    pods_first = argv[3:] != ["upstream-order"]  # train-controller's default; upstream-order: --no-pods-first
     kinds = select("")
     pool_size = connection_pool_size(workers=workers, kinds=len(kinds), pods_first=pods_first)  # as the CLI
     client = Client.connect(kubeconfig, pool_size=pool_size)

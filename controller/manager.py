@@ -45,7 +45,7 @@ CREATES_IN_FLIGHT = 16  # pod/service creates sent at once by all workers togeth
 HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (controller.burst)
 
 
-def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT, pods_first: bool = False) -> int:
+def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT, pods_first: bool = True) -> int:
     """HTTP connections a Manager may hold at once, so none is opened and dropped per request.
 
     A watch per informer (each job kind; pods, services, 4 MPI helpers, HPAs, PodGroups,
@@ -59,7 +59,7 @@ class Manager:
                  options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
                  clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
                  gang_scheduler_name: str | None = None, creates_in_flight: int = CREATES_IN_FLIGHT,
-                 pods_first: bool = False) -> None:
+                 pods_first: bool = True) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.kinds = {k.name: k for k in kinds}
         self._by_operator = {k.facts.operator_name: k for k in kinds}

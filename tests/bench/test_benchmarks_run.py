@@ -43,6 +43,7 @@ def test_the_controller_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "pods created per second, 5 jobs x 2 pods + 1 x 4" in out
     assert "writes for a settled reconcile" in out
+    assert "--no-pods-first (upstream's order): pods created per second" in out  # the second order, same run
     for row in ("API server + etcd CPU per pod, apply -> all pods created", "CPU per Service create",
                 "CPU per Event create", "CPU per PyTorchJob status update", "best pods/s ratio those requests allow"):
         assert row in out  # the server-cost rows: a control plane started here knows its process ids

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pytest
 
 from controller.kube import Client
 from controller.manager import Manager
-from controller_kit import Cluster, running_manager
+from controller_kit import PODS_FIRST, Cluster, running_manager
 
 logging.getLogger("controller").setLevel(logging.INFO)
 
@@ -41,10 +40,9 @@ def cluster(control_plane, namespace: str) -> Iterator[Cluster]:
 def manager(control_plane, namespace: str) -> Iterator[Manager]:
     """The controller, running in this process, watching only the test's namespace.
 
-    `TRAINFORGE_TEST_PODS_FIRST=1` runs it with --pods-first (controller.burst); `make test`
-    runs this folder a second time that way, so every behaviour holds in both modes."""
-    with running_manager(str(control_plane.kubeconfig), namespace, pool_size=32,
-                         pods_first=os.environ.get("TRAINFORGE_TEST_PODS_FIRST") == "1") as mgr:
+    In train-controller's default order, --pods-first (controller.burst), unless
+    `TRAINFORGE_TEST_UPSTREAM_ORDER=1` (--no-pods-first); `make test` runs this folder in both."""
+    with running_manager(str(control_plane.kubeconfig), namespace, pool_size=48, pods_first=PODS_FIRST) as mgr:
         yield mgr
 
 

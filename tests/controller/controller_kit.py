@@ -8,6 +8,7 @@ subresource exactly as a node would, since the test control plane has no kubelet
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,6 +61,11 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 45.0, interval: f
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+
+
+# train-controller's default is --pods-first; `make test` runs tests/controller a second time
+# with TRAINFORGE_TEST_UPSTREAM_ORDER=1 (--no-pods-first), so every behaviour holds in both orders.
+PODS_FIRST = os.environ.get("TRAINFORGE_TEST_UPSTREAM_ORDER") != "1"
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from controller.envtest.pytest_plugin import shared_dir
 from controller.kinds import KINDS, select
 from controller.kube import Client
 from controller.manager import Manager
-from controller_kit import Cluster, job, wait_for
+from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = shared_dir() / "reference" / "crds" / "kubeflow-v1"
@@ -154,7 +154,7 @@ def test_real_server_with_our_crds_accepts_every_document(our_plane, our_ns) -> 
 
 def test_kubectl_shows_state_column_events_and_scale(our_plane, our_ns) -> None:
     client = Client.connect(str(our_plane.kubeconfig))
-    mgr = Manager(client, select("pytorch"), namespace=our_ns, workers=2, watch_timeout=60)
+    mgr = Manager(client, select("pytorch"), namespace=our_ns, workers=2, watch_timeout=60, pods_first=PODS_FIRST)
     mgr.start()
     cluster = Cluster(Client.connect(str(our_plane.kubeconfig)), our_ns)
     try:

@@ -17,7 +17,7 @@ from controller.kinds import KINDS, select
 from controller.kube import Client, Resource
 from controller.manager import Manager
 from controller.reconcile import job_resource
-from controller_kit import Cluster, container, job, replica, wait_for
+from controller_kit import PODS_FIRST, Cluster, container, job, replica, wait_for
 from test_controller_behaviour import events_of
 
 PT = job_resource(KINDS["PyTorchJob"])
@@ -155,7 +155,7 @@ def start(control_plane, namespace) -> Iterator[Callable[[str], Manager]]:
 
     def run(name: str) -> Manager:
         client = Client.connect(str(control_plane.kubeconfig), pool_size=32)
-        mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60, gang_scheduler_name=name)
+        mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60, gang_scheduler_name=name, pods_first=PODS_FIRST)
         mgr.start()
         started.append(mgr)
         return mgr
@@ -243,7 +243,8 @@ def test_suspend_deletes_the_podgroup_and_resume_waits_for_admission_again(clust
     cluster.client.patch(PT, cluster.namespace, "sus", {"spec": {"runPolicy": {"suspend": True}}})
     cluster.wait_condition("PyTorchJob", "sus", "Suspended")
     wait_for(lambda: group(cluster, VOLCANO, "sus") is None and not cluster.pods(), what="group and pods gone")
-    assert ("Normal", "SuccessfulDeletePodGroup", "Deleted PodGroup: sus") in events_of(cluster, "sus")
+    deleted = ("Normal", "SuccessfulDeletePodGroup", "Deleted PodGroup: sus")
+    wait_for(lambda: deleted in events_of(cluster, "sus"), what="its Event")  # Events are sent after the pass
 
     cluster.client.patch(PT, cluster.namespace, "sus", {"spec": {"runPolicy": {"suspend": False}}})
     wait_for(lambda: group(cluster, VOLCANO, "sus"), what="PodGroup recreated")

@@ -11,7 +11,7 @@ from controller.informer import Informer
 from controller.kinds import select
 from controller.kube import PODS, Client
 from controller.manager import Manager
-from controller_kit import Cluster, job, wait_for
+from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
 
 def pod(name: str) -> dict:
@@ -122,7 +122,7 @@ def _compact_etcd(control_plane, cluster: Cluster) -> None:
 
 def test_controller_survives_an_apiserver_restart(control_plane, cluster: Cluster) -> None:
     client = Client.connect(str(control_plane.kubeconfig))
-    mgr = Manager(client, select("pytorch"), namespace=cluster.namespace, workers=2, watch_timeout=60)
+    mgr = Manager(client, select("pytorch"), namespace=cluster.namespace, workers=2, watch_timeout=60, pods_first=PODS_FIRST)
     mgr.start()
     try:
         cluster.apply(job("PyTorchJob", "a", Master=1))

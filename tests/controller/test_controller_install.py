@@ -1,7 +1,7 @@
 """The install folder as a user applies it: `kubectl kustomize` renders it, the real API
 server accepts every object (server-side dry run), and the gang-scheduling components add
 exactly the flag the controller reads, with a value it maps to the intended scheduler, as the
-pods-first component adds --pods-first."""
+upstream-order component adds --no-pods-first."""
 
 from __future__ import annotations
 
@@ -56,20 +56,20 @@ def test_gang_components_add_the_flag_the_controller_reads(tmp_path, component, 
     assert scheduler is not None and scheduler.volcano is volcano
 
 
-def test_the_pods_first_component_adds_the_flag_and_combines_with_gang(tmp_path) -> None:
+def test_the_upstream_order_component_adds_the_flag_and_combines_with_gang(tmp_path) -> None:
     from controller.__main__ import main
 
     base = controller_args(render(INSTALL))
-    args = controller_args(render(overlay(tmp_path, "volcano", "pods-first")))
-    assert args[:-2] == base and args[-2:] == ["--gang-scheduler-name=volcano", "--pods-first"]
+    args = controller_args(render(overlay(tmp_path, "volcano", "upstream-order")))
+    assert args[:-2] == base and args[-2:] == ["--gang-scheduler-name=volcano", "--no-pods-first"]
     params = main.make_context("train-controller", list(args)).params  # the flags parse as the CLI reads them
-    assert params["pods_first"] is True and params["gang_scheduler_name"] == "volcano"
-    assert main.make_context("train-controller", list(base)).params["pods_first"] is False  # off by default
+    assert params["pods_first"] is False and params["gang_scheduler_name"] == "volcano"
+    assert main.make_context("train-controller", list(base)).params["pods_first"] is True  # the default
 
 
 def test_the_api_server_accepts_the_whole_install(control_plane, tmp_path) -> None:
     control_plane.kubectl("create", "namespace", "trainforge-system", check=False)  # a dry run creates nothing
-    docs = render(overlay(tmp_path, "volcano", "pods-first"))
+    docs = render(overlay(tmp_path, "volcano", "upstream-order"))
     assert {d["kind"] for d in docs} >= {"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
                                           "ClusterRoleBinding", "Deployment"}
     manifest = tmp_path / "install.yaml"

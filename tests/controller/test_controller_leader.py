@@ -26,7 +26,7 @@ from controller.kinds import select
 from controller.kube import PODS, Client
 from controller.leader import LEASES, LeaderConfig, LeaderElector, micro_time
 from controller.manager import Manager
-from controller_kit import job, wait_for
+from controller_kit import PODS_FIRST, job, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "faults"))
 from fault_kit import LEASE_ID, ControllerProcess, controller_identity, metric  # noqa: E402
@@ -169,7 +169,7 @@ def test_leader_that_sees_another_holder_gives_up_at_once(cluster, candidates) -
 
 def test_stop_finishes_in_flight_reconciles_and_starts_no_new_ones(control_plane, cluster) -> None:
     client = Client.connect(str(control_plane.kubeconfig))
-    mgr = Manager(client, select("pytorch"), namespace=cluster.namespace, workers=1, watch_timeout=60)
+    mgr = Manager(client, select("pytorch"), namespace=cluster.namespace, workers=1, watch_timeout=60, pods_first=PODS_FIRST)
     started, finished = [], []
     inner = mgr.reconciler.reconcile
 

@@ -11,7 +11,7 @@ from controller.kinds import select
 from controller.kube import Client
 from controller.manager import Manager
 from controller.metrics import QUEUE_NAME, Metrics
-from controller_kit import job, wait_for
+from controller_kit import PODS_FIRST, job, wait_for
 
 
 class FakeClock:
@@ -107,7 +107,7 @@ def test_a_bind_address_without_a_port_is_refused() -> None:
 def metered(control_plane, namespace):
     client = Client.connect(str(control_plane.kubeconfig), pool_size=16)
     metrics = Metrics()
-    mgr = Manager(client, select("pytorch"), namespace=namespace, workers=2, watch_timeout=60, metrics=metrics)
+    mgr = Manager(client, select("pytorch"), namespace=namespace, workers=2, watch_timeout=60, metrics=metrics, pods_first=PODS_FIRST)
     mgr.start()
     try:
         yield mgr, metrics

@@ -23,7 +23,7 @@ from controller.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
 from controller.leader import LeaderConfig, LeaderElector
 from controller.manager import Manager
 from controller.reconcile import job_resource
-from controller_kit import Cluster, job, wait_for
+from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
 ROLE_FILE = crds.OUT.parent / "clusterrole.yaml"
 ESCALATION_ONLY = {("get", "/pods"), ("create", "/pods/exec")}
@@ -46,7 +46,7 @@ def test_clusterrole_is_exactly_what_the_controller_uses(control_plane, namespac
     audit_from = control_plane.audit_log.stat().st_size
     elector = _elect(client, namespace)
     mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60,
-                  gang_scheduler_name="scheduler-plugins-scheduler")
+                  gang_scheduler_name="scheduler-plugins-scheduler", pods_first=PODS_FIRST)
     mgr.start()
     try:
         _scenario(cluster)
@@ -150,7 +150,7 @@ def _volcano(control_plane, cluster: Cluster, kubeconfig: Path, namespace: str, 
     control_plane.kubectl("create", "namespace", namespace)
     client = Client.connect(str(kubeconfig))
     client.observer = lambda verb, resource, code, seconds: answers.update([code])
-    mgr = Manager(client, select("pytorch"), namespace=namespace, workers=2, watch_timeout=60, gang_scheduler_name="volcano")
+    mgr = Manager(client, select("pytorch"), namespace=namespace, workers=2, watch_timeout=60, gang_scheduler_name="volcano", pods_first=PODS_FIRST)
     mgr.start()
     admin = Cluster(cluster.client, namespace)
     pt = job_resource(KINDS["PyTorchJob"])

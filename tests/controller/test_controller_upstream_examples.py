@@ -19,7 +19,7 @@ from controller.kinds import KINDS, select
 from controller.kube import CONFIGMAPS, PODS, SERVICES, Client
 from controller.manager import Manager
 from controller.reconcile import job_resource
-from controller_kit import wait_for
+from controller_kit import PODS_FIRST, wait_for
 
 EXAMPLES = shared_dir() / "reference" / "upstream-examples"
 FILES = sorted(EXAMPLES.glob("*.yaml"))
@@ -81,7 +81,7 @@ def test_upstream_example_is_accepted_and_reconciled(control_plane, example_name
     doc, ns = example_namespace
     kind = KINDS[doc["kind"]]
     client = Client.connect(str(control_plane.kubeconfig))
-    mgr = Manager(client, select(kind.adapter.name), namespace=ns, workers=2, watch_timeout=60)
+    mgr = Manager(client, select(kind.adapter.name), namespace=ns, workers=2, watch_timeout=60, pods_first=PODS_FIRST)
     res = job_resource(kind)
     name = doc["metadata"]["name"]
     mgr.start()

@@ -79,7 +79,7 @@ class ControllerProcess:
             "--leader-elect-retry-period", lease[2],
             "--health-probe-bind-address", f"127.0.0.1:{self.health_port}",
             "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}", "--log-level", log_level,
-            *(["--pods-first"] if os.environ.get("TRAINFORGE_TEST_PODS_FIRST") == "1" else []),  # as tests/controller
+            *(["--no-pods-first"] if os.environ.get("TRAINFORGE_TEST_UPSTREAM_ORDER") == "1" else []),  # as tests/controller
         ]
         self.popen: subprocess.Popen[bytes] | None = None
         self.killed_at: float | None = None
