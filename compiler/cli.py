@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 import click
 
 from compiler.diagnostics import FORMATTERS
-from compiler.quickexit import QuickExitGroup, own_process
+from compiler.quickexit import QuickExitGroup, keep, own_process
 
 if TYPE_CHECKING:
     from compiler.pipeline import Result
@@ -42,9 +42,11 @@ def _compile(sources: tuple[Path, ...], env: Optional[str], *, lower_jobs: bool 
     from compiler.pipeline import UnknownEnvironment, compile_sources
 
     try:
-        return compile_sources(list(sources), env=env, lower_jobs=lower_jobs)
+        result = compile_sources(list(sources), env=env, lower_jobs=lower_jobs)
     except UnknownEnvironment as exc:
         raise click.UsageError(str(exc)) from None
+    keep(result)
+    return result
 
 
 def _report(result: "Result", fmt: str, *, to_stderr: bool = False) -> None:

@@ -25,11 +25,20 @@ from typing import Any, Optional, Sequence
 import click
 
 _own_process = False
+_kept: list[Any] = []
 
 
 def own_process() -> bool:
     """Whether this run ends the process (then nothing needs restoring afterwards)."""
     return _own_process
+
+
+def keep(value: Any) -> None:
+    """Hold `value` to the end when this run ends the process: the kernel takes the
+    memory back at once, where freeing a build's objects one by one took ~20 ms per
+    1,000 specs. In-process runs free it as usual."""
+    if _own_process:
+        _kept.append(value)
 
 
 class QuickExitGroup(click.Group):
