@@ -35,6 +35,7 @@ CASES = {
     "invalid input (exit 1)": lambda tmp: ("validate", tmp / "bad.yaml"),
     "invalid input as json on stdout": lambda tmp: ("validate", tmp / "bad.yaml", "--format", "json"),
     "a usage error (exit 2)": lambda tmp: ("build", EXAMPLES / "project"),
+    "a stale tree (exit 1, a diff on stdout)": lambda tmp: ("check", EXAMPLES / "project", "-o", tmp / "none"),
 }
 
 
