@@ -12,7 +12,9 @@ exit code, as large Python services do to skip the final collection.
 Anything that could make skipping the shutdown visible takes the normal way out: a
 caller that passes its own arguments or runs click outside standalone mode (tests,
 `CliRunner`, in-process use), an exit status that is not a number, a stream that cannot
-be flushed, exit handlers registered with `atexit`, or another thread still running.
+be flushed, exit handlers registered with `atexit`, or another thread still running. (A
+program that calls `main()` bare and catches its SystemExit to go on would be ended:
+it passes `sys.argv[1:]` instead.)
 """
 
 from __future__ import annotations
