@@ -15,6 +15,7 @@ from compiler import policy
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.resolve import Target
+from schemas.types import QUANTITY
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")
@@ -134,6 +135,28 @@ def _pod_template(target: Target) -> Iterator[Diagnostic]:
                 "list containers as - name: <container> with the fields to change",
                 prefer_key=True,
             )
+        elif key == "spec":
+            yield from _pod_template_quantities(target, value)
+
+
+def _pod_template_quantities(target: Target, spec: dict) -> Iterator[Diagnostic]:
+    """Requests and limits the podTemplate sets must be quantities: the API server refuses
+    anything else, and the gang overlay sums them into the PodGroup's minResources."""
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        for i, container in enumerate(containers if isinstance(containers, list) else ()):
+            resources = container.get("resources") if isinstance(container, dict) else None
+            for kind in ("requests", "limits"):
+                amounts = resources.get(kind) if isinstance(resources, dict) else None
+                for name, amount in (amounts.items() if isinstance(amounts, dict) else ()):
+                    # numbers too (cpu: 0.5 is one); True, a list or a negative amount are not
+                    if isinstance(amount, bool) or not isinstance(amount, (int, float, str)) \
+                            or not QUANTITY.match(str(amount)):
+                        yield target.view.error(
+                            ("podTemplate", "spec", field, i, "resources", kind, name),
+                            f"{name} {kind[:-1]} '{amount}' is not a Kubernetes quantity",
+                            "write an amount such as 4, 500m or 16Gi",
+                        )
 
 
 def generated_names(target: Target) -> list[str]:

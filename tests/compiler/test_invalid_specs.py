@@ -247,6 +247,16 @@ CASES = [
      job_text("podTemplate:\n  spec: {containers: {name: pytorch}}\n"),
      "9:12: error: spec.podTemplate.spec.containers: podTemplate.spec.containers must be a list of containers"
      " (merged by name); list containers as - name: <container> with the fields to change"),
+    ("a podTemplate request that is no quantity is named, not a crash of the gang overlay summing it",
+     job_text("scheduling: {gang: true}\nnodes: 2\npodTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
+              "        resources: {requests: {cpu: abc}}\n"),
+     "14:39: error: spec.podTemplate.spec.containers[0].resources.requests.cpu: cpu request 'abc' is not a"
+     " Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
+    ("a negative podTemplate limit is refused; a fractional number is a quantity",
+     job_text("podTemplate:\n  spec:\n    initContainers:\n      - name: warm\n"
+              "        resources: {limits: {memory: -1Gi, cpu: 0.5}}\n"),
+     "12:40: error: spec.podTemplate.spec.initContainers[0].resources.limits.memory: memory limit '-1Gi' is not"
+     " a Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
     # --- environments
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),
