@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
 from controller import errors
-from controller.kube import PODS, Client, Resource
+from controller.kube import PODS, Client, Resource, end_stream
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SECRETS = Resource("", "v1", "secrets", "Secret")
@@ -175,12 +175,8 @@ class Follow:
         """End the watch now: left open it would stay on the server for its 120 s, a watcher
         every later round's events are dispatched past."""
         self._stop.set()
-        resp = self._resp
-        if resp is not None:
-            try:
-                resp.shutdown() if hasattr(resp, "shutdown") else resp.close()
-            except OSError:
-                pass
+        if self._resp is not None:
+            end_stream(self._resp)
 
 
 _LABELS = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

@@ -1,5 +1,6 @@
-"""Pods first (`--pods-first`, off by default): during a burst of pod creates, hold back the
-headless Service creates and the status writes until the burst is over.
+"""Pods first (`--pods-first`, the default; `--no-pods-first` for upstream's order): during a
+burst of pod creates, hold back the headless Service creates and the status writes until the
+burst is over.
 
 Why: on a busy API server pods/s is bounded by the server CPU each pod brings along
 (bench/server_cost.py). Upstream's pass sends a pod's Service and the job's status write

@@ -23,7 +23,7 @@ from typing import Any
 
 from controller import errors
 from controller.jsondata import Transform
-from controller.kube import Client, Resource
+from controller.kube import Client, Resource, end_stream
 
 log = logging.getLogger(__name__)
 
@@ -103,15 +103,8 @@ class Informer:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
-        resp = self._resp
-        if resp is not None:
-            try:
-                if hasattr(resp, "shutdown"):
-                    resp.shutdown()  # urllib3 >= 2.3: unblock the reading thread
-                else:
-                    resp.close()
-            except OSError:
-                pass
+        if self._resp is not None:
+            end_stream(self._resp)
         self._thread.join(timeout)
 
     def _run(self) -> None:
