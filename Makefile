@@ -20,7 +20,7 @@ demo: $(STAMP)
 	@$(BIN)/python -m compiler.demo examples build
 
 k8s-assets:
-	@bash controller/envtest/build-assets.sh >/dev/null
+	@bash testworld/build-assets.sh >/dev/null
 
 test: $(STAMP) k8s-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
@@ -31,7 +31,7 @@ test-fast: $(STAMP)
 	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"
 
 cluster: $(STAMP) k8s-assets
-	@$(BIN)/python -m controller.envtest cluster
+	@$(BIN)/python -m testworld cluster
 
 schema: $(STAMP)
 	$(BIN)/train-compile schema -o schemas/

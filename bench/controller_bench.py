@@ -1,6 +1,6 @@
 """`make bench-controller`: the controller on a real API server against a bare client.
 
-One run starts its own control plane (etcd + kube-apiserver, `controller.envtest`),
+One run starts its own control plane (etcd + kube-apiserver, `testworld`),
 installs our CRDs and then, per repeat, interleaved:
 
 - controller round: `bench.controller_child` (the `train-controller` Manager, its own
@@ -406,8 +406,8 @@ def rss_rows(r: CtlRound, up: Optional[dict[str, Any]]) -> list[report.Row]:
 
 
 def start_plane() -> Any:
-    from controller.envtest.assets import find_assets
-    from controller.envtest.controlplane import ControlPlane
+    from testworld.assets import find_assets
+    from testworld.controlplane import ControlPlane
 
     plane = ControlPlane(assets=find_assets(build=True))
     plane.start()

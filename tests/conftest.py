@@ -1,4 +1,4 @@
 """Shared pytest configuration: registers the real control plane fixtures
-(``control_plane``, ``namespace``, ``k8s_client``) from controller.envtest."""
+(``control_plane``, ``namespace``, ``k8s_client``) from testworld."""
 
-pytest_plugins = ["controller.envtest.pytest_plugin"]
+pytest_plugins = ["testworld.pytest_plugin"]

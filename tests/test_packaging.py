@@ -1,6 +1,6 @@
 """What the Dockerfile installs: a wheel built from the repository carries every file the
 programs read at run time (install manifests, JSON Schemas, Lua health checks) and both
-console scripts, and nothing from tests/ or bench/."""
+console scripts, and nothing from tests/, bench/ or the test world (testworld/)."""
 
 from __future__ import annotations
 
@@ -26,11 +26,11 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 def test_the_wheel_carries_every_runtime_file(wheel) -> None:
     names = set(wheel.namelist())
     wanted = [p.relative_to(REPO).as_posix() for pattern in (
-        "controller/install/**/*.yaml", "schemas/*.json", "compiler/gitops/lua/*.lua", "controller/envtest/*.sh")
+        "controller/install/**/*.yaml", "schemas/*.json", "compiler/gitops/lua/*.lua")
         for p in REPO.glob(pattern)]
     assert len(wanted) > 15
     assert sorted(set(wanted) - names) == []
-    assert not any(n.startswith(("tests/", "bench/")) for n in names)
+    assert not any(n.startswith(("tests/", "bench/", "testworld/")) for n in names)
 
 
 def test_the_wheel_declares_both_commands(wheel) -> None:

@@ -19,8 +19,8 @@ import yaml
 from compiler.pipeline import compile_sources
 from compiler.render import rendered_objects
 from controller import crds
-from controller.envtest.controlplane import ControlPlane
-from controller.envtest.pytest_plugin import shared_dir
+from testworld.controlplane import ControlPlane
+from testworld.pytest_plugin import shared_dir
 from controller.kinds import KINDS, select
 from controller.kube import Client
 from controller.manager import Manager

@@ -91,7 +91,7 @@ def test_default_container_name_is_required():
 
 def test_every_upstream_example_is_valid():
     import yaml
-    from controller.envtest.pytest_plugin import shared_dir
+    from testworld.pytest_plugin import shared_dir
 
     for path in sorted((shared_dir() / "reference" / "upstream-examples").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())

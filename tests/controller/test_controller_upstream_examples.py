@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from controller import errors
-from controller.envtest.pytest_plugin import shared_dir
+from testworld.pytest_plugin import shared_dir
 from controller.kinds import KINDS, select
 from controller.kube import CONFIGMAPS, PODS, SERVICES, Client
 from controller.manager import Manager

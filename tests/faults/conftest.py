@@ -23,8 +23,8 @@ if getattr(sys.modules.get("controller"), "__file__", "") is None:
 
 import pytest  # noqa: E402
 
-from controller.envtest.controlplane import ControlPlane  # noqa: E402
-from controller.envtest.pytest_plugin import upstream_crd_dirs  # noqa: E402
+from testworld.controlplane import ControlPlane  # noqa: E402
+from testworld.pytest_plugin import upstream_crd_dirs  # noqa: E402
 
 FIGURES: list[str] = []
 

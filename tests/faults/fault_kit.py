@@ -34,7 +34,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller import errors
-from controller.envtest.controlplane import ControlPlane, free_port
+from testworld.controlplane import ControlPlane, free_port
 from controller.kinds import KINDS
 from controller.kube import PODS, SERVICES, Client
 from controller.leader import LEASES

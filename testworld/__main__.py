@@ -1,4 +1,4 @@
-"""Entry point for ``python -m controller.envtest``; all logic lives in :mod:`.cli`."""
+"""Entry point for ``python -m testworld``; all logic lives in :mod:`.cli`."""
 
 from __future__ import annotations
 

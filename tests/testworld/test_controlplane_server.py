@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from controller.envtest.controlplane import ADMIN_USER, ControlPlane, KubectlError
+from testworld.controlplane import ADMIN_USER, ControlPlane, KubectlError
 
 pytestmark = pytest.mark.controlplane
 

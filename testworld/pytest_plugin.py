@@ -36,7 +36,7 @@ def shared_dir(repo_root: Path | None = None) -> Path:
     env = os.environ.get("TRAINFORGE_SHARED")
     if env:
         return Path(env)
-    root = repo_root or Path(__file__).resolve().parents[2]
+    root = repo_root or Path(__file__).resolve().parents[1]
     return root.parent / "shared"
 
 

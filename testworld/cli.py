@@ -1,4 +1,4 @@
-"""``python -m controller.envtest {cluster,assets}``: a dev cluster in the foreground.
+"""``python -m testworld {cluster,assets}``: a dev cluster in the foreground.
 
 Why it is shaped so: developers want ``kubectl`` against the same control plane
 the tests use, without learning the fixture. ``cluster`` runs it in the
@@ -96,7 +96,7 @@ def _assets(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m controller.envtest", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m testworld", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     cl = sub.add_parser("cluster", help="run etcd + kube-apiserver with the upstream CRDs until Ctrl-C")
     cl.add_argument("--port", type=int, default=None, help="API server port on 127.0.0.1 (default: a free one)")

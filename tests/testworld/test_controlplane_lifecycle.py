@@ -1,6 +1,6 @@
 """No process or temp dir is ever left behind: normal stop, failed starts (bogus
 binary, occupied ports), API server restart, the parent being SIGKILLed, and the
-``python -m controller.envtest cluster`` CLI stopped by SIGTERM / SIGINT.
+``python -m testworld cluster`` CLI stopped by SIGTERM / SIGINT.
 
 These tests start their own ControlPlane instances (not the session one)."""
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.envtest.assets import Assets
-from controller.envtest.controlplane import LOOPBACK, ControlPlane, ControlPlaneError
+from testworld.assets import Assets
+from testworld.controlplane import LOOPBACK, ControlPlane, ControlPlaneError
 
 pytestmark = [
     pytest.mark.controlplane,
@@ -150,8 +150,8 @@ def test_children_die_when_the_python_parent_is_sigkilled(envtest_assets, tmp_pa
         f"""
         import sys, time
         from pathlib import Path
-        from controller.envtest.assets import Assets
-        from controller.envtest.controlplane import ControlPlane
+        from testworld.assets import Assets
+        from testworld.controlplane import ControlPlane
         assets = Assets(Path({str(envtest_assets.directory)!r}), Path({str(envtest_assets.kube_apiserver)!r}),
                         Path({str(envtest_assets.etcd)!r}), None)
         plane = ControlPlane(assets=assets).start()
@@ -186,7 +186,7 @@ def test_cluster_cli_serves_kubectl_and_stops_cleanly(envtest_assets, tmp_path, 
         "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "controller.envtest", "cluster", "--no-upstream-crds", "--kubeconfig", str(kubeconfig)],
+        [sys.executable, "-m", "testworld", "cluster", "--no-upstream-crds", "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
     )
     try:

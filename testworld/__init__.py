@@ -1,0 +1,7 @@
+"""The test world: real Kubernetes parts started on loopback for tests, benchmarks and `make cluster`.
+
+Why it is a top-level package outside the wheel: the controller ships; the world it is
+tested in does not. Everything that starts a process for a test lives here, one module
+per part, so tests/ and bench/ share one way to start it (see ``world.World``) instead of
+copies. Nothing that ships imports it (an import-linter contract holds that).
+"""
