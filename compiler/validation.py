@@ -37,9 +37,11 @@ def data_path(data: Any, loc: Loc) -> Loc:
 
 
 # Union tags of schemas/trainjob.py; pydantic puts them in `loc` but they are not keys.
-_TAGS = frozenset({"env:value", "env:secret", "env:configMap", "switch", "object", "auto", "count"})
+_TAGS = frozenset({
+    "env:value", "env:secret", "env:configMap", "switch", "object", "auto", "count", "runtime:name", "runtime:ref",
+})
 # Our own discriminated unions: their message lists the accepted shapes, we add what was given.
-_UNION_ERRORS = frozenset({"env_value", "gang_value", "processes_value"})
+_UNION_ERRORS = frozenset({"env_value", "gang_value", "processes_value", "runtime_value"})
 
 
 def _is_tag(part: str) -> bool:

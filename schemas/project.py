@@ -17,6 +17,10 @@ from schemas.types import LabelKey, LabelValue, Name, Namespace, NonNegativeInt
 
 DEFAULT_ENV = "default"
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+DEFAULT_POD_SECURITY = "baseline"
+TargetName = Literal["kubeflow-v1", "trainer-v2"]
+DEFAULT_TARGET = "kubeflow-v1"
 
 
 class GpuPlacement(StrictModel):
@@ -49,9 +53,37 @@ class ProjectPolicy(StrictModel):
     )
     allowedNamespaces: Optional[list[Namespace]] = None
     requiredLabels: list[LabelKey] = Field(default_factory=list)
-    allowPrivileged: bool = Field(
-        False,
-        description="Allow podTemplate to set privileged, hostNetwork, hostPID or hostPath.",
+    podSecurity: Optional[PodSecurityLevel] = Field(
+        None,
+        description="Pod Security Standards level every compiled pod must meet (privileged, baseline"
+        " or restricted; default baseline); also the enforce label of the Namespaces the tree creates."
+        " An environment's policy inherits it unless it sets its own.",
+    )
+    podSecurityDefaults: Optional[bool] = Field(
+        None,
+        description="Under restricted: the compiler writes allowPrivilegeEscalation: false,"
+        " capabilities.drop [ALL] and a RuntimeDefault seccomp profile where a pod leaves them unset"
+        " (default false; inherited like podSecurity).",
+    )
+    allowPrivileged: Optional[bool] = Field(
+        None,
+        description="Deprecated: write podSecurity: privileged (true means that, with a warning).",
+    )
+
+    def pod_security(self) -> str:
+        """The effective level: podSecurity, else the deprecated allowPrivileged, else baseline."""
+        if self.podSecurity is not None:
+            return self.podSecurity
+        return "privileged" if self.allowPrivileged else DEFAULT_POD_SECURITY
+
+
+class NamespaceSettings(StrictModel):
+    """Namespace objects the compiled tree carries for the namespaces its jobs use."""
+
+    create: bool = Field(
+        True,
+        description="Emit a Namespace per namespace used (labelled with the Pod Security level, never"
+        " pruned by Flux or Argo CD); false when the platform team owns namespaces.",
     )
 
 
@@ -60,12 +92,26 @@ class Environment(StrictModel):
     gpuTypes: dict[NonEmptyStr, GpuPlacement] = Field(default_factory=dict)
     scheduling: EnvScheduling = Field(default_factory=EnvScheduling)
     namespace: Optional[Namespace] = Field(None, description="Default namespace here.")
-    policy: Optional[ProjectPolicy] = Field(None, description="Replaces the project policy here.")
+    policy: Optional[ProjectPolicy] = Field(
+        None, description="Replaces the project policy here (podSecurity and podSecurityDefaults are inherited unless set)."
+    )
+    namespaces: Optional[NamespaceSettings] = Field(None, description="Default: defaults.namespaces.")
+    target: Optional[TargetName] = Field(
+        None, description="The API jobs are lowered to here; default: defaults.target."
+    )
 
 
 class ProjectDefaults(StrictModel):
     namespace: Optional[Namespace] = None
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    namespaces: NamespaceSettings = Field(
+        default_factory=NamespaceSettings, description="Namespace objects in the compiled tree."
+    )
+    target: TargetName = Field(
+        DEFAULT_TARGET,
+        description="kubeflow-v1: kubeflow.org/v1 jobs (Training Operator); trainer-v2: Kubeflow"
+        " Trainer v2 TrainJobs on (Cluster)TrainingRuntimes.",
+    )
 
 
 class ProjectMetadata(StrictModel):
@@ -86,9 +132,26 @@ class Project(StrictModel):
     def environment(self, name: str) -> Environment:
         return self.environments.get(name) or Environment()
 
+    def target_for(self, env: str) -> str:
+        own = self.environment(env).target
+        return own if own is not None else self.defaults.target
+
     def policy_for(self, env: str) -> ProjectPolicy:
+        """The environment's own policy, else the project's; an own policy that leaves the pod
+        security fields unset inherits them (a level is never lowered by omission)."""
         override = self.environment(env).policy
-        return override if override is not None else self.policy
+        if override is None:
+            return self.policy
+        inherited = {
+            name: getattr(self.policy, name)
+            for name in ("podSecurity", "podSecurityDefaults", "allowPrivileged")
+            if getattr(override, name) is None and getattr(self.policy, name) is not None
+        }
+        return override.model_copy(update=inherited) if inherited else override
+
+    def creates_namespaces(self, env: str) -> bool:
+        own = self.environment(env).namespaces
+        return (own if own is not None else self.defaults.namespaces).create
 
 
 DEFAULT_PROJECT = Project(apiVersion="trainforge.dev/v1alpha1", kind="Project")

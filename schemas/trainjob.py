@@ -22,6 +22,7 @@ from schemas.types import (
     Namespace,
     NonEmptyStr,
     NonNegativeInt,
+    ObjectName,
     PositiveInt,
     Quantity,
     Seconds,
@@ -233,6 +234,32 @@ ProcessesPerNode = Annotated[
 ]
 
 
+class RuntimeRef(StrictModel):
+    """A Kubeflow Trainer v2 runtime by kind: a namespaced TrainingRuntime lives in the job's namespace."""
+
+    name: ObjectName = Field(description="The runtime's name.")
+    kind: Literal["ClusterTrainingRuntime", "TrainingRuntime"] = Field(
+        "ClusterTrainingRuntime", description="TrainingRuntime: namespaced, in the job's namespace."
+    )
+
+
+def _runtime_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "runtime:name"
+    return "runtime:ref" if isinstance(value, dict) else None
+
+
+RuntimeChoice = Annotated[
+    Annotated[ObjectName, Tag("runtime:name")] | Annotated[RuntimeRef, Tag("runtime:ref")],
+    Discriminator(
+        _runtime_kind,
+        custom_error_type="runtime_value",
+        custom_error_message="runtime is a ClusterTrainingRuntime name or {name, kind};"
+        " write e.g. runtime: torch-distributed or runtime: {name: my-runtime, kind: TrainingRuntime}",
+    ),
+]
+
+
 class TrainJobSpec(StrictModel):
     """What one training job runs; the data scientist's ~20 lines."""
 
@@ -262,6 +289,11 @@ class TrainJobSpec(StrictModel):
     )
     podTemplate: dict[str, Any] = Field(
         default_factory=dict, description="Strategic-merge patch onto every pod template."
+    )
+    runtime: Optional[RuntimeChoice] = Field(
+        None,
+        description="trainer-v2 only: the runtime (a ClusterTrainingRuntime name, or {name, kind:"
+        " TrainingRuntime}); default: the framework's stock runtime. No effect under kubeflow-v1.",
     )
 
 

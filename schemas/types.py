@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJson
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Kubernetes resource.Quantity grammar: number, optional exponent or suffix. The grammar
 # allows a sign, but every quantity in the spec is an amount of something (cpu, memory,
 # storage), which the API server rejects when negative; so no minus here.
@@ -44,6 +45,15 @@ def _dns1123(value: str) -> str:
         raise ValueError(
             f"'{value}' is not a valid namespace; use at most 63 lower-case letters,"
             " digits and '-', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _object_name(value: str) -> str:
+    if len(value) > 253 or not DNS1123_SUBDOMAIN.match(value):
+        raise ValueError(
+            f"'{value}' is not a valid object name; use lower-case letters, digits, '-' and '.',"
+            " starting and ending with a letter or digit"
         )
     return value
 
@@ -113,6 +123,11 @@ Namespace = Annotated[
     str,
     Field(strict=True, json_schema_extra={"pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
     AfterValidator(_dns1123),
+]
+ObjectName = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": DNS1123_SUBDOMAIN.pattern, "maxLength": 253}),
+    AfterValidator(_object_name),
 ]
 Quantity = Annotated[
     str,
