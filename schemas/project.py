@@ -144,7 +144,7 @@ class Project(StrictModel):
             return self.policy
         inherited = {
             name: getattr(self.policy, name)
-            for name in ("podSecurity", "podSecurityDefaults", "allowPrivileged")
+            for name in ("podSecurity", "podSecurityDefaults")
             if getattr(override, name) is None and getattr(self.policy, name) is not None
         }
         return override.model_copy(update=inherited) if inherited else override
