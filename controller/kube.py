@@ -1,14 +1,15 @@
 """The one API client: raw JSON dicts in and out, our errors, every request counted.
 
-Why not the generated model classes: turning a relist of thousands of pods into them is
-~9x slower than parsing the JSON (controller-design.md), and the controller only needs
-dicts. So `Client` keeps the official `kubernetes` `ApiClient` for what it does well
-(kubeconfig/in-cluster auth, TLS, one urllib3 pool sized to the workers) and sends
-requests through its REST layer with `_preload_content=False`; `controller.kubelib`
-loads those parts without the package's generated API and model classes. `counts` tallies requests
-by (verb, group/resource) so tests can assert "a settled job makes zero writes" and the
-install ClusterRole can be compared with what the controller really uses; `observer`
-(set by `controller.metrics`) sees every request's verb, resource, code and latency.
+Why not the generated model classes and their ApiClient: turning a relist of thousands of
+pods into them is ~9x slower than parsing the JSON (controller-design.md), the controller
+only needs dicts, and the generated request path changes signature between releases
+(`ApiClient.update_params_for_auth` did in kubernetes 37, and the controller could not
+start). So the `kubernetes` package only reads the kubeconfig or in-cluster config, and
+`controller.connection` sends the requests with urllib3 (TLS, proxy, credentials and their
+renewal on a 401). `counts` tallies requests by (verb, group/resource) so tests can assert
+"a settled job makes zero writes" and the install ClusterRole can be compared with what
+the controller really uses; `observer` (set by `controller.metrics`) sees every request's
+verb, resource, code and latency.
 
 Why the hot path looks as it does (bench/README.md, "what the controller spends"): on a
 burst of pod creates the controller shares the machine's CPU with the API server, and
@@ -34,6 +35,7 @@ import orjson
 import urllib3
 
 from controller import errors, kubelib
+from controller.connection import Connection
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
@@ -78,35 +80,23 @@ ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "Role
 
 
 class Client:
-    """Thread-safe raw-JSON access to one API server through one shared ApiClient."""
+    """Thread-safe raw-JSON access to one API server through one shared `Connection`."""
 
-    def __init__(self, api: Any, *, timeout: float = 30.0) -> None:
-        self.api = api
+    def __init__(self, connection: Connection, *, timeout: float = 30.0) -> None:
+        self.connection = connection
         self.timeout = timeout
         self.counts: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
-        self._pool: Any = None  # the API server's urllib3 connection pool, found on first use
-        self._prefix = ""
         # metrics hook: (verb, group/resource[/sub], HTTP code or "<error>", seconds to headers)
         self.observer: Callable[[str, str, str, float], None] | None = None
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, *, context: str | None = None, pool_size: int = 16) -> Client:
         """From a kubeconfig file, else in-cluster config, else ~/.kube/config."""
-        cfg = kubelib.Configuration()
-        if kubeconfig:
-            kubelib.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-        else:
-            try:
-                kubelib.load_incluster_config(client_configuration=cfg)
-            except kubelib.ConfigException:
-                kubelib.load_kube_config(context=context, client_configuration=cfg)
-        cfg.connection_pool_maxsize = pool_size
-        return cls(kubelib.ApiClient(cfg))
+        return cls(Connection(config_loader(kubeconfig, context), pool_size=pool_size))
 
     def close(self) -> None:
-        self.api.close()
-        self._pool = None
+        self.connection.close()
 
     def writes(self) -> int:
         with self._lock:
@@ -138,31 +128,22 @@ class Client:
         if params and method in ("GET", "DELETE"):
             path += "?" + urlencode(params)
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        self.api.update_params_for_auth(headers, [], ["BearerToken"])
         payload = orjson.dumps(body) if body is not None else None
+        timeout = timeout or urllib3.Timeout(connect=10.0, read=self.timeout)
         started = time.monotonic()
         try:
-            resp = self._urlopen(method, path, body=payload, headers=headers,
-                                 timeout=timeout or urllib3.Timeout(connect=10.0, read=self.timeout))
+            auth = self.connection.auth()
+            resp = self.connection.urlopen(method, path, body=payload, headers={**headers, **auth}, timeout=timeout)
+            if resp.status == 401 and self.connection.renew(auth):  # stale credentials: once more with fresh ones
+                resp.drain_conn()
+                resp.release_conn()
+                resp = self.connection.urlopen(method, path, body=payload, headers={**headers, **self.connection.auth()},
+                                               timeout=timeout)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             self._observe(verb, res, sub, "<error>", started)
             raise errors.Retryable(verb, res.kind, namespace, name, str(exc)) from exc
         self._observe(verb, res, sub, str(resp.status), started)
         return resp
-
-    def _urlopen(self, method: str, path: str, **kw: Any) -> Any:
-        """Send through the API server's connection pool (a proxy keeps the PoolManager's way)."""
-        host = self.api.configuration.host
-        manager = self.api.rest_client.pool_manager
-        if isinstance(manager, urllib3.ProxyManager):
-            return manager.request(method, host + path, preload_content=False, **kw)
-        if self._pool is None:
-            # a server behind a path prefix (https://host/k8s) keeps it in front of every path
-            self._prefix = (urllib3.util.parse_url(host).path or "").rstrip("/")
-            self._pool = manager.connection_from_url(host)
-        # as PoolManager.urlopen calls it: the pool is this server's alone, and it never redirects
-        return self._pool.urlopen(method, self._prefix + path, preload_content=False, redirect=False,
-                                  assert_same_host=False, **kw)
 
     def _observe(self, verb: str, res: Resource, sub: str | None, code: str, started: float) -> None:
         if self.observer is not None:
@@ -289,3 +270,24 @@ def error_for(code: int, data: bytes | str | None, *, verb: str, kind: str, name
         cls = errors.ApiError
     return cls(verb, kind, namespace, name, text, code=code)
 
+
+def config_loader(kubeconfig: str | None = None, context: str | None = None) -> Callable[[], Any]:
+    """How to load the connection settings, chosen once: the kubeconfig file given, else the
+    in-cluster config when running in a pod, else ~/.kube/config ($KUBECONFIG)."""
+    def from_kubeconfig() -> Any:
+        cfg = kubelib.Configuration()
+        kubelib.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+        return cfg
+
+    def in_cluster() -> Any:
+        cfg = kubelib.Configuration()
+        kubelib.load_incluster_config(client_configuration=cfg)
+        return cfg
+
+    if kubeconfig:
+        return from_kubeconfig
+    try:
+        in_cluster()
+    except kubelib.ConfigException:
+        return from_kubeconfig
+    return in_cluster

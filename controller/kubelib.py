@@ -1,8 +1,9 @@
 """The parts of the `kubernetes` package the controller uses, without its generated classes.
 
-`Client` (controller.kube) needs kubeconfig and in-cluster loading (`kubernetes.config`),
-`Configuration` and `ApiClient` with its REST layer: the well-kept code for auth, exec
-plugins, token refresh and TLS. But `import kubernetes` runs `kubernetes/__init__.py`,
+The controller uses the package for one thing: its config loaders (`kubernetes.config`),
+the well-kept code that reads a kubeconfig (tokens, token files, client certificates, exec
+plugins, auth providers) or the in-cluster config into a `Configuration`
+(controller.connection reads that; the requests are ours). But `import kubernetes` runs `kubernetes/__init__.py`,
 which imports every generated API and model class plus the dynamic client and its
 schema validator (~33 MB of RSS, 40% of an idle controller), and `kubernetes.config`
 itself imports `kubernetes.client`. So the packages `kubernetes`, `kubernetes.client`
@@ -68,7 +69,8 @@ def _load_light() -> None:
             _defer(name)
         client = sys.modules["kubernetes.client"]
         # submodules that `from kubernetes.client import X` reads back, imported first so no
-        # such lookup misses (a miss would run the heavy __init__)
+        # such lookup misses (a miss would run the heavy __init__); kube_config imports
+        # ApiClient at its top though the loaders we call never use it
         for sub in ("exceptions", "rest", "configuration", "api_client"):
             importlib.import_module(f"kubernetes.client.{sub}")
         client.Configuration = sys.modules["kubernetes.client.configuration"].Configuration  # type: ignore[attr-defined]
@@ -88,8 +90,7 @@ with _lock:
         except (ImportError, AttributeError):
             pass  # an unexpected layout: the plain imports below load everything
 
-from kubernetes.client.api_client import ApiClient  # noqa: E402
 from kubernetes.client.configuration import Configuration  # noqa: E402
 from kubernetes.config import ConfigException, load_incluster_config, load_kube_config  # noqa: E402
 
-__all__ = ["ApiClient", "ConfigException", "Configuration", "load_incluster_config", "load_kube_config"]
+__all__ = ["ConfigException", "Configuration", "load_incluster_config", "load_kube_config"]

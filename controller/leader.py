@@ -90,7 +90,7 @@ class LeaderElector:
                  on_change: Callable[[bool], None] | None = None, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> None:
         # the Lease gets its own request timeout: a hung renew must not outlive the deadline
-        self.client = Client(client.api, timeout=config.renew_deadline)
+        self.client = Client(client.connection, timeout=config.renew_deadline)
         self.client.observer = client.observer
         self.config, self.on_lost, self.on_change = config, on_lost, on_change
         self._clock, self._wall = clock, wall

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from controller import errors, kubelib
+from controller.connection import Connection
 from controller.kube import PODS, Client
 from controller_kit import Cluster
 
@@ -104,7 +105,7 @@ def prefixed() -> Iterator[str]:
 def test_a_server_behind_a_path_prefix_keeps_the_prefix(prefixed: str) -> None:
     cfg = kubelib.Configuration()
     cfg.host = prefixed
-    client = Client(kubelib.ApiClient(cfg))
+    client = Client(Connection(lambda: cfg))
     try:
         assert client.get(PODS, "team", "p")["metadata"]["name"] == "p"
         assert client.create(PODS, "team", pod("q"))["metadata"]["name"] == "q"

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller import errors
+from controller import errors, kube
 from controller.__main__ import duration
 from controller.kinds import select
+from controller.connection import Connection
 from controller.kube import PODS, Client
 from controller.leader import LEASES, LeaderConfig, LeaderElector, micro_time
 from controller.manager import Manager
@@ -143,8 +144,12 @@ def test_standby_takes_over_when_the_leader_stops_renewing(cluster, candidates) 
 def test_leader_that_cannot_renew_gives_up_before_anyone_may_take_over(control_plane, cluster, candidates) -> None:
     a = candidates("a")
     assert a.wait_leading()
-    broken = Client.connect(str(control_plane.kubeconfig))
-    broken.api.configuration.host = "https://127.0.0.1:1"  # nothing listens: every renew fails at once
+    def unreachable():
+        cfg = kube.config_loader(str(control_plane.kubeconfig))()
+        cfg.host = "https://127.0.0.1:1"  # nothing listens: every renew fails at once
+        return cfg
+
+    broken = Client(Connection(unreachable))
     a.elector.client = broken
     try:
         assert wait_for(lambda: a.lost_at, timeout=5, what="lease lost")
