@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from compiler import strategic
+from compiler import podsecurity, strategic
 from compiler.bundle import Bundle, JsonObject
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import Facts, ReplicaPlan
@@ -93,6 +93,8 @@ def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Ta
         template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
     if spec.podTemplate:
         template = strategic.merge(template, spec.podTemplate)
+    if target.policy.podSecurityDefaults and target.policy.pod_security() == "restricted":
+        template = podsecurity.harden(template)  # opt-in, documented: compiler/podsecurity.py
     return template
 
 

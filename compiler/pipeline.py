@@ -14,7 +14,7 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from compiler import rules
+from compiler import policy, rules
 from compiler.bundle import Bundle
 from compiler.diagnostics import Diagnostic, has_errors, ordered
 from compiler.lowering import lower
@@ -45,10 +45,12 @@ def _project(sources_project, diagnostics: list[Diagnostic]) -> Optional[Project
     if sources_project is None:
         return DEFAULT_PROJECT
     try:
-        return Project.model_validate(sources_project.data)
+        project = Project.model_validate(sources_project.data)
     except ValidationError as exc:
         diagnostics.extend(diagnostics_from(exc, sources_project, root=Project))
         return None
+    diagnostics.extend(policy.project_diagnostics(project, sources_project))
+    return project
 
 
 def _apply_overlays(bundle: Bundle) -> Bundle:

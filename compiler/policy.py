@@ -5,22 +5,24 @@ which replaces it there) and is checked like any other cross-field rule, so viol
 are ordinary diagnostics at the job's offending field: GPUs over all pods
 (`maxGpusPerJob`; an elastic job counts at `maxNodes`, the size it may grow to), the
 namespace (`allowedNamespaces`), `requiredLabels` (at `metadata.labels`, or `metadata`
-when there are none) and host access through the `podTemplate` escape hatch
-(privileged containers, hostNetwork, hostPID, hostPath volumes) unless `allowPrivileged`.
+when there are none) and the Pod Security Standards level (`podSecurity`, default
+baseline; the controls live in `compiler/podsecurity.py`) on every pod template the job
+compiles to, reported at the `podTemplate` field that wrote the offence. `allowPrivileged`
+is the deprecated spelling of `podSecurity: privileged` (a warning on the project file).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+from compiler import podsecurity
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.lowering import pod_template
 from compiler.resolve import Target
-from schemas.loader import Loc
+from schemas.loader import Document, Loc
+from schemas.project import Project
 
-CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
-ALLOW_FIX = "or set policy.allowPrivileged: true in trainforge.yaml"
 
 
 def _where(target: Target) -> str:
@@ -129,38 +131,133 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
             )
 
 
-def _host_access(pod_template: dict[str, Any]) -> Iterator[tuple[Loc, str]]:
-    """(spec-relative loc, what) for every host-level setting in a podTemplate."""
-    base: Loc = ("podTemplate", "spec")
-    pod = pod_template.get("spec")
-    if not isinstance(pod, dict):
-        return
-    for field in ("hostNetwork", "hostPID"):
-        if pod.get(field) is True:
-            yield base + (field,), field
-    for i, volume in enumerate(pod.get("volumes") or []):
-        if isinstance(volume, dict) and volume.get("hostPath") is not None:
-            yield base + ("volumes", i, "hostPath"), "a hostPath volume"
-    for kind in CONTAINER_LISTS:
-        for i, container in enumerate(pod.get(kind) or []):
-            context = container.get("securityContext") if isinstance(container, dict) else None
-            if isinstance(context, dict) and context.get("privileged") is True:
-                yield base + (kind, i, "securityContext", "privileged"), "a privileged container"
+_MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name",
+               "volumes": "name", "ports": "containerPort"}
+# the restricted settings `policy.podSecurityDefaults` writes when a template leaves them unset
+_DEFAULTABLE = {"Privilege Escalation", "Seccomp", "Capabilities"}
 
 
-def _privileged(target: Target) -> Iterator[Diagnostic]:
-    if target.policy.allowPrivileged:
+def patch_loc(loc: Loc, merged: dict[str, Any], patch: dict[str, Any]) -> tuple[Loc, bool]:
+    """Where in `podTemplate` the merged template's `loc` was written: list items are found
+    by their merge key (the template's containers come first, the patch's may be in another
+    order). Returns the spec-relative loc and whether the whole path is in the patch; if not,
+    the path runs on by field names to where the setting belongs, and stops at a list item
+    the patch does not have (a container only lowering wrote)."""
+    out: Loc = ("podTemplate",)
+    node_m: Any = merged
+    node_p: Any = patch
+    field = ""
+    for i, step in enumerate(loc):
+        if isinstance(step, int):
+            items_m = node_m if isinstance(node_m, list) else []
+            items_p = node_p if isinstance(node_p, list) else []
+            item = items_m[step] if step < len(items_m) else None
+            key = _MERGE_KEYS.get(field)
+            if key and isinstance(item, dict):
+                found = [j for j, p in enumerate(items_p) if isinstance(p, dict) and p.get(key) == item.get(key)]
+                j = found[0] if found else None
+            else:
+                j = step if step < len(items_p) else None
+            if j is None:
+                return out, False
+            out, node_m, node_p = out + (j,), item, items_p[j]
+        else:
+            if not isinstance(node_p, dict) or step not in node_p:
+                rest = loc[i:]
+                cut = next((k for k, s in enumerate(rest) if isinstance(s, int)), len(rest))
+                return out + tuple(rest[:cut]), False
+            out = out + (step,)
+            node_m = node_m.get(step) if isinstance(node_m, dict) else None
+            node_p = node_p[step]
+            field = step
+    return out, True
+
+
+def _fix(target: Target, finding: podsecurity.Finding) -> str:
+    lower = "privileged" if finding.level == "baseline" else "baseline"
+    if finding.missing and finding.control in _DEFAULTABLE and not target.policy.podSecurityDefaults:
+        return f"{finding.fix}, or set policy.podSecurityDefaults: true to have the compiler write it"
+    return f"{finding.fix}, or ask for policy.podSecurity: {lower} in trainforge.yaml"
+
+
+def _pod_security_where(target: Target) -> str:
+    policy = target.environment.policy
+    return _where(target) if policy is not None and policy.podSecurity is not None else ""
+
+
+def _pod_security(target: Target) -> Iterator[Diagnostic]:
+    """Every compiled pod template against the level's Pod Security Standards controls."""
+    level = target.policy.pod_security()
+    if level == "privileged":
         return
-    for loc, what in _host_access(target.spec.podTemplate):
-        yield target.view.error(
-            loc,
-            f"podTemplate sets {what}, which the policy does not allow",
-            f"remove it, {ALLOW_FIX}",
-            prefer_key=True,
-        )
+    spec = target.spec
+    fw = adapter(spec.framework)
+    plans = [p for p in fw.plan(spec) if p.replicas > 0]
+    types = {p.replica_type for p in plans}
+    where = _pod_security_where(target)
+    for plan in plans:
+        template = pod_template(spec, plan, fw.facts, target)
+        injected = podsecurity.operator_init_containers(fw.facts.kind, plan.replica_type, types)
+        if injected:  # checked as the operator will create them (a copy: the template is the job's)
+            template = {**template, "spec": {**template["spec"], "initContainers": [
+                *(template["spec"].get("initContainers") or []), *({"name": n} for n in injected)]}}
+        operator_refusals: set[str] = set()
+        for finding in podsecurity.findings(template, level):
+            if finding.container in injected:
+                operator_refusals.add(finding.control)
+                continue
+            loc, _ = patch_loc(finding.loc, template, spec.podTemplate)
+            container = f" in container '{finding.container}'" if finding.container else ""
+            yield target.view.error(
+                loc,
+                f"pod security level '{level}'{where} forbids {finding.what}{container} ({finding.control})",
+                _fix(target, finding),
+                prefer_key=True,
+            )
+        if operator_refusals:
+            yield _operator_refusal(target, plan.replica_type, injected, sorted(operator_refusals), level, where)
+
+
+def _operator_refusal(target: Target, replica_type: str, injected: list[str], controls: list[str],
+                      level: str, where: str) -> Diagnostic:
+    names = ", ".join(f"'{n}'" for n in injected)
+    if target.spec.framework == "pytorch":
+        loc, fix = ("nodes",), "run it elastic (Worker pods only), on one node, or in an environment at baseline"
+    else:
+        loc, fix = ("framework",), "run MPI jobs in an environment whose policy.podSecurity is baseline"
+    return target.view.error(
+        loc,
+        f"pod security level '{level}'{where} refuses the {replica_type} pods: the Training Operator adds init"
+        f" container {names} without a securityContext ({', '.join(controls)})",
+        fix,
+        prefer_key=loc == ("framework",),
+    )
+
+
+def project_diagnostics(project: Project, doc: Document) -> Iterator[Diagnostic]:
+    """The deprecated `allowPrivileged`, wherever a policy sets it: a warning, or an error when
+    it contradicts the same policy's podSecurity."""
+    policies = [(("policy",), project.policy)] + [
+        (("environments", name, "policy"), env.policy) for name, env in project.environments.items()
+        if env.policy is not None
+    ]
+    for at, policy in policies:
+        if policy.allowPrivileged is None:
+            continue
+        line, col = doc.position(at + ("allowPrivileged",))
+        path = ".".join(map(str, at + ("allowPrivileged",)))
+        if policy.allowPrivileged and policy.podSecurity not in (None, "privileged"):
+            yield Diagnostic(doc.file, line, col, path,
+                             f"allowPrivileged: true contradicts podSecurity: {policy.podSecurity}",
+                             "remove allowPrivileged (deprecated); podSecurity alone sets the level")
+        else:
+            now = "podSecurity: privileged" if policy.allowPrivileged else "nothing (baseline is the default)"
+            yield Diagnostic(doc.file, line, col, path,
+                             "allowPrivileged is deprecated; policy.podSecurity sets the Pod Security Standards"
+                             " level", f"write {now} instead", severity="warning")
 
 
 def check(target: Target) -> Iterator[Diagnostic]:
     """All policy rules for one job in one environment (registered in `rules.RULES`)."""
-    for rule in (_max_gpus, _namespace, _labels, _privileged):
+    for rule in (_max_gpus, _namespace, _labels, _pod_security):
         yield from rule(target)

@@ -26,7 +26,7 @@ policy:
   allowedNamespaces: [ml]
   requiredLabels: [team]
 """
-HOST_FIX = "remove it, or set policy.allowPrivileged: true in trainforge.yaml"
+TO_PRIVILEGED = "or ask for policy.podSecurity: privileged in trainforge.yaml"
 GPU_FIX = "lower nodes or resources.gpu (and GPUs in podTemplate), or ask for a higher policy.maxGpusPerJob"
 
 
@@ -101,23 +101,25 @@ CASES = [
     ),
     pytest.param(
         job("podTemplate:\n  spec:\n    hostNetwork: true\n    hostPID: true\n"),
-        [f"job.yaml:12:7: error: spec.podTemplate.spec.hostNetwork: podTemplate sets hostNetwork, which the"
-         f" policy does not allow; {HOST_FIX}",
-         f"job.yaml:13:7: error: spec.podTemplate.spec.hostPID: podTemplate sets hostPID, which the policy"
-         f" does not allow; {HOST_FIX}"],
+        ["job.yaml:12:7: error: spec.podTemplate.spec.hostNetwork: pod security level 'baseline' forbids"
+         f" hostNetwork: true (Host Namespaces); remove hostNetwork, {TO_PRIVILEGED}",
+         "job.yaml:13:7: error: spec.podTemplate.spec.hostPID: pod security level 'baseline' forbids"
+         f" hostPID: true (Host Namespaces); remove hostPID, {TO_PRIVILEGED}"],
         id="host network and host PID are forbidden",
     ),
     pytest.param(
         job("podTemplate:\n  spec:\n    volumes:\n      - name: sock\n        hostPath: {path: /run}\n"),
-        [f"job.yaml:14:11: error: spec.podTemplate.spec.volumes[0].hostPath: podTemplate sets a hostPath"
-         f" volume, which the policy does not allow; {HOST_FIX}"],
+        ["job.yaml:14:11: error: spec.podTemplate.spec.volumes[0].hostPath: pod security level 'baseline'"
+         " forbids a hostPath volume (HostPath Volumes); use a PersistentVolumeClaim (spec.storage) or an"
+         f" emptyDir, {TO_PRIVILEGED}"],
         id="a hostPath volume is forbidden",
     ),
     pytest.param(
         job("podTemplate:\n  spec:\n    initContainers:\n      - name: tune\n        image: busybox\n"
             "        securityContext: {privileged: true}\n"),
-        [f"job.yaml:15:29: error: spec.podTemplate.spec.initContainers[0].securityContext.privileged:"
-         f" podTemplate sets a privileged container, which the policy does not allow; {HOST_FIX}"],
+        ["job.yaml:15:29: error: spec.podTemplate.spec.initContainers[0].securityContext.privileged:"
+         " pod security level 'baseline' forbids privileged: true in container 'tune' (Privileged Containers);"
+         f" remove securityContext.privileged, {TO_PRIVILEGED}"],
         id="a privileged init container is forbidden",
     ),
     pytest.param(
@@ -150,12 +152,41 @@ def test_env_option_checks_one_environment(tmp_path, monkeypatch):
     assert "the policy in environment 'dev' allows at most 4" in result.stderr
 
 
-def test_allow_privileged_lets_the_escape_hatch_through(tmp_path, monkeypatch):
+def test_the_deprecated_allow_privileged_still_means_privileged_with_a_warning(tmp_path, monkeypatch):
     project = PROJECT.replace("  requiredLabels: [team]\n", "  requiredLabels: [team]\n  allowPrivileged: true\n")
     text = job("podTemplate:\n  spec:\n    hostNetwork: true\n")
-    assert validate(tmp_path, monkeypatch, text, "--env", "prod", project=project).exit_code == 0
-    # dev has a policy of its own, which does not allow it
+    result = validate(tmp_path, monkeypatch, text, "--env", "prod", project=project)
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[0] == (
+        "trainforge.yaml:11:3: warning: policy.allowPrivileged: allowPrivileged is deprecated; policy.podSecurity"
+        " sets the Pod Security Standards level; write podSecurity: privileged instead"
+    )
+    # dev has a policy of its own, which does not set it (the old replace semantics)
     assert validate(tmp_path, monkeypatch, text, "--env", "dev", project=project).exit_code == 1
+
+
+def test_allow_privileged_beside_another_level_is_a_contradiction(tmp_path, monkeypatch):
+    project = PROJECT + "  podSecurity: restricted\n  allowPrivileged: true\n"
+    result = validate(tmp_path, monkeypatch, job("nodes: 1\n"), project=project)
+    assert result.exit_code == 1
+    assert (
+        "trainforge.yaml:12:3: error: policy.allowPrivileged: allowPrivileged: true contradicts podSecurity:"
+        " restricted; remove allowPrivileged (deprecated); podSecurity alone sets the level"
+    ) in result.stderr.splitlines()
+
+
+def test_an_environment_policy_inherits_the_project_level_unless_it_sets_one(tmp_path, monkeypatch):
+    project = PROJECT.replace("  prod: {}\n", "  prod: {policy: {podSecurity: privileged}}\n") \
+        + "  podSecurity: restricted\n"
+    text = job("podTemplate:\n  spec:\n    hostIPC: true\n")
+    result = validate(tmp_path, monkeypatch, text, project=project)
+    lines = result.stderr.splitlines()
+    # dev's own policy (GPU limit, namespaces) keeps restricted; prod's own level lets hostIPC through
+    assert result.exit_code == 1
+    assert any("spec.podTemplate.spec.hostIPC: pod security level 'restricted' forbids hostIPC: true" in line
+               for line in lines)
+    assert not any("environment 'prod'" in line for line in lines)
+    assert validate(tmp_path, monkeypatch, text, "--env", "prod", project=project).exit_code == 0
 
 
 def test_false_host_settings_are_fine(tmp_path, monkeypatch):
