@@ -37,6 +37,7 @@ schema: $(STAMP)
 	$(BIN)/train-compile schema -o schemas/
 	$(BIN)/python -m schemas.reference
 	$(BIN)/python -m controller.crds
+	$(BIN)/python -m controller.admission_policies
 
 fault: $(STAMP) k8s-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m fault
