@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import Adapter
 from compiler.resolve import Target
+
+if TYPE_CHECKING:
+    from compiler.targets.base import TargetApi
 
 JsonObject = dict[str, Any]
 
@@ -33,11 +36,20 @@ class Bundle:
     target: Target
     adapter: Adapter
     job: JsonObject
+    api: "TargetApi"  # the target the job was lowered to: where its pod templates are
     components: tuple[Component, ...] = field(default_factory=tuple)
 
     @property
     def kind(self) -> str:
-        return self.adapter.facts.kind
+        return self.job["kind"]
+
+    def pod_templates(self) -> list[tuple[str, str]]:
+        """(role, JSON pointer to its pod spec) for every pod template of the base job."""
+        return self.api.pod_templates(self)
+
+    @property
+    def program_container(self) -> str:
+        return self.api.program_container(self)
 
     def with_component(self, component: Component) -> "Bundle":
         """Add or replace a component by name (replacing keeps overlays idempotent)."""
@@ -75,14 +87,6 @@ def json_copy(value: Any) -> Any:
     if kind is list:
         return [v if v.__class__ in _ATOMS else json_copy(v) for v in value]
     return value if kind in _ATOMS else copy.deepcopy(value)
-
-
-def pod_template_paths(job: JsonObject, replica_specs: str) -> list[tuple[str, str]]:
-    """(replica type, JSON pointer to its pod template spec) for every replica type."""
-    return [
-        (rtype, f"/spec/{replica_specs}/{rtype}/template/spec")
-        for rtype in job["spec"][replica_specs]
-    ]
 
 
 def escape(token: str) -> str:

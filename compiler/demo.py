@@ -30,28 +30,19 @@ def _sources(examples: Path) -> list[tuple[str, list[Path]]]:
     return runs
 
 
-def _gpus(job: dict, replica_specs: str) -> int:
-    total = 0
-    for replica in job["spec"][replica_specs].values():
-        for container in replica["template"]["spec"]["containers"]:
-            limits = container.get("resources", {}).get("limits", {})
-            total += replica.get("replicas", 1) * sum(v for k, v in limits.items() if k.endswith("gpu"))
-    return total
-
-
 def _summary(name: str, result: Result, out: Path) -> list[str]:
     lines = []
     for env, bundles in result.bundles.items():
         rendered = _kustomize(out / env)
         lines.append(f"  {name}/{env}: {len(bundles)} job(s){rendered}")
         for bundle in bundles:
-            job = bundle.rendered_job()
-            specs = job["spec"][bundle.adapter.facts.replica_specs]
-            roles = " ".join(f"{rt}x{r.get('replicas', 1)}" for rt, r in specs.items())
+            pods = bundle.api.pods(bundle)  # the target's own shape (replica specs, numNodes)
+            roles = " ".join(f"{role}x{count}" for role, count, _ in pods)
+            gpus = sum(count * each for _, count, each in pods)
             components = ",".join(c.name for c in bundle.components) or "-"
             lines.append(
                 f"    {bundle.target.namespace}/{bundle.target.name:<22} {bundle.kind:<11}"
-                f" {roles:<28} gpus={_gpus(job, bundle.adapter.facts.replica_specs):<4} components={components}"
+                f" {roles:<28} gpus={gpus:<4} components={components}"
             )
     return lines
 

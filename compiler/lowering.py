@@ -1,4 +1,4 @@
-"""Lowering: one resolved `Target` -> the `kubeflow.org/v1` job object (the base).
+"""Lowering for the `kubeflow-v1` target: one resolved `Target` -> the `kubeflow.org/v1` job.
 
 Pure and framework-neutral: the adapter says which replica types exist and how many
 (`plan`) and which kind-specific fields the spec gets (`job_fields`); this module
@@ -22,7 +22,7 @@ from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJo
 SHM_VOLUME = "dshm"
 
 
-def _env(spec: TrainJobSpec) -> list[JsonObject]:
+def env_vars(spec: TrainJobSpec) -> list[JsonObject]:
     out: list[JsonObject] = []
     for name, value in spec.env.items():
         if isinstance(value, SecretRef):
@@ -36,7 +36,7 @@ def _env(spec: TrainJobSpec) -> list[JsonObject]:
     return out
 
 
-def _resources(resources: Optional[Resources], gpu_resource: str) -> JsonObject:
+def resource_requirements(resources: Optional[Resources], gpu_resource: str) -> JsonObject:
     if resources is None:
         return {}
     requests: JsonObject = {}
@@ -68,12 +68,12 @@ def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource
         container["args"] = list(args)
     if spec.workingDir:
         container["workingDir"] = spec.workingDir
-    env = _env(spec)
+    env = env_vars(spec)
     if env:
         container["env"] = env
     if facts.port_name is not None:
         container["ports"] = [{"name": facts.port_name, "containerPort": facts.port}]
-    resources = _resources(spec.resources if plan.accelerated else plan.resources, gpu_resource)
+    resources = resource_requirements(spec.resources if plan.accelerated else plan.resources, gpu_resource)
     if resources:
         container["resources"] = resources
     if plan.accelerated and spec.resources.sharedMemory:
@@ -135,4 +135,6 @@ def lower(target: Target) -> Bundle:
         job_spec["runPolicy"] = policy
     job_spec[facts.replica_specs] = replicas
     job = {"apiVersion": facts.api_version, "kind": facts.kind, "metadata": metadata, "spec": job_spec}
-    return Bundle(target=target, adapter=fw, job=job)
+    from compiler.targets.kubeflow_v1 import API  # the table entry that calls this function
+
+    return Bundle(target=target, adapter=fw, job=job, api=API)

@@ -1,7 +1,8 @@
 """The compile pipeline, end to end and free of I/O but reading the sources.
 
 sources -> documents with positions -> validated models -> per-environment targets ->
-cross-field rules -> lowered bundles -> overlay steps. The CLI calls `compile_sources`
+cross-field rules -> lowered bundles (through the environment's target API,
+`compiler/targets`) -> overlay steps. The CLI calls `compile_sources`
 and decides what to print or write; nothing here touches stdout or the output folder,
 which keeps every stage testable on its own.
 """
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from compiler import policy, rules
 from compiler.bundle import Bundle
 from compiler.diagnostics import Diagnostic, has_errors, ordered
-from compiler.lowering import lower
+from compiler.targets import api
 from compiler.resolve import Target, targets_for
 from compiler.sources import collect
 from compiler.validation import diagnostics_from
@@ -150,7 +151,7 @@ def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs:
         targets.extend(found)
     if lower_jobs and not has_errors(result.diagnostics):
         for env_name in result.environments:
-            bundles = [_apply_overlays(lower(t)) for t in targets if t.env_name == env_name]
+            bundles = [_apply_overlays(api(t.api).lower(t)) for t in targets if t.env_name == env_name]
             result.diagnostics.extend(_duplicates(bundles))
             result.diagnostics.extend(_shared_objects(bundles))
             result.bundles[env_name] = bundles

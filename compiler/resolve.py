@@ -68,6 +68,7 @@ class Target:
     annotations: dict[str, str]
     spec: TrainJobSpec
     view: SpecView
+    api: str = "kubeflow-v1"  # the environment's target (compiler/targets), by name
 
 
 def deep_merge(base: Any, override: Any) -> Any:
@@ -159,6 +160,7 @@ def targets_for(
                 annotations=dict(meta.annotations),
                 spec=_with_scheduling_defaults(spec, environment),
                 view=view,
+                api=project.target_for(env_name),
             )
         )
     return targets, diagnostics

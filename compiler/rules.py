@@ -159,6 +159,13 @@ def _pod_template_quantities(target: Target, spec: dict) -> Iterator[Diagnostic]
                         )
 
 
+def _target_api(target: Target) -> Iterator[Diagnostic]:
+    """What the environment's target cannot express (compiler/targets)."""
+    from compiler.targets import api  # the targets import lowering, which imports policy
+
+    yield from api(target.api).check(target)
+
+
 def generated_names(target: Target) -> list[str]:
     """Every object name the operator or the overlays will derive from the job name."""
     job = target.name
@@ -195,6 +202,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _storage,
     _pod_template,
     _name_length,
+    _target_api,
     policy.check,
 )
 

@@ -43,14 +43,14 @@ def _component_files(bundle: Bundle, component: Component) -> dict[str, str]:
     if component.resources:
         kustomization["resources"] = sorted(resource_file(r) for r in component.resources)
     if component.patches:
-        facts = bundle.adapter.facts
+        group, _, version = bundle.job["apiVersion"].rpartition("/")
         kustomization["patches"] = [
             {
                 "path": PATCH_FILE,
                 "target": {
-                    "group": "kubeflow.org",
-                    "version": "v1",
-                    "kind": facts.kind,
+                    "group": group,
+                    "version": version,
+                    "kind": bundle.kind,
                     "name": bundle.target.name,
                     "namespace": bundle.target.namespace,
                 },

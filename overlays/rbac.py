@@ -21,7 +21,7 @@ user's rules.
 
 from __future__ import annotations
 
-from compiler.bundle import Bundle, Component, JsonObject, pod_template_paths
+from compiler.bundle import Bundle, Component, JsonObject
 from overlays import merge_ops
 from schemas.trainjob import PolicyRule, ServiceAccount
 
@@ -84,7 +84,7 @@ def account_names(bundle: Bundle) -> dict[str, str]:
     if sa is None or (sa.name is None and not sa.create):
         return {}
     own = sa.name or bundle.target.name
-    names = {rtype: own for rtype in bundle.job["spec"][bundle.adapter.facts.replica_specs]}
+    names = {rtype: own for rtype, _ in bundle.pod_templates()}
     if sa.create and bundle.kind == "MPIJob" and LAUNCHER in names:
         names[LAUNCHER] = f"{bundle.target.name}-launcher"
     return names
@@ -99,7 +99,7 @@ def apply(bundle: Bundle) -> Bundle:
         resources += [_service_account(bundle, name, sa) for name in accounts]
         resources += _role_objects(bundle, sa.name or bundle.target.name, sa, accounts)
     patches: list[JsonObject] = []
-    for rtype, spec_path in pod_template_paths(bundle.job, bundle.adapter.facts.replica_specs):
+    for rtype, spec_path in bundle.pod_templates():
         if rtype in names:
             patches += merge_ops(bundle.job, spec_path, {"serviceAccountName": names[rtype]})
     return bundle.with_component(Component(NAME, tuple(resources), tuple(patches)))

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Optional
 
-from compiler.bundle import Bundle, Component, JsonObject, pod_template_paths
+from compiler.bundle import Bundle, Component, JsonObject
 from overlays import MISSING, lookup, merge_ops
 from schemas.project import GpuPlacement
 from schemas.trainjob import Gang
@@ -69,7 +69,10 @@ SCHEDULERS = {
 
 
 def gang_of(bundle: Bundle) -> Optional[tuple[GangScheduler, Optional[int]]]:
-    """(scheduler, timeoutSeconds) when the job is gang scheduled, else None."""
+    """(scheduler, timeoutSeconds) when the job is gang scheduled, else None (also when
+    the target leaves gang scheduling to the runtime: Trainer v2's podGroupPolicy)."""
+    if not bundle.api.scheduling_policy:
+        return None
     gang = bundle.target.spec.scheduling.gang
     if isinstance(gang, Gang):
         return SCHEDULERS[gang.scheduler], gang.timeoutSeconds
@@ -198,6 +201,8 @@ def _pod_group(bundle: Bundle, gang: GangScheduler, policy: JsonObject) -> JsonO
 def _scheduling_policy(bundle: Bundle, gang: Optional[tuple[GangScheduler, Optional[int]]]) -> JsonObject:
     scheduling = bundle.target.spec.scheduling
     policy: JsonObject = {}
+    if not bundle.api.scheduling_policy:  # the rules refuse a PriorityClass there
+        return policy
     if scheduling.priority and not bundle.target.environment.scheduling.kueuePriority:
         policy["priorityClass"] = scheduling.priority
     if gang is not None:
@@ -229,13 +234,11 @@ def _job_fragment(bundle: Bundle, policy: JsonObject) -> JsonObject:
 def _placements(bundle: Bundle) -> dict[str, Optional[GpuPlacement]]:
     """Per replica type, the environment's GPU placement when the role asked for a
     gpuType, else None (one `plan` per job, not one per replica type)."""
-    spec = bundle.target.spec
     gpu_types = bundle.target.environment.gpuTypes
     out: dict[str, Optional[GpuPlacement]] = {}
-    for plan in bundle.adapter.plan(spec):
-        resources = spec.resources if plan.accelerated else plan.resources
+    for role, resources in bundle.api.role_resources(bundle).items():
         gpu_type = resources.gpuType if resources is not None else None
-        out[plan.replica_type] = gpu_types.get(gpu_type) if gpu_type else None
+        out[role] = gpu_types.get(gpu_type) if gpu_type else None
     return out
 
 
@@ -245,7 +248,7 @@ def _pod_fragment(
     target = bundle.target
     own = target.spec.scheduling
     pod: JsonObject = {}
-    if own.priority and not target.environment.scheduling.kueuePriority:
+    if own.priority and not target.environment.scheduling.kueuePriority and bundle.api.scheduling_policy:
         pod["priorityClassName"] = own.priority
     if gang is not None:
         pod["schedulerName"] = gang.scheduler_name
@@ -277,7 +280,7 @@ def apply(bundle: Bundle) -> Bundle:
     policy = _scheduling_policy(bundle, gang)
     patches = merge_ops(bundle.job, "", _job_fragment(bundle, policy))
     placements = _placements(bundle)
-    for rtype, spec_path in pod_template_paths(bundle.job, bundle.adapter.facts.replica_specs):
+    for rtype, spec_path in bundle.pod_templates():
         template_path = spec_path.rsplit("/", 1)[0]
         template: JsonObject = {}
         pod = _pod_fragment(bundle, placements.get(rtype), spec_path, scheduler)

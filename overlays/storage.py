@@ -14,7 +14,7 @@ into sidecars a `podTemplate` may add.
 
 from __future__ import annotations
 
-from compiler.bundle import Bundle, Component, JsonObject, pod_template_paths
+from compiler.bundle import Bundle, Component, JsonObject
 from overlays import container_index, merge_ops
 from schemas.trainjob import Volume
 
@@ -59,11 +59,11 @@ def apply(bundle: Bundle) -> Bundle:
     claims = tuple(_claim(bundle, v) for v in volumes if v.size is not None)
     patches: list[JsonObject] = []
     if volumes:
-        facts = bundle.adapter.facts
         pod_volumes = [_volume(bundle, v) for v in volumes]
         mounts = [_mount(v) for v in volumes]
-        for _, spec_path in pod_template_paths(bundle.job, facts.replica_specs):
-            index = container_index(bundle.job, spec_path, facts.container)
+        container = bundle.program_container
+        for _, spec_path in bundle.pod_templates():
+            index = container_index(bundle.job, spec_path, container)
             patches += merge_ops(bundle.job, spec_path, {"volumes": pod_volumes})
             patches += merge_ops(bundle.job, f"{spec_path}/containers/{index}", {"volumeMounts": mounts})
     return bundle.with_component(Component(NAME, claims, tuple(patches)))

@@ -8,12 +8,18 @@ spec fields (nprocPerNode, elasticPolicy, slotsPerWorker, jobMode). The controll
 the same module for `rendezvous_env`, so the compiler and the controller can never
 disagree on a framework's shape. Adding a framework is one new module plus one line in
 `compiler/frameworks/__init__.py`.
+
+A framework that Kubeflow Trainer v2 can run also declares `trainer_v2` (the optional
+`TrainerV2Capable` capability): its stock ClusterTrainingRuntime, the mlPolicy kind a
+runtime must have to run it, the runtime's replicated jobs that run the program and how
+`processesPerNode` becomes `numProcPerNode`. A framework without it is refused under the
+`trainer-v2` target at `spec.framework`; nothing else in the compiler names frameworks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 if TYPE_CHECKING:
     from schemas.trainjob import Resources, TrainJobSpec
@@ -65,6 +71,32 @@ class ReplicaPlan:
     inherit_command: bool = True
 
 
+class TrainerV2Capable(Protocol):
+    """What lowering to a Kubeflow Trainer v2 TrainJob needs to know about a framework."""
+
+    runtime: str  # the stock ClusterTrainingRuntime, e.g. torch-distributed
+    ml_policy: str  # the runtime's mlPolicy source that runs this framework: torch, mpi, ...
+    program_jobs: tuple[str, ...]  # replicated jobs whose pods run the program (patched)
+
+    def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]: ...
+
+
+@dataclass(frozen=True)
+class TrainerV2:
+    """The usual `TrainerV2Capable`: one `node` replicated job, numProcPerNode from the spec's
+    integer `processesPerNode` (`auto` leaves it to the runtime)."""
+
+    runtime: str
+    ml_policy: str
+    program_jobs: tuple[str, ...] = ("node",)
+    processes: Optional[Callable[["TrainJobSpec"], Optional[int]]] = None
+
+    def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]:
+        if self.processes is not None:
+            return self.processes(spec)
+        return spec.processesPerNode if isinstance(spec.processesPerNode, int) else None
+
+
 @dataclass(frozen=True)
 class Adapter:
     """A framework: its facts plus the pure functions the compiler and controller call."""
@@ -75,6 +107,7 @@ class Adapter:
     # (job, replica_type, index) -> env entries appended to the framework's containers;
     # filled in by the controller-facing half of each module.
     rendezvous_env: Optional[Callable[..., list[dict[str, Any]]]] = None
+    trainer_v2: Optional[TrainerV2Capable] = None  # None: Trainer v2 has no runtime for it
 
     @property
     def name(self) -> str:

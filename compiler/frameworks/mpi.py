@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, TrainerV2, env_var
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -87,4 +87,16 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     return env
 
 
-ADAPTER = Adapter(facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env)
+# Trainer v2: the stock MPI runtime is deepspeed-distributed (OpenMPI, runLauncherAsNode:
+# the launcher is one of the nodes); numProcPerNode is the hostfile's slots, as v1's
+# slotsPerWorker.
+TRAINER_V2 = TrainerV2(
+    runtime="deepspeed-distributed",
+    ml_policy="mpi",
+    program_jobs=("launcher", "node"),
+    processes=slots_per_worker,
+)
+
+ADAPTER = Adapter(
+    facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env, trainer_v2=TRAINER_V2
+)

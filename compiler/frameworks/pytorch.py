@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count
+from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, TrainerV2, env_var, named_port, replica_count
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -118,4 +118,7 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     return env
 
 
-ADAPTER = Adapter(facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env)
+ADAPTER = Adapter(
+    facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env,
+    trainer_v2=TrainerV2(runtime="torch-distributed", ml_policy="torch"),
+)

@@ -23,7 +23,7 @@ import yaml
 from compiler_builders import example_sets, run_cli, shared_dir
 
 KUBECTL = "/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else shutil.which("kubectl")
-CRD_FOLDERS = ("kubeflow-v1", "scheduling")
+CRD_FOLDERS = ("kubeflow-v1", "scheduling", "trainer-v2.3.0")
 
 SETS = example_sets()
 

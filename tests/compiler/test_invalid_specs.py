@@ -99,7 +99,7 @@ CASES = [
      job_text("nodez: 3\n"),
      "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
      " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
-     " resources, roles, scheduling, serviceAccount, storage, workingDir"),
+     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
      "8:15: error: spec.resources.gpus: unknown field 'gpus'; did you mean 'gpu'?"
@@ -273,8 +273,8 @@ CASES = [
     ("an override cannot change the framework",
      job_text("environments:\n  default: {framework: jax}\n"),
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
-     " elastic, env, image, nodes, podTemplate, policy, processesPerNode, resources, roles, scheduling,"
-     " serviceAccount, storage, workingDir"),
+     " elastic, env, image, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
+     " scheduling, serviceAccount, storage, workingDir"),
 ]
 
 

@@ -94,6 +94,8 @@ def crd_validator(api_version: str, kind: str = "PodGroup") -> jsonschema.protoc
     fields are errors, since the API server's pruning would silently drop them)."""
     if kind == "PodGroup":
         path = SHARED / "reference/crds/scheduling" / CRD_FILES[api_version]
+    elif api_version.startswith("trainer.kubeflow.org/"):  # the trainer-v2 target's TrainJob
+        path = SHARED / "reference/crds/trainer-v2.3.0" / f"trainer.kubeflow.org_{kind.lower()}s.yaml"
     else:
         path = SHARED / "reference/crds/kubeflow-v1" / f"kubeflow.org_{kind.lower()}s.yaml"
     crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)  # the CRDs are large

@@ -1,0 +1,46 @@
+"""The one small interface every output API ("target") implements.
+
+A target is what an environment's jobs are lowered to: `kubeflow-v1` (the Training
+Operator's `kubeflow.org/v1` kinds) or `trainer-v2` (Kubeflow Trainer v2 TrainJobs). The
+rest of the compiler asks the target, through this table entry, instead of testing its
+name: which frameworks it can run, what it cannot express (positioned diagnostics), how
+a resolved job is lowered, where the lowered object keeps its pod templates (the
+overlays patch those) and whether gang scheduling and the priority class live in the job
+(`runPolicy.schedulingPolicy`) or in the runtime. Adding a target is one module plus one
+line in `compiler/targets/__init__.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+
+if TYPE_CHECKING:
+    from compiler.bundle import Bundle
+    from compiler.diagnostics import Diagnostic
+    from compiler.resolve import Target
+    from schemas.trainjob import Resources
+
+
+@dataclass(frozen=True)
+class TargetApi:
+    name: str  # as written in trainforge.yaml: kubeflow-v1 | trainer-v2
+    supports: Callable[[str], bool]  # framework name -> can this target run it
+    check: Callable[["Target"], Iterator["Diagnostic"]]  # what the target cannot express
+    lower: Callable[["Target"], "Bundle"]
+    # (role, JSON pointer to its pod spec) for every pod template the overlays patch
+    pod_templates: Callable[["Bundle"], list[tuple[str, str]]]
+    program_container: Callable[["Bundle"], str]  # the container running the program
+    # role -> the resources its pods ask for (None: no resources of the job's own), for GPU placement
+    role_resources: Callable[["Bundle"], dict[str, Optional["Resources"]]]
+    # (role, pods, GPUs per pod) of the rendered job, for summaries (make demo)
+    pods: Callable[["Bundle"], list[tuple[str, int, int]]]
+    # the job carries runPolicy.schedulingPolicy (PriorityClass, gang) and the pods their
+    # scheduler; False: the runtime decides both (Trainer v2's podGroupPolicy)
+    scheduling_policy: bool = True
+
+
+def gpus_in(resources: dict[str, Any]) -> int:
+    """GPUs in a container's resources (any `*gpu` limit: nvidia.com/gpu, amd.com/gpu...)."""
+    limits = (resources or {}).get("limits") or {}
+    return sum(int(v) for k, v in limits.items() if k.endswith("gpu"))

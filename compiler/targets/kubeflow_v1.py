@@ -1,0 +1,61 @@
+"""The `kubeflow-v1` target: the Training Operator's `kubeflow.org/v1` kinds (the default).
+
+Lowering is `compiler/lowering.py`; every framework runs here and everything the spec
+says is expressible, so `check` has nothing to add to the common rules. Pod templates
+sit under `spec.<x>ReplicaSpecs.<ReplicaType>.template`, one per replica type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from compiler.targets.base import TargetApi, gpus_in
+
+if TYPE_CHECKING:
+    from compiler.bundle import Bundle
+    from compiler.diagnostics import Diagnostic
+    from compiler.resolve import Target
+    from schemas.trainjob import Resources
+
+
+def _lower(target: "Target") -> "Bundle":
+    from compiler.lowering import lower  # lowering builds Bundles naming this API
+
+    return lower(target)
+
+
+def _check(target: "Target") -> Iterator["Diagnostic"]:
+    return iter(())
+
+
+def pod_templates(bundle: "Bundle") -> list[tuple[str, str]]:
+    specs = bundle.adapter.facts.replica_specs
+    return [(rtype, f"/spec/{specs}/{rtype}/template/spec") for rtype in bundle.job["spec"][specs]]
+
+
+def role_resources(bundle: "Bundle") -> dict[str, Optional["Resources"]]:
+    spec = bundle.target.spec
+    return {
+        plan.replica_type: spec.resources if plan.accelerated else plan.resources
+        for plan in bundle.adapter.plan(spec)
+    }
+
+
+def pods(bundle: "Bundle") -> list[tuple[str, int, int]]:
+    replicas = bundle.rendered_job()["spec"][bundle.adapter.facts.replica_specs]
+    return [
+        (rtype, int(r.get("replicas", 1)), sum(gpus_in(c.get("resources")) for c in r["template"]["spec"]["containers"]))
+        for rtype, r in replicas.items()
+    ]
+
+
+API = TargetApi(
+    name="kubeflow-v1",
+    supports=lambda framework: True,
+    check=_check,
+    lower=_lower,
+    pod_templates=pod_templates,
+    program_container=lambda bundle: bundle.adapter.facts.container,
+    role_resources=role_resources,
+    pods=pods,
+)

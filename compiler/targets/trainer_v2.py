@@ -1,0 +1,168 @@
+"""The `trainer-v2` target: a Kubeflow Trainer v2 `TrainJob` (`trainer.kubeflow.org/v1alpha1`).
+
+A TrainJob names a runtime (`runtimeRef`: the framework's stock ClusterTrainingRuntime,
+or `spec.runtime`) and overrides only what the runtime leaves to the job: `trainer`
+(image, command, args, env, numNodes, numProcPerNode, resourcesPerNode), `suspend` and
+`activeDeadlineSeconds`. Everything about pods beyond that goes through one
+`runtimePatches` entry owned by the manager `trainforge.dev/compiler` (the v2.3 API),
+with one `replicatedJobs` entry per replicated job that runs the program (`node`, and
+`launcher` for MPI, whose stock runtime runs the launcher as a node). Lowering writes
+that entry with the pod labels, /dev/shm and pull secrets; the rbac, storage and
+scheduling overlays then patch its pod templates exactly as they patch a v1 replica's,
+so the kustomize tree keeps its layout and `kubectl kustomize` still equals `render`.
+
+Why the `node` container is always listed (even with nothing but its name): overlays
+add volume mounts to the program container by index, and a JSON6902 add needs the
+entry to exist. The Trainer's webhook accepts a container patch that names a container
+of the runtime's job, which `node` is in every runtime the Trainer can drive.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from compiler import strategic
+from compiler.bundle import Bundle, JsonObject, json_copy
+from compiler.diagnostics import Diagnostic
+from compiler.frameworks import adapter as adapter_for
+from compiler.frameworks.base import TrainerV2Capable
+from compiler.lowering import SHM_VOLUME, env_vars, resource_requirements
+from compiler.resolve import Target
+from compiler.targets.base import TargetApi, gpus_in
+from schemas.trainjob import Resources, RuntimeRef
+
+GROUP = "trainer.kubeflow.org"
+API_VERSION = f"{GROUP}/v1alpha1"
+KIND = "TrainJob"
+MANAGER = "trainforge.dev/compiler"
+CONTAINER = "node"  # the Trainer's name for the program container in every runtime
+PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs"
+
+
+def capability(target: Target) -> TrainerV2Capable:
+    found = adapter_for(target.spec.framework).trainer_v2
+    assert found is not None, "rules refuse frameworks without a Trainer v2 runtime"
+    return found
+
+
+def runtime_ref(target: Target) -> JsonObject:
+    runtime = target.spec.runtime
+    if runtime is None:
+        return {"name": capability(target).runtime, "kind": "ClusterTrainingRuntime"}
+    if isinstance(runtime, RuntimeRef):  # a TrainingRuntime is looked up in the job's namespace
+        return {"name": runtime.name, "kind": runtime.kind}
+    return {"name": runtime, "kind": "ClusterTrainingRuntime"}
+
+
+def _trainer(target: Target) -> JsonObject:
+    spec = target.spec
+    trainer: JsonObject = {"image": spec.image}
+    if spec.command:
+        trainer["command"] = list(spec.command)
+    if spec.args:
+        trainer["args"] = list(spec.args)
+    env = env_vars(spec)
+    if env:
+        trainer["env"] = env
+    trainer["numNodes"] = spec.nodes
+    processes = capability(target).num_proc_per_node(spec)
+    if processes is not None:
+        trainer["numProcPerNode"] = processes
+    resources = resource_requirements(spec.resources, target.environment.gpuResource)
+    if resources:
+        trainer["resourcesPerNode"] = resources
+    return trainer
+
+
+def _pod_template(target: Target) -> JsonObject:
+    """The pod template patch every program job gets; podTemplate (checked to fit the
+    patchable fields by the rules) merged in with its container renamed to `node`."""
+    spec = target.spec
+    container: JsonObject = {"name": CONTAINER}
+    pod: JsonObject = {"containers": [container]}
+    if spec.resources.sharedMemory:
+        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+        pod["volumes"] = [
+            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.resources.sharedMemory}}
+        ]
+    if spec.serviceAccount is not None and spec.serviceAccount.imagePullSecrets:
+        pod["imagePullSecrets"] = [{"name": name} for name in spec.serviceAccount.imagePullSecrets]
+    template: JsonObject = {"spec": pod}
+    if target.labels:
+        template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
+    if spec.podTemplate:
+        template = strategic.merge(template, renamed_containers(target, spec.podTemplate))
+    return template
+
+
+def renamed_containers(target: Target, patch: JsonObject) -> JsonObject:
+    """podTemplate names the program container as v1 does (e.g. `pytorch`); here it is `node`."""
+    v1_name = adapter_for(target.spec.framework).facts.container
+    containers = (patch.get("spec") or {}).get("containers")
+    if not isinstance(containers, list):
+        return patch
+    renamed = [
+        {**c, "name": CONTAINER} if isinstance(c, dict) and c.get("name") == v1_name else c
+        for c in containers
+    ]
+    return {**patch, "spec": {**patch["spec"], "containers": renamed}}
+
+
+def lower(target: Target) -> Bundle:
+    fw = adapter_for(target.spec.framework)
+    template = _pod_template(target)
+    replicated_jobs = [
+        {"name": name, "template": {"spec": {"template": json_copy(template)}}}
+        for name in capability(target).program_jobs
+    ]
+    metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
+    if target.labels:
+        metadata["labels"] = dict(sorted(target.labels.items()))
+    if target.annotations:
+        metadata["annotations"] = dict(sorted(target.annotations.items()))
+    job_spec: JsonObject = {"runtimeRef": runtime_ref(target), "trainer": _trainer(target)}
+    policy = target.spec.policy
+    if policy.activeDeadline is not None:
+        job_spec["activeDeadlineSeconds"] = policy.activeDeadline
+    if policy.suspend:  # only true is written: Kueue flips suspend in the cluster
+        job_spec["suspend"] = True
+    job_spec["runtimePatches"] = [
+        {"manager": MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated_jobs}}}}
+    ]
+    job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": job_spec}
+    return Bundle(target=target, adapter=fw, job=job, api=API)
+
+
+def pod_templates(bundle: Bundle) -> list[tuple[str, str]]:
+    jobs = bundle.job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    return [(job["name"], f"{PATCHES}/{i}/template/spec/template/spec") for i, job in enumerate(jobs)]
+
+
+def role_resources(bundle: Bundle) -> dict[str, Optional[Resources]]:
+    """Every program job runs on nodes with resourcesPerNode (an MPI launcher too)."""
+    return {role: bundle.target.spec.resources for role, _ in pod_templates(bundle)}
+
+
+def pods(bundle: Bundle) -> list[tuple[str, int, int]]:
+    """numNodes nodes (an MPI launcher is one of them), each with resourcesPerNode."""
+    trainer = bundle.job["spec"]["trainer"]
+    return [(CONTAINER, trainer["numNodes"], gpus_in(trainer.get("resourcesPerNode")))]
+
+
+def _check(target: Target) -> Iterator[Diagnostic]:
+    from compiler.targets import trainer_v2_rules  # the rules name the other targets
+
+    return trainer_v2_rules.check(target)
+
+
+API = TargetApi(
+    name="trainer-v2",
+    supports=lambda framework: adapter_for(framework).trainer_v2 is not None,
+    check=_check,
+    lower=lower,
+    pod_templates=pod_templates,
+    program_container=lambda bundle: CONTAINER,
+    role_resources=role_resources,
+    pods=pods,
+    scheduling_policy=False,
+)

@@ -1,0 +1,257 @@
+"""What a Kubeflow Trainer v2 TrainJob cannot express, as positioned diagnostics.
+
+A TrainJob overrides only part of its runtime: the trainer (image, command, args, env,
+nodes, processes and resources per node), suspend, the active deadline, and pod fields
+through `runtimePatches` (labels, annotations, volumes and mounts, service account,
+node selector, tolerations, affinity, pull secrets, security contexts, scheduling gates,
+grace period). Everything else the spec can say belongs to the runtime in v2: restart
+and backoff (the JobSet's failure policy), TTL and pod cleanup, the working directory,
+a PriorityClass, gang scheduling (`podGroupPolicy`), extra roles. Silently dropping one
+of those would deploy a different job than the file says, so each is an error at its
+field with the way out: remove it for this environment, or move it into a runtime of
+your own (`spec.runtime`).
+
+Stock runtimes are facts of the Trainer v2.3.0 release (the `*-distributed`
+ClusterTrainingRuntimes in `shared/reference/crds/trainer-v2.3.0/runtimes`; a test holds
+this table to those files): which mlPolicy they carry, which containers their jobs have
+and that none has a `podGroupPolicy`. A runtime of the team's own is not visible at
+compile time: gang scheduling there is the runtime's business, reported as a notice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from compiler.diagnostics import Diagnostic
+from compiler.frameworks import adapter as adapter_for
+from compiler.resolve import Target
+from compiler.targets.trainer_v2 import CONTAINER, runtime_ref
+from schemas.loader import Loc
+from schemas.trainjob import Gang
+
+NAME = "trainer-v2"
+OWN_RUNTIME = "or move it into a runtime of your own and name it with spec.runtime"
+
+
+@dataclass(frozen=True)
+class StockRuntime:
+    ml_policy: str  # torch | mpi | jax | xgboost
+    node_image: str  # the image of its `node` job (MPI: the launcher gets trainer.image)
+    pod_group_policy: bool = False  # none of the v2.3.0 stock runtimes gang-schedules
+
+
+STOCK_RUNTIMES: dict[str, StockRuntime] = {
+    "torch-distributed": StockRuntime("torch", "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"),
+    "deepspeed-distributed": StockRuntime("mpi", "ghcr.io/kubeflow/trainer/deepspeed-runtime"),
+    "mlx-distributed": StockRuntime("mpi", "ghcr.io/kubeflow/trainer/mlx-runtime"),
+    "jax-distributed": StockRuntime("jax", "nvcr.io/nvidia/jax:25.10-py3"),
+    "xgboost-distributed": StockRuntime("xgboost", "ghcr.io/kubeflow/trainer/xgboost-runtime"),
+}
+
+# podTemplate keys a runtimePatches pod template may carry (v2.3 PodTemplatePatch); None: any value
+_CONTAINER_KEYS = {"name": None, "env": None, "securityContext": None, "volumeMounts": None}
+PATCHABLE: dict[str, Any] = {
+    "metadata": {"labels": None, "annotations": None},
+    "spec": {
+        "affinity": None, "imagePullSecrets": None, "nodeSelector": None, "schedulingGates": None,
+        "securityContext": None, "serviceAccountName": None, "terminationGracePeriodSeconds": None,
+        "tolerations": None, "volumes": None,
+        "containers": [_CONTAINER_KEYS], "initContainers": [_CONTAINER_KEYS],
+    },
+}
+
+
+def _runtime_of(target: Target) -> tuple[dict[str, str], Optional[StockRuntime]]:
+    """The job's runtimeRef, and its facts when it is a stock ClusterTrainingRuntime."""
+    ref = runtime_ref(target)
+    return ref, STOCK_RUNTIMES.get(ref["name"]) if ref["kind"] == "ClusterTrainingRuntime" else None
+
+
+def _where(target: Target) -> str:
+    return f"environment '{target.env_name}' targets {NAME}"
+
+
+def _written(target: Target, loc: Loc) -> bool:
+    """The job file itself sets `loc` (else an environment default in trainforge.yaml does)."""
+    keys = target.doc.key_pos
+    return ("spec",) + loc in keys or ("spec", "environments", target.env_name) + loc in keys
+
+
+def _error(target: Target, loc: Loc, what: str, fix: str, *, severity: str = "error") -> Diagnostic:
+    if not _written(target, loc):
+        what += f" (the default of environment '{target.env_name}' in trainforge.yaml)"
+    d = target.view.error(loc, what, fix, prefer_key=True)
+    return d if severity == "error" else Diagnostic(d.file, d.line, d.col, d.path, d.message, d.fix, severity)  # type: ignore[arg-type]
+
+
+def _unset(target: Target, loc: Loc) -> str:
+    dotted = ".".join(str(p) for p in loc)
+    return f"remove it, or unset it for this environment with environments.{target.env_name}.{dotted}: null"
+
+
+def _framework(target: Target) -> Iterator[Diagnostic]:
+    from compiler.targets import supporting  # the table imports this module's target
+
+    framework = target.spec.framework
+    yield _error(
+        target, ("framework",),
+        f"{framework} has no Kubeflow Trainer v2 runtime, and {_where(target)}",
+        f"{framework} compiles for target {', '.join(supporting(framework))}: set"
+        f" environments.{target.env_name}.target to it in trainforge.yaml",
+    )
+
+
+def _runtime(target: Target) -> Iterator[Diagnostic]:
+    ref, stock = _runtime_of(target)
+    wanted = adapter_for(target.spec.framework).trainer_v2
+    if stock is not None and wanted is not None and stock.ml_policy != wanted.ml_policy:
+        fitting = sorted(n for n, r in STOCK_RUNTIMES.items() if r.ml_policy == wanted.ml_policy)
+        yield _error(
+            target, ("runtime",),
+            f"the stock runtime {ref['name']} runs mlPolicy {stock.ml_policy}, not"
+            f" {target.spec.framework} ({wanted.ml_policy})",
+            f"use {' or '.join(fitting)}, or remove runtime for the default {wanted.runtime}",
+        )
+
+
+_POLICY = {
+    "restart": "the runtime's Job template sets the pods' restartPolicy (there is no ExitCode policy in v2)",
+    "backoffLimit": "retries are the runtime's JobSet failurePolicy (maxRestarts)",
+    "ttlAfterFinished": "TTL is the runtime's JobSet ttlSecondsAfterFinished",
+    "cleanPods": "pod cleanup follows the runtime's JobSet",
+}
+
+
+def _policy(target: Target) -> Iterator[Diagnostic]:
+    policy = target.spec.policy
+    for field, why in _POLICY.items():
+        if getattr(policy, field) is not None:
+            yield _error(
+                target, ("policy", field),
+                f"a Trainer v2 TrainJob cannot set {field}: {why}",
+                f"{_unset(target, ('policy', field))}, {OWN_RUNTIME}",
+            )
+
+
+def _shape(target: Target) -> Iterator[Diagnostic]:
+    spec = target.spec
+    if spec.elastic is not None:
+        yield _error(
+            target, ("elastic",),
+            "Trainer v2.3 cannot express elastic training (TrainJob numNodes is fixed and the"
+            " torch mlPolicy has no elastic policy)",
+            f"{_unset(target, ('elastic',))} and give nodes the size to run at",
+        )
+    for role in spec.roles:
+        yield _error(
+            target, ("roles", role),
+            f"a Trainer v2 TrainJob has no extra roles; every pod is a node with"
+            f" resourcesPerNode (an MPI launcher runs as one of the nodes)",
+            f"remove roles for this environment (keep them under the job's kubeflow-v1 environments), {OWN_RUNTIME}",
+        )
+    if spec.workingDir is not None:
+        yield _error(
+            target, ("workingDir",),
+            "a Trainer v2 TrainJob cannot set the working directory",
+            f"{_unset(target, ('workingDir',))} (cd in your command or set WORKDIR in the image)",
+        )
+
+
+def _scheduling(target: Target) -> Iterator[Diagnostic]:
+    scheduling = target.spec.scheduling
+    if scheduling.priority and not target.environment.scheduling.kueuePriority:
+        yield _error(
+            target, ("scheduling", "priority"),
+            "a Trainer v2 TrainJob cannot set a PriorityClass (runtimePatches have no priorityClassName)",
+            f"set scheduling.kueuePriority: true for environment '{target.env_name}' in trainforge.yaml"
+            f" (a Kueue WorkloadPriorityClass label), {OWN_RUNTIME}",
+        )
+    gang = scheduling.gang
+    if not gang:
+        return
+    ref, stock = _runtime_of(target)
+    if isinstance(gang, Gang) and gang.timeoutSeconds is not None:
+        yield _error(
+            target, ("scheduling", "gang", "timeoutSeconds"),
+            "in Trainer v2 the gang timeout is the runtime's podGroupPolicy.coscheduling.scheduleTimeoutSeconds",
+            f"{_unset(target, ('scheduling', 'gang', 'timeoutSeconds'))}, and set it in the runtime",
+        )
+    if stock is not None and not stock.pod_group_policy:
+        yield _error(
+            target, ("scheduling", "gang"),
+            f"gang scheduling in Trainer v2 is the runtime's podGroupPolicy, and the stock runtime"
+            f" {ref['name']} has none",
+            "name a runtime with podGroupPolicy (volcano or coscheduling) in spec.runtime, or turn"
+            f" it off for this environment with environments.{target.env_name}.scheduling.gang: false",
+        )
+    elif stock is None:
+        yield _error(
+            target, ("scheduling", "gang"),
+            f"gang scheduling comes from the podGroupPolicy of runtime {ref['name']}, which the"
+            " compiler cannot see; nothing is written for it",
+            f"make sure {ref['kind']} {ref['name']} sets podGroupPolicy",
+            severity="notice",
+        )
+
+
+def _pod_template(target: Target) -> Iterator[Diagnostic]:
+    _, stock = _runtime_of(target)
+    program = {CONTAINER, adapter_for(target.spec.framework).facts.container}
+    yield from _walk(target, ("podTemplate",), target.spec.podTemplate, PATCHABLE, stock, program)
+
+
+def _walk(target: Target, loc: Loc, value: Any, allowed: Any, stock: Optional[StockRuntime],
+          program: set[str]) -> Iterator[Diagnostic]:
+    if allowed is None:
+        return
+    if isinstance(allowed, list):  # a list of containers, merged by name
+        for i, item in enumerate(value if isinstance(value, list) else ()):
+            name = item.get("name") if isinstance(item, dict) else None
+            at = loc + (i,)
+            if stock is not None and (loc[-1] == "initContainers" or name not in program):
+                yield _error(
+                    target, at + ("name",) if name else at,
+                    f"runtimePatches can only patch containers the runtime has, and the stock runtime's"
+                    f" jobs have one container, {CONTAINER}",
+                    f"patch the program container (name: {CONTAINER}), {OWN_RUNTIME}",
+                )
+            elif name in program and isinstance(item, dict) and "env" in item:
+                yield _error(
+                    target, at + ("env",),
+                    "Trainer v2 takes the program container's environment from trainer.env only",
+                    "move these variables to spec.env",
+                )
+            else:
+                yield from _walk(target, at, item, allowed[0], stock, program)
+        return
+    for key, item in (value.items() if isinstance(value, dict) else ()):
+        if key not in allowed:
+            yield _error(
+                target, loc + (key,),
+                f"runtimePatches cannot set {'.'.join(map(str, loc[1:] + (key,)))} in a Trainer v2 pod"
+                f" (patchable here: {', '.join(sorted(allowed))})",
+                f"remove it (keep it under the job's kubeflow-v1 environments), {OWN_RUNTIME}",
+            )
+        else:
+            yield from _walk(target, loc + (key,), item, allowed[key], stock, program)
+
+
+def _mpi_image(target: Target) -> Iterator[Diagnostic]:
+    ref, stock = _runtime_of(target)
+    if stock is not None and stock.ml_policy == "mpi" and target.spec.image != stock.node_image:
+        yield _error(
+            target, ("image",),
+            f"in {ref['name']} trainer.image reaches the launcher only; the other nodes run the"
+            f" runtime's image {stock.node_image}",
+            f"build your image from {stock.node_image}, {OWN_RUNTIME}",
+            severity="warning",
+        )
+
+
+def check(target: Target) -> Iterator[Diagnostic]:
+    if adapter_for(target.spec.framework).trainer_v2 is None:
+        yield from _framework(target)
+        return
+    for rule in (_runtime, _policy, _shape, _scheduling, _pod_template, _mpi_image):
+        yield from rule(target)
