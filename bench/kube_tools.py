@@ -98,11 +98,16 @@ def job_running(job: dict[str, Any]) -> bool:
 
 
 class Follow:
-    """The objects of one resource in one namespace, kept current by a watch."""
+    """The objects of one resource in one namespace, kept current by a watch.
 
-    def __init__(self, client: Client, res: Resource, namespace: str) -> None:
-        self.client, self.res, self.namespace = client, res, namespace
-        self.objects: dict[str, dict[str, Any]] = {}
+    `keep(obj)` chooses what `objects` holds per name (default: the object); it runs on the
+    watch thread under the lock, for every object seen. A scale run keeps a few fields of
+    8,000 pods instead of ~40 KB of parsed JSON each."""
+
+    def __init__(self, client: Client, res: Resource, namespace: str,
+                 keep: Callable[[dict[str, Any]], Any] = lambda obj: obj) -> None:
+        self.client, self.res, self.namespace, self.keep = client, res, namespace, keep
+        self.objects: dict[str, Any] = {}
         self.first_seen: dict[str, float] = {}
         self._changed = threading.Condition()
         self._stop = threading.Event()
@@ -124,7 +129,7 @@ class Follow:
     def _put(self, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
         self.first_seen.setdefault(name, time.perf_counter())
-        self.objects[name] = obj
+        self.objects[name] = self.keep(obj)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -155,7 +160,7 @@ class Follow:
                 except errors.ApiError:
                     pass
 
-    def wait(self, predicate: Callable[[dict[str, dict[str, Any]]], bool], *, timeout: float, what: str) -> float:
+    def wait(self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float, what: str) -> float:
         """perf_counter() when `predicate(objects)` first held."""
         deadline = time.monotonic() + timeout
         with self._changed:

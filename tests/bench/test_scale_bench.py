@@ -1,0 +1,84 @@
+"""The scale benchmark's machinery: its audit counting, its milestones, one tiny end-to-end run.
+
+`make bench-scale` is a benchmark, not a timed test: nothing here asserts a time. These
+hold its parts to what they claim (a request counted once, by the right user, from the
+right moment; a job that went from Created straight to Succeeded counted as having run)
+and the command to working at a size that takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from bench import audit_count
+from bench.scale_lifecycle import EXIT_CODE, RUN_SECONDS, Lifecycle, pytorch_job
+
+
+def audit_line(audit_id: str, user: str, verb: str, resource: str, *, at: str = "2026-11-24T07:00:00.5Z",
+               stage: str = "ResponseComplete", group: str = "", sub: str = "") -> str:
+    ref = {"resource": resource, "namespace": "ns", **({"apiGroup": group} if group else {}),
+           **({"subresource": sub} if sub else {})}
+    return json.dumps({"kind": "Event", "level": "Metadata", "auditID": audit_id, "stage": stage, "verb": verb,
+                       "user": {"username": user}, "objectRef": ref, "requestReceivedTimestamp": at})
+
+
+def test_each_request_of_the_user_is_counted_once_by_verb_and_resource_from_the_moment_given(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([
+        audit_line("1", "ctl", "create", "pods"),
+        audit_line("2", "ctl", "create", "pods"),
+        audit_line("3", "ctl", "watch", "pods", stage="ResponseStarted"),
+        audit_line("3", "ctl", "watch", "pods"),  # the same watch, ended
+        audit_line("4", "ctl", "update", "pytorchjobs", group="kubeflow.org", sub="status"),
+        audit_line("5", "kwok", "patch", "pods", sub="status"),  # someone else
+        audit_line("6", "ctl", "create", "pods", at="2026-11-24T06:59:59.9Z"),  # before the window
+        '{"kind": "Event", "auditID": "7", "us',  # the line being written
+    ]) + "\n")
+    since = datetime(2026, 11, 24, 7, 0, 0, tzinfo=timezone.utc)
+    counts = audit_count.count([log, tmp_path / "rotated-away.log"], "ctl", since=since)
+    assert counts == Counter({("create", "pods"): 2, ("watch", "pods"): 1,
+                              ("update", "kubeflow.org/pytorchjobs/status"): 1})
+    assert audit_count.writes(counts) == 3 and audit_count.reads(counts) == 1
+
+
+def test_the_audit_policy_records_the_one_user_and_nothing_else() -> None:
+    import yaml
+
+    policy = yaml.safe_load(audit_count.policy("bench-ctl"))
+    assert policy["rules"] == [{"level": "Metadata", "users": ["bench-ctl"]}, {"level": "None"}]
+    assert policy["omitStages"] == ["RequestReceived"]
+
+
+def test_the_workload_is_master_and_workers_that_kwok_runs_for_the_given_time_and_exits_0() -> None:
+    job = pytorch_job("j", 8, 25)
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert specs["Master"]["replicas"] == 1 and specs["Worker"]["replicas"] == 7
+    for spec in specs.values():
+        assert spec["template"]["metadata"]["annotations"] == {RUN_SECONDS: "25", EXIT_CODE: "0"}
+        assert spec["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "100m",
+                                                                                      "memory": "128Mi"}
+    assert "Worker" not in pytorch_job("solo", 1, 5)["spec"]["pytorchReplicaSpecs"]
+
+
+def test_a_job_seen_first_as_succeeded_counts_as_running_and_a_failed_one_is_kept_apart() -> None:
+    life = Lifecycle.__new__(Lifecycle)  # the bookkeeping only, no watches
+    life.running_at, life.succeeded_at, life.failed = {}, {}, set()
+
+    def job(name: str, *conditions: str) -> dict:
+        return {"metadata": {"name": name},
+                "status": {"conditions": [{"type": c, "status": "True"} for c in conditions]}}
+
+    assert life._job_state(job("a", "Created")) == "Created"
+    assert life._job_state(job("a", "Created", "Running")) == "Running"
+    first_running = life.running_at["a"]
+    assert life._job_state(job("a", "Created", "Succeeded")) == "Succeeded"
+    assert life.running_at["a"] == first_running  # the first time it ran stays
+    assert life._job_state(job("b", "Created", "Succeeded")) == "Succeeded"
+    assert "b" in life.running_at and "b" in life.succeeded_at
+    assert life._job_state(job("c", "Created", "Failed")) == "Failed"
+    assert life.failed == {"c"} and "c" not in life.running_at
