@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-fast k8s-assets cluster controller schema fault bench-compiler bench-controller clean
+.PHONY: demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ demo: $(STAMP)
 k8s-assets:
 	@bash testworld/build-assets.sh >/dev/null
 
+# every binary of the test world (testworld/gobuild.py: control plane, kube-scheduler,
+# kube-controller-manager, kwok, kustomize, ...), built once into ~/.cache/trainforge/
+world-assets: $(STAMP)
+	@$(BIN)/python -m testworld build
+
 test: $(STAMP) k8s-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
 	@echo "--- the controller tests again, in upstream's order (train-controller --no-pods-first)"
@@ -30,8 +35,10 @@ test: $(STAMP) k8s-assets
 test-fast: $(STAMP)
 	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"
 
+# WORLD= (empty) for the bare control plane; parts from testworld/world.py PARTS
+WORLD ?= gc,scheduler,kwok
 cluster: $(STAMP) k8s-assets
-	@$(BIN)/python -m testworld cluster
+	@$(BIN)/python -m testworld cluster --with "$(WORLD)"
 
 schema: $(STAMP)
 	$(BIN)/train-compile schema -o schemas/

@@ -12,7 +12,26 @@
 # are renamed into place, so an interrupted build never leaves a half cache.
 #
 # stdout: exactly one line, the asset directory. Everything else goes to stderr.
+#
+# Components mode, for the other binaries of the same release (kube-scheduler,
+# kube-controller-manager): `build-assets.sh --components "NAME..." --out DIR` builds
+# k8s.io/kubernetes/cmd/NAME with the same wrapper module and version stamps into DIR
+# (which must not exist) and prints DIR. It skips KUBEBUILDER_ASSETS, the cache and
+# the lock: its caller (testworld/gobuild.py) owns those for its own cache dirs.
 set -euo pipefail
+
+COMPONENTS=""
+COMPONENTS_OUT=""
+while (( $# )); do
+    case "$1" in
+        --components) COMPONENTS="$2"; shift 2 ;;
+        --out) COMPONENTS_OUT="$2"; shift 2 ;;
+        *) printf '[k8s-assets] ERROR: unknown argument %s (usage: build-assets.sh [--components "NAME..." --out DIR])\n' "$1" >&2; exit 2 ;;
+    esac
+done
+if [[ -n "${COMPONENTS}" && -z "${COMPONENTS_OUT}" ]]; then
+    printf '[k8s-assets] ERROR: --components needs --out DIR\n' >&2; exit 2
+fi
 
 K8S_VERSION=v1.32.4
 # Staging modules (k8s.io/api, apimachinery, ...) are published as v0.<minor>.<patch>.
@@ -34,7 +53,7 @@ die() { printf '[k8s-assets] ERROR: %s\n' "$*" >&2; exit 1; }
 is_exe() { [[ -f "$1" && -x "$1" ]]; }
 
 # --- 1. KUBEBUILDER_ASSETS: use as is, build nothing -------------------------------
-if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+if [[ -z "${COMPONENTS}" && -n "${KUBEBUILDER_ASSETS:-}" ]]; then
     for bin in kube-apiserver etcd; do
         is_exe "${KUBEBUILDER_ASSETS}/${bin}" \
             || die "KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS} has no executable '${bin}'; unset it to build the pinned binaries into the cache instead"
@@ -57,6 +76,7 @@ need_kubectl() {
     [[ "${TRAINFORGE_BUILD_KUBECTL:-0}" == "1" ]] || ! command -v kubectl >/dev/null 2>&1
 }
 
+if [[ -z "${COMPONENTS}" ]]; then
 # --- 2. warm cache: answer immediately --------------------------------------------
 if cache_ok; then
     printf '%s\n' "${ASSET_DIR}"
@@ -76,6 +96,12 @@ if cache_ok; then  # somebody else finished while we waited
 fi
 # We hold the lock, so no build is running: leftovers of a SIGKILLed one can go.
 rm -rf "${CACHE_ROOT}"/.build.*
+WORK_PARENT="${CACHE_ROOT}"
+else
+[[ ! -e "${COMPONENTS_OUT}" ]] || { printf '[k8s-assets] ERROR: --out %s already exists\n' "${COMPONENTS_OUT}" >&2; exit 1; }
+WORK_PARENT="$(dirname "${COMPONENTS_OUT}")"
+mkdir -p "${WORK_PARENT}"
+fi
 
 if ! command -v go >/dev/null 2>&1; then
     [[ -x /usr/local/go/bin/go ]] && PATH="/usr/local/go/bin:${PATH}"
@@ -89,7 +115,7 @@ export CGO_ENABLED=0
 export GONOSUMDB="k8s.io/kubernetes,k8s.io/controller-manager${GONOSUMDB:+,${GONOSUMDB}}"
 export GOPROXY="${GOPROXY:-https://proxy.golang.org}"
 
-WORK="$(mktemp -d "${CACHE_ROOT}/.build.XXXXXX")"
+WORK="$(mktemp -d "${WORK_PARENT}/.build.XXXXXX")"
 cleanup() { rm -rf "${WORK}"; }
 trap cleanup EXIT
 # Long go builds run as background children we `wait` for: a trapped signal
@@ -111,6 +137,7 @@ on_signal() {
 }
 trap on_signal INT TERM
 OUT="${WORK}/out"
+[[ -z "${COMPONENTS}" ]] || OUT="${COMPONENTS_OUT}"
 mkdir -p "${OUT}"
 log "building into ${WORK} with $(go version)"
 
@@ -182,6 +209,19 @@ for p in "${VPKG_CB}" "${VPKG_CG}"; do
     ldf+=" -X ${p}.gitCommit=${K8S_GIT_COMMIT} -X ${p}.gitTreeState=clean -X ${p}.buildDate=${build_date}"
 done
 ldf+=" ${TRAINFORGE_EXTRA_LDFLAGS:-}"
+
+if [[ -n "${COMPONENTS}" ]]; then
+    for name in ${COMPONENTS}; do
+        tc=$(now)
+        log "go build k8s.io/kubernetes/cmd/${name}@${K8S_VERSION}"
+        go_sumdb_tolerant go build -trimpath -ldflags "${ldf}" -o "${OUT}/${name}" "k8s.io/kubernetes/cmd/${name}" \
+            || { rm -rf "${OUT}"; die "building ${name} failed (see the go errors above)"; }
+        "${OUT}/${name}" --version >&2 || { rm -rf "${OUT}"; die "built ${name} does not run"; }
+        log "${name} built in $(( $(now) - tc ))s"
+    done
+    printf '%s\n' "${OUT}"
+    exit 0
+fi
 
 log "go build k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION} (cold: ~4 min on 2 idle cores, ~10 min on a busy machine)"
 go_sumdb_tolerant go build -trimpath -ldflags "${ldf}" -o "${OUT}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver \

@@ -1,11 +1,14 @@
-"""``python -m testworld {cluster,assets}``: a dev cluster in the foreground.
+"""``python -m testworld {cluster,assets,build}``: a dev cluster in the foreground, the binaries.
 
-Why it is shaped so: developers want ``kubectl`` against the same control plane
-the tests use, without learning the fixture. ``cluster`` runs it in the
-foreground (Ctrl-C / SIGTERM stop it; both children are stopped before exit) and
+Why it is shaped so: developers want ``kubectl`` against the same world the tests
+use, without learning the fixtures. ``cluster [--with gc,scheduler,kwok]`` runs a
+``World`` in the foreground (Ctrl-C / SIGTERM stop it; every child is stopped before
+exit) and
 writes the admin kubeconfig to a *stable* path so ``export KUBECONFIG=...`` can
 be pasted once. The stable file is removed on exit because it would point at a
-dead server. ``assets`` prints the binaries' dir (building them if needed).
+dead server. ``assets`` prints the control plane binaries' dir (building them if
+needed); ``build [PART...]`` builds or finds the test world's binaries (testworld.gobuild),
+one progress line per part with its build time.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from types import FrameType
 
 from .assets import AssetsError, asset_dir
 from .controlplane import ControlPlane, ControlPlaneError
-from .pytest_plugin import upstream_crd_dirs
+from .paths import cache_root, upstream_crd_dirs
 
 
 class _Shutdown(Exception):
@@ -31,42 +34,45 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise _Shutdown(signal.Signals(signum).name)
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("TRAINFORGE_CACHE") or Path.home() / ".cache" / "trainforge")
-
-
 def _err(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
 def _cluster(args: argparse.Namespace) -> int:
+    from .world import World, WorldError
+
     stable = Path(args.kubeconfig) if args.kubeconfig else cache_root() / "cluster" / "kubeconfig"
-    crds: list[Path] = [] if args.no_upstream_crds else upstream_crd_dirs()
-    crds += [Path(p) for p in args.crds]
+    parts = [p.strip() for p in (args.with_ or "").split(",") if p.strip()]
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
-    plane = ControlPlane(apiserver_port=args.port, use_existing=False)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background
     wrote = False
+    world: World | None = None
     try:
+        world = World(parts, crds=args.crds, upstream_crds=not args.no_upstream_crds,
+                      plane=ControlPlane(apiserver_port=args.port, use_existing=False))
+        _err(f"building or finding the binaries of: control plane{''.join(', ' + p for p in parts)} ...")
+        world.build()
         started = time.monotonic()
-        _err("starting etcd + kube-apiserver ...")
-        plane.start()
+        _err("starting etcd + kube-apiserver" + "".join(f", {p}" for p in parts) + " ...")
+        world.start()
         ready = time.monotonic() - started
-        names = plane.install_crds(crds) if crds else []
-        assert plane.kubeconfig is not None
+        plane = world.plane
         stable.parent.mkdir(parents=True, exist_ok=True)
         tmp = stable.with_suffix(".tmp")
-        tmp.write_bytes(plane.kubeconfig.read_bytes())
+        tmp.write_bytes(world.kubeconfig.read_bytes())
         tmp.chmod(0o600)
         tmp.replace(stable)
         wrote = True
-        _err(f"ready in {ready:.1f}s; {len(names)} CRDs installed; server {plane.server}")
-        _err(f"audit log: {plane.audit_log}; logs: {plane.dir}")
-        _err("no kubelet/controllers run: pods stay Pending unless you write their status. Ctrl-C stops.")
+        _err(f"ready in {ready:.1f}s; server {plane.server}; parts: {', '.join(parts) or 'none'}")
+        _err(f"audit log: {plane.audit_log}; logs: {world.dir}")
+        if "kwok" not in parts:
+            _err("no kubelet runs: pods stay Pending unless you write their status (--with gc,scheduler,kwok runs them).")
+        _err("Ctrl-C stops everything.")
         print(f"kubeconfig: {stable}")
         print(f"export KUBECONFIG={stable}", flush=True)
         while True:
-            problem = plane.dead_process()
+            problem = world.dead()
             if problem:
                 _err(problem)
                 return 1
@@ -74,16 +80,20 @@ def _cluster(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, _Shutdown) as why:
         _err(f"stopping ({why or 'SIGINT'}) ...")
         return 0
-    except (AssetsError, ControlPlaneError) as err:
+    except (AssetsError, ControlPlaneError, WorldError) as err:
         _err(str(err))
         return 1
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second TERM must not break cleanup
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        plane.stop()
+        if world is not None:
+            try:
+                world.stop()
+            except WorldError as err:
+                _err(str(err))
         if wrote:
             stable.unlink(missing_ok=True)
-        _err("stopped: etcd and kube-apiserver are gone")
+        _err("stopped: etcd and kube-apiserver are gone" + "".join(f", {p}" for p in parts))
 
 
 def _assets(args: argparse.Namespace) -> int:
@@ -95,10 +105,38 @@ def _assets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build(args: argparse.Namespace) -> int:
+    from . import gobuild  # the table of pinned builds
+
+    names = args.parts or list(gobuild.BUILDS)
+    for name in names:
+        try:
+            entry = gobuild.BUILDS[name]
+        except KeyError:
+            _err(f"unknown part {name!r}; known: {', '.join(gobuild.BUILDS)}")
+            return 1
+        label = f"{name} {entry.version}"
+        found = gobuild.find(entry)
+        if found is not None:
+            _err(f"{label}: cached ({found})")
+            continue
+        _err(f"{label}: building from the Go module proxy (cold {entry.cold or 'a few minutes'}) ...")
+        started = time.monotonic()
+        try:
+            where = gobuild.build(entry, say=_err)
+        except gobuild.BuildError as err:
+            _err(f"{label}: {err}")
+            return 1
+        _err(f"{label}: built in {time.monotonic() - started:.0f}s ({where})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m testworld", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    cl = sub.add_parser("cluster", help="run etcd + kube-apiserver with the upstream CRDs until Ctrl-C")
+    cl = sub.add_parser("cluster", help="run a World (etcd + kube-apiserver, the upstream CRDs, --with parts) until Ctrl-C")
+    cl.add_argument("--with", dest="with_", default="", metavar="PARTS",
+                    help="comma-separated parts to start too, e.g. gc,scheduler,kwok (names from testworld.world.PARTS)")
     cl.add_argument("--port", type=int, default=None, help="API server port on 127.0.0.1 (default: a free one)")
     cl.add_argument("--kubeconfig", default=None,
                     help="where to write the admin kubeconfig (default: $TRAINFORGE_CACHE/cluster/kubeconfig)")
@@ -108,5 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     asg = sub.add_parser("assets", help="print the dir holding kube-apiserver and etcd (build if needed)")
     asg.add_argument("--no-build", action="store_true", help="fail instead of building")
     asg.set_defaults(func=_assets)
+    bld = sub.add_parser("build", help="build or find the test world's binaries (all parts by default)")
+    bld.add_argument("parts", nargs="*", metavar="PART", help="names from testworld.gobuild.BUILDS")
+    bld.set_defaults(func=_build)
     args = parser.parse_args(argv)
     return int(args.func(args))

@@ -106,11 +106,13 @@ def _stop_forgotten_planes() -> None:
 class ManagedProcess:
     """One child process with its log file and a reliable stop."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path, cwd: Path) -> None:
+    def __init__(self, name: str, argv: list[str], log_path: Path, cwd: Path,
+                 env: dict[str, str] | None = None) -> None:
         self.name = name
         self.argv = argv
         self.log_path = log_path
         self.cwd = cwd
+        self.env = None if env is None else {**os.environ, **env}  # extra variables over ours
         self.popen: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -127,6 +129,7 @@ class ManagedProcess:
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
                 cwd=self.cwd,
+                env=self.env,
                 start_new_session=True,  # Ctrl-C reaches us, not them: we stop them in order
                 preexec_fn=_die_with_parent,  # noqa: PLW1509 - single-threaded at start
             )

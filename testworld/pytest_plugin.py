@@ -1,4 +1,5 @@
-"""pytest fixtures for the real control plane: ``control_plane``, ``namespace``, ``k8s_client``.
+"""pytest fixtures for the real control plane (``control_plane``, ``namespace``, ``k8s_client``)
+and for test worlds with real parts (``pod_world``, ``pod_namespace``, ``world_factory``).
 
 Why it is shaped so: starting etcd + kube-apiserver and installing the upstream
 CRDs costs seconds, so there is ONE control plane per session, and isolation
@@ -10,15 +11,25 @@ Missing binaries are a FAILURE with the reason, never a silent skip, so CI
 cannot go green without exercising the server. ``TRAINFORGE_SKIP_CONTROLPLANE=1``
 is the explicit escape hatch: then nothing is built, and the tests skip unless
 the binaries are already at hand (``KUBEBUILDER_ASSETS`` or the cache).
+
+Worlds (``testworld.world.World``) have control planes of their own, never the session
+one, because the controller tests on the session plane write pod status by hand:
+
+* ``pod_world`` (session): kube-controller-manager's garbage collector and namespace
+  controller, kube-scheduler, and kwok with ``kwok.POD_WORLD_NODES`` (GPU nodes labelled
+  as the examples select them); upstream CRDs installed. Pods run, exit and restart as
+  the annotations in ``testworld.stages`` say. Share it; isolate with ``pod_namespace``.
+* ``pod_namespace``: a fresh namespace in ``pod_world``, deleted (for real) afterwards.
+* ``world_factory``: ``world_factory(["scheduler", Kwok(nodes=...)], crds=...)`` starts a
+  World of the test's own, stopped when the test ends.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -26,23 +37,13 @@ import pytest
 
 from .assets import Assets, AssetsError, find_assets
 from .controlplane import ControlPlane, ControlPlaneError, KubectlError, env_true
+from .paths import UPSTREAM_CRD_DIRS, shared_dir, upstream_crd_dirs
+from .world import World, WorldError
 
-UPSTREAM_CRD_DIRS = ("reference/crds/kubeflow-v1", "reference/crds/scheduling")
-_FIXTURES = {"control_plane", "namespace", "k8s_client", "envtest_assets"}
+__all__ = ["UPSTREAM_CRD_DIRS", "shared_dir", "upstream_crd_dirs"]  # re-exported: tests import them from here
 
-
-def shared_dir(repo_root: Path | None = None) -> Path:
-    """``$TRAINFORGE_SHARED`` if set, else ``<repo root>/../shared``."""
-    env = os.environ.get("TRAINFORGE_SHARED")
-    if env:
-        return Path(env)
-    root = repo_root or Path(__file__).resolve().parents[1]
-    return root.parent / "shared"
-
-
-def upstream_crd_dirs(repo_root: Path | None = None) -> list[Path]:
-    base = shared_dir(repo_root)
-    return [base / sub for sub in UPSTREAM_CRD_DIRS]
+_FIXTURES = {"control_plane", "namespace", "k8s_client", "envtest_assets", "pod_world", "pod_namespace",
+             "world_factory"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -121,3 +122,49 @@ def namespace(control_plane: ControlPlane, request: pytest.FixtureRequest) -> It
             control_plane.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", timeout=30)
         except (KubectlError, subprocess.TimeoutExpired):
             pass  # e.g. a fault test left the API server down; the session stop cleans all
+
+
+def _start_world(world: World) -> World:
+    try:
+        return world.start()
+    except WorldError as err:
+        _unavailable("test world", err)
+
+
+@pytest.fixture(scope="session")
+def pod_world(envtest_assets: Assets) -> Iterator[World]:
+    """One World per session with gc, scheduler and kwok (GPU nodes): pods really run."""
+    world = _start_world(World(["gc", "scheduler", "kwok"], plane=ControlPlane(assets=envtest_assets)))
+    try:
+        yield world
+    finally:
+        world.stop()
+
+
+@pytest.fixture
+def pod_namespace(pod_world: World, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace in ``pod_world``; its deletion is real (the namespace controller runs)."""
+    name = f"w-{_slug(request.node.name, 45)}-{uuid.uuid4().hex[:6]}"
+    pod_world.kubectl("create", "namespace", name)
+    try:
+        yield name
+    finally:
+        pod_world.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False, timeout=30)
+
+
+@pytest.fixture
+def world_factory(envtest_assets: Assets) -> Iterator[Callable[..., World]]:
+    """Start Worlds of the test's own: ``world_factory(parts, **World kwargs)``; all stopped at teardown."""
+    worlds: list[World] = []
+
+    def make(parts: Iterable[Any] = (), **kwargs: Any) -> World:
+        kwargs.setdefault("plane", ControlPlane(assets=envtest_assets))
+        world = World(parts, **kwargs)
+        worlds.append(world)
+        return _start_world(world)
+
+    try:
+        yield make
+    finally:
+        for world in reversed(worlds):
+            world.stop()

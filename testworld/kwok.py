@@ -1,0 +1,156 @@
+"""kwok v0.8.0 as the world's kubelet: fake nodes with real capacity, pods that run and exit.
+
+Why it is shaped so: no container runtime runs here, yet the controllers under test must
+see pods go Running, exit with a code, restart with a growing ``restartCount`` and vanish
+on delete, as a kubelet reports them, with pods placed by the real kube-scheduler. kwok
+does exactly that from stages; ours are in ``testworld.stages`` (the pod annotations
+that choose run time and exit codes are documented there). It manages only nodes
+annotated ``kwok.x-k8s.io/node=fake`` (the ones ``add_nodes`` creates), so it never
+touches anything else, serves its health endpoint on a free loopback port, and hands out
+pod IPs from ``cidr``.
+
+Nodes: the API server taints every new node ``node.kubernetes.io/not-ready:NoSchedule``
+and, with no node-lifecycle controller, nobody lifts it; ``add_nodes`` waits until kwok
+reports each node Ready and removes that taint itself.
+
+API:
+  ``Kwok(nodes=POD_WORLD_NODES, run_seconds=1.0, exit_code=0, restart_delay=1.0)`` is a
+  ``Part`` named ``kwok``; the node pools are created once it is ready.
+  ``NodePool(prefix, count, cpu=, memory=, pods=, gpus=, gpu_resource=, labels=, taints=)``
+  ``add_nodes(client, pool) -> list[str]``: create a pool's nodes (Ready, untainted) on a
+  running world, e.g. ``add_nodes(world.client, NodePool("big", 3, gpus=8))``.
+  ``stages.RUN_SECONDS`` / ``EXIT_CODE`` / ``EXIT_REASON`` / ``RESTART_DELAY``: annotation keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import stages
+from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
+
+if TYPE_CHECKING:
+    from controller.kube import Client
+
+    from .world import World
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """``count`` identical nodes named ``{prefix}-{i}``."""
+
+    prefix: str
+    count: int = 1
+    cpu: str = "96"
+    memory: str = "1Ti"
+    pods: str = "110"
+    gpus: int = 0
+    gpu_resource: str = "nvidia.com/gpu"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Sequence[Mapping[str, str]] = ()
+
+    def node(self, index: int) -> dict[str, Any]:
+        name = f"{self.prefix}-{index}"
+        capacity = {"cpu": self.cpu, "memory": self.memory, "pods": self.pods, "ephemeral-storage": "2Ti"}
+        if self.gpus:
+            capacity[self.gpu_resource] = str(self.gpus)
+        labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                  "type": "kwok", "testworld.trainforge.dev/pool": self.prefix, **self.labels}
+        return {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": {stages.NODE_ANNOTATION[0]: stages.NODE_ANNOTATION[1]}},
+            "spec": {"taints": [dict(t) for t in self.taints]},
+            "status": {"capacity": capacity, "allocatable": dict(capacity)},
+        }
+
+
+# GPU placement as the examples ask for it: examples/project's dev environment selects on
+# NVIDIA GPU feature discovery's product label, prod on GKE's accelerator label with the
+# nvidia.com/gpu taint, kitchen-sink on the p5.48xlarge instance type.
+POD_WORLD_NODES: tuple[NodePool, ...] = (
+    NodePool("cpu", 2, cpu="64", memory="512Gi"),
+    NodePool("a100", 4, gpus=8, labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.count": "8"}),
+    NodePool("h100", 4, gpus=8, labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+                                        "node.kubernetes.io/instance-type": "p5.48xlarge"}),
+    NodePool("gke-a100", 2, gpus=8, labels={"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}, taints=(GPU_TAINT,)),
+    NodePool("gke-h100", 2, gpus=8, labels={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}, taints=(GPU_TAINT,)),
+)
+
+
+def _nodes_resource() -> Any:
+    from controller.kube import Resource  # lazy: the part table imports without the controller
+
+    return Resource("", "v1", "nodes", "Node", namespaced=False)
+
+
+def add_nodes(client: Client, pool: NodePool, *, timeout: float = 60.0) -> list[str]:
+    """Create the pool's nodes; return their names once kwok made each Ready and the
+    not-ready taint is gone (so the scheduler may place pods there)."""
+    nodes = _nodes_resource()
+    names = []
+    for i in range(pool.count):
+        body = pool.node(i)
+        client.create(nodes, None, body, answer=False)
+        names.append(body["metadata"]["name"])
+    pending = set(names)
+    deadline = time.monotonic() + timeout
+    while pending:
+        for name in sorted(pending):
+            node = client.get(nodes, None, name)
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (node.get("status") or {}).get("conditions") or [])
+            if not ready:
+                continue
+            taints = (node.get("spec") or {}).get("taints") or []
+            kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+            if kept != taints:
+                client.patch(nodes, None, name, {"spec": {"taints": kept or None}})
+            pending.discard(name)
+        if pending:
+            if time.monotonic() > deadline:
+                raise PartError(f"kwok: nodes {sorted(pending)} not Ready within {timeout:.0f}s; see kwok.log")
+            time.sleep(0.1)
+    return names
+
+
+class Kwok(ProcessPart):
+    name = "kwok"
+    builds = ("kwok",)
+
+    def __init__(self, *, nodes: Sequence[NodePool] = POD_WORLD_NODES, run_seconds: float = 1.0,
+                 exit_code: int = 0, restart_delay: float = 1.0, cidr: str = "10.244.0.0/16") -> None:
+        super().__init__()
+        self.pools = tuple(nodes)
+        self.run_seconds, self.exit_code, self.restart_delay = run_seconds, exit_code, restart_delay
+        self.cidr = cidr
+        self.port = 0
+        self.node_names: list[str] = []
+
+    def argv(self, world: World) -> list[str]:
+        self.port = free_port()
+        config = world.dir / "kwok-stages.yaml"
+        config.write_text(stages.stages(run_seconds=self.run_seconds, exit_code=self.exit_code,
+                                        restart_delay=self.restart_delay))
+        return [
+            self.binary("kwok"),
+            f"--kubeconfig={world.kubeconfig}",
+            f"--config={config}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={'='.join(stages.NODE_ANNOTATION)}",
+            f"--server-address={LOOPBACK}:{self.port}",
+            "--node-ip=10.128.0.1",
+            f"--cidr={self.cidr}",
+        ]
+
+    def ready(self) -> bool:
+        return http_ok(f"http://{LOOPBACK}:{self.port}/healthz")
+
+    def after(self, world: World) -> None:
+        for pool in self.pools:
+            self.node_names += add_nodes(world.client, pool)

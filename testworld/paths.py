@@ -1,0 +1,32 @@
+"""Where the test world finds shared inputs: the ../shared reference dir and the upstream CRDs.
+
+Why a module of its own: the CLI, the World and the pytest plugin all need these paths,
+and the CLI must not import pytest to learn them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+UPSTREAM_CRD_DIRS = ("reference/crds/kubeflow-v1", "reference/crds/scheduling")
+
+
+def shared_dir(repo_root: Path | None = None) -> Path:
+    """``$TRAINFORGE_SHARED`` if set, else ``<repo root>/../shared``."""
+    env = os.environ.get("TRAINFORGE_SHARED")
+    if env:
+        return Path(env)
+    return (repo_root or REPO_ROOT).parent / "shared"
+
+
+def upstream_crd_dirs(repo_root: Path | None = None) -> list[Path]:
+    """The upstream kubeflow.org/v1 and scheduling CRD dirs the session plane installs."""
+    base = shared_dir(repo_root)
+    return [base / sub for sub in UPSTREAM_CRD_DIRS]
+
+
+def cache_root() -> Path:
+    """``$TRAINFORGE_CACHE`` or ``~/.cache/trainforge``: every built binary lives below it."""
+    return Path(os.environ.get("TRAINFORGE_CACHE") or Path.home() / ".cache" / "trainforge")
