@@ -19,6 +19,7 @@ as client-go does on a 401, and the caller resends once if anything changed.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 import warnings
@@ -62,8 +63,9 @@ def _manager(cfg: Any, maxsize: int) -> tuple[urllib3.PoolManager, bool]:
     if cfg.tls_server_name:
         tls["server_hostname"] = cfg.tls_server_name  # SNI and the name the certificate must carry
     proxy = cfg.proxy
-    if proxy and cfg.no_proxy and proxy_bypass_environment(urllib3.util.parse_url(cfg.host).host or "",
-                                                           {"no": cfg.no_proxy}):
+    # NO_PROXY as client-go reads it (kubernetes 35 and older drop it from the Configuration)
+    no_proxy = cfg.no_proxy or os.environ.get("NO_PROXY") or os.environ.get("no_proxy")
+    if proxy and no_proxy and proxy_bypass_environment(urllib3.util.parse_url(cfg.host).host or "", {"no": no_proxy}):
         proxy = None
     if not proxy:
         return urllib3.PoolManager(num_pools=4, maxsize=maxsize, **tls), False
