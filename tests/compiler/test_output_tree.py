@@ -11,7 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from compiler_builders import example_files, job_text, run_cli
+from compiler_builders import EXAMPLES, example_files, job_text, run_cli
+
+
+def trainer_v2_files() -> list[Path]:
+    """The migration project's jobs (prod targets trainer-v2), its trainforge.yaml beside them."""
+    return sorted(p for p in (EXAMPLES / "project-v2").glob("*.yaml") if p.name != "trainforge.yaml")
+
+
+# the output guarantees hold for every target: kubeflow-v1 jobs and trainer-v2 TrainJobs
+TARGET_SOURCES = [
+    pytest.param(example_files, id="kubeflow-v1 examples"),
+    pytest.param(trainer_v2_files, id="a project with a trainer-v2 environment"),
+]
 
 
 def read_tree(root: Path) -> dict[str, str]:
@@ -23,34 +35,38 @@ def build(*args) -> None:
     assert run.exit_code == 0, run.stderr
 
 
-def test_building_the_same_input_twice_gives_byte_identical_trees(tmp_path):
-    build(*example_files(), "-o", tmp_path / "one")
-    build(*example_files(), "-o", tmp_path / "two")
+@pytest.mark.parametrize("sources", TARGET_SOURCES)
+def test_building_the_same_input_twice_gives_byte_identical_trees(tmp_path, sources):
+    build(*sources(), "-o", tmp_path / "one")
+    build(*sources(), "-o", tmp_path / "two")
 
     one, two = read_tree(tmp_path / "one"), read_tree(tmp_path / "two")
     assert len(one) > 20
     assert one == two
 
 
-def test_rebuilding_in_place_changes_nothing(tmp_path):
+@pytest.mark.parametrize("sources", TARGET_SOURCES)
+def test_rebuilding_in_place_changes_nothing(tmp_path, sources):
     out = tmp_path / "out"
-    build(*example_files(), "-o", out)
+    build(*sources(), "-o", out)
     before = {p: (out / p).read_bytes() for p in read_tree(out)}
 
-    build(*example_files(), "-o", out)
+    build(*sources(), "-o", out)
 
     assert {p: (out / p).read_bytes() for p in read_tree(out)} == before
 
 
-def test_source_order_does_not_change_the_output(tmp_path):
-    build(*example_files(), "-o", tmp_path / "forward")
-    build(*reversed(example_files()), "-o", tmp_path / "backward")
+@pytest.mark.parametrize("sources", TARGET_SOURCES)
+def test_source_order_does_not_change_the_output(tmp_path, sources):
+    build(*sources(), "-o", tmp_path / "forward")
+    build(*reversed(sources()), "-o", tmp_path / "backward")
 
     assert read_tree(tmp_path / "forward") == read_tree(tmp_path / "backward")
 
 
-def test_every_output_file_ends_with_one_newline(tmp_path):
-    build(*example_files(), "-o", tmp_path / "out")
+@pytest.mark.parametrize("sources", TARGET_SOURCES)
+def test_every_output_file_ends_with_one_newline(tmp_path, sources):
+    build(*sources(), "-o", tmp_path / "out")
 
     for path, text in read_tree(tmp_path / "out").items():
         assert text.endswith("\n") and not text.endswith("\n\n"), path
@@ -78,8 +94,12 @@ def fresh(tmp_path) -> Path:
     return out
 
 
-def test_check_passes_on_a_fresh_build(fresh):
-    run = run_cli("check", *example_files(), "-o", fresh)
+@pytest.mark.parametrize("sources", TARGET_SOURCES)
+def test_check_passes_on_a_fresh_build(tmp_path, sources):
+    fresh = tmp_path / "out"
+    build(*sources(), "-o", fresh)
+
+    run = run_cli("check", *sources(), "-o", fresh)
 
     assert run.exit_code == 0
     assert run.stdout == ""
