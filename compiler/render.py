@@ -8,7 +8,7 @@ same stream; a test compares the two on every example.
 
 from __future__ import annotations
 
-from compiler import serialize
+from compiler import namespaces, serialize
 from compiler.pipeline import Result
 
 ORDER_FIRST = (
@@ -38,7 +38,8 @@ def kustomize_key(obj: dict) -> tuple:
 
 
 def rendered_objects(result: Result, env: str) -> list[dict]:
-    objects = [obj for bundle in result.bundles.get(env, []) for obj in bundle.objects()]
+    objects = namespaces.for_environment(result, env)
+    objects += [obj for bundle in result.bundles.get(env, []) for obj in bundle.objects()]
     return sorted(objects, key=kustomize_key)
 
 

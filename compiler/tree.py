@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from compiler import serialize
+from compiler import namespaces, serialize
 from compiler.bundle import Bundle, Component
 from compiler.pipeline import Result
 
@@ -80,9 +80,12 @@ def files(result: Result) -> dict[str, str]:
     """Every file of the output tree, keyed by path relative to the output folder."""
     out: dict[str, str] = {}
     for env, bundles in result.bundles.items():
-        dirs = sorted(job_dir(b) for b in bundles)
-        root = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": dirs}
+        dirs = [job_dir(b) for b in bundles]
+        spaces = namespaces.for_environment(result, env)
+        root = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization",
+                "resources": sorted(dirs + [namespaces.path(n) for n in spaces])}
         out[f"{env}/kustomization.yaml"] = serialize.dump(root)
+        out.update({f"{env}/{namespaces.path(n)}": serialize.dump(n) for n in spaces})
         for bundle in bundles:
             out.update({f"{env}/{path}": text for path, text in bundle_files(bundle).items()})
     return dict(sorted(out.items()))
