@@ -125,6 +125,12 @@ _POLICY = {
 
 def _policy(target: Target) -> Iterator[Diagnostic]:
     policy = target.spec.policy
+    if policy.activeDeadline == 0:  # the TrainJob CRD's minimum is 1 (v1 took 0)
+        yield _error(
+            target, ("policy", "activeDeadline"),
+            "a Trainer v2 TrainJob's activeDeadlineSeconds must be at least 1",
+            f"give a positive duration such as 24h, or {_unset(target, ('policy', 'activeDeadline'))}",
+        )
     for field, why in _POLICY.items():
         if getattr(policy, field) is not None:
             yield _error(

@@ -1,0 +1,173 @@
+"""trainer-v2 output against the real API server with the Kubeflow Trainer v2.3.0 CRDs.
+
+The session control plane gets the release's three CRDs and its stock
+ClusterTrainingRuntimes (from `shared/reference/crds/trainer-v2.3.0`, unchanged). Every
+object of every example environment that targets trainer-v2, and a job that uses every
+overlay at once, goes through `kubectl apply --server-side --dry-run=server`: structural
+validation, the CRDs' CEL rules (runtimePatches keyed by manager, managedBy, storageUri)
+and pruning all run for real. A created TrainJob must read back with every field we wrote.
+The runtimes need no JobSet CRD: their JobSet template is embedded in their own schema.
+(The Trainer's admission webhook, which checks patches against the runtime's jobs, is
+not part of an API server; trainer_v2_rules holds those checks.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+from compiler_builders import compile_docs, example_sets, job_doc, project_doc, shared_dir
+
+from compiler import serialize
+from compiler.pipeline import compile_sources
+from compiler.render import rendered_objects
+
+pytestmark = pytest.mark.controlplane
+
+RELEASE = shared_dir() / "reference" / "crds" / "trainer-v2.3.0"
+
+
+@pytest.fixture(scope="module")
+def trainer_plane(control_plane):
+    """The session plane with the Trainer v2.3.0 CRDs and stock ClusterTrainingRuntimes."""
+    names = control_plane.install_crds([RELEASE])
+    assert set(names) == {
+        "clustertrainingruntimes.trainer.kubeflow.org", "trainingruntimes.trainer.kubeflow.org",
+        "trainjobs.trainer.kubeflow.org",
+    }
+    control_plane.kubectl(
+        "apply", "--server-side", "--field-manager=trainforge-test", "-f", str(RELEASE / "runtimes")
+    )
+    return control_plane
+
+
+def _v2_environments() -> Iterator[Any]:
+    for name, paths in example_sets():
+        project = paths[0] / "trainforge.yaml" if paths[0].is_dir() else None
+        if project is None:
+            continue
+        for env, settings in (yaml.safe_load(project.read_text()).get("environments") or {}).items():
+            if (settings or {}).get("target") == "trainer-v2":
+                yield pytest.param(paths, env, id=f"{name} in {env}")
+
+
+V2_ENVIRONMENTS = list(_v2_environments())
+
+
+def _ensure_namespaces(plane, objects: list[dict]) -> None:
+    for ns in sorted({o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]}):
+        status, body = plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        assert status in (201, 409), body
+
+
+def _dry_run(plane, objects: list[dict]) -> None:
+    _ensure_namespaces(plane, objects)
+    proc = plane.kubectl(
+        "apply", "--server-side", "--dry-run=server", "--field-manager=trainforge-test", "-f", "-",
+        input=serialize.dump_all(objects), check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    applied = [line for line in proc.stdout.splitlines() if "serverside-applied (server dry run)" in line]
+    assert len(applied) == len(objects), proc.stdout
+
+
+def test_an_example_project_has_a_trainer_v2_environment_with_every_v2_framework():
+    assert V2_ENVIRONMENTS, "examples/ must show the trainer-v2 target"
+    paths, env = V2_ENVIRONMENTS[0].values
+    result = compile_sources(paths, env=env)
+    assert {b.target.spec.framework for b in result.bundles[env]} == {"pytorch", "mpi", "jax", "xgboost"}
+
+
+def test_the_stock_runtimes_are_installed_as_the_release_ships_them(trainer_plane):
+    status, body = trainer_plane.request("GET", "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes")
+    assert status == 200, body
+    assert {item["metadata"]["name"] for item in body["items"]} == {
+        p.stem.replace("_", "-") for p in (RELEASE / "runtimes").glob("*.yaml")
+    }
+
+
+@pytest.mark.parametrize(("paths", "env"), V2_ENVIRONMENTS)
+def test_server_side_dry_run_accepts_every_object_of_a_trainer_v2_environment(trainer_plane, paths, env):
+    result = compile_sources(paths, env=env)
+    assert result.ok, [d.text() for d in result.diagnostics]
+    objects = rendered_objects(result, env)
+    assert {o["kind"] for o in objects} >= {"TrainJob"}
+
+    _dry_run(trainer_plane, objects)
+
+
+def _every_overlay(tmp_path: Path) -> list[dict]:
+    doc = job_doc(
+        "pytorch", name="everything", namespace="v2-everything",
+        runtime={"name": "torch-team", "kind": "TrainingRuntime"},
+        command=["torchrun", "train.py"], args=["--epochs", "3"], env={"A": "1", "T": {"secret": "s", "key": "k"}},
+        nodes=3, processesPerNode=4,
+        resources={"gpu": 4, "gpuType": "h100", "cpu": "16", "memory": "64Gi", "sharedMemory": "8Gi"},
+        storage=[{"name": "data", "mountPath": "/data", "claim": "data", "readOnly": True},
+                 {"name": "ckpt", "mountPath": "/ckpt", "size": "10Gi", "accessMode": "ReadWriteMany"}],
+        serviceAccount={"create": True, "imagePullSecrets": ["pull"], "rules": [{"resources": ["pods"], "verbs": ["get"]}]},
+        scheduling={"queue": "q", "priority": "high", "gang": True, "nodeSelector": {"pool": "a"},
+                    "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]},
+        policy={"activeDeadline": "1h", "suspend": True},
+        podTemplate={"metadata": {"annotations": {"a": "b"}},
+                     "spec": {"securityContext": {"runAsNonRoot": True}, "terminationGracePeriodSeconds": 30,
+                              "containers": [{"name": "pytorch", "securityContext": {"readOnlyRootFilesystem": True}}]}},
+    )
+    doc["metadata"]["labels"] = {"team": "a"}
+    project = project_doc(environments={"prod": {
+        "target": "trainer-v2", "scheduling": {"kueuePriority": True},
+        "gpuTypes": {"h100": {"nodeSelector": {"gpu": "h100"},
+                              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                                  "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}}},
+    }})
+    result = compile_docs(tmp_path, doc, project=project)
+    assert result.ok, [d.text() for d in result.diagnostics]
+    return rendered_objects(result, "prod")
+
+
+def test_a_trainjob_using_every_overlay_passes_a_dry_run_and_round_trips(trainer_plane, tmp_path):
+    objects = _every_overlay(tmp_path)
+    _dry_run(trainer_plane, objects)
+    (job,) = [o for o in objects if o["kind"] == "TrainJob"]
+    path = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/v2-everything/trainjobs"
+
+    status, created = trainer_plane.request("POST", path, job)
+    assert status == 201, created
+    status, back = trainer_plane.request("GET", f"{path}/everything")
+
+    assert status == 200
+    assert back["metadata"]["labels"] == job["metadata"]["labels"]
+    written = json.loads(json.dumps(job["spec"]))
+    # what the server adds are the CRD's defaults (runtimeRef.apiGroup, managedBy); all we wrote stays
+    assert {k: v for k, v in back["spec"].items() if k in written} | {"runtimeRef": back["spec"]["runtimeRef"]} == \
+        written | {"runtimeRef": {**written["runtimeRef"], "apiGroup": "trainer.kubeflow.org"}}
+    assert set(back["spec"]) - set(written) <= {"managedBy"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param(lambda spec: spec.update(runtimePatches=spec["runtimePatches"] * 2),
+                     'runtimePatches: duplicate entries for key [manager="trainforge.dev/compiler"]',
+                     id="two patches of one manager break the list-map key"),
+        pytest.param(lambda spec: spec.update(managedBy="someone-else"),
+                     "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue",
+                     id="a managedBy outside the CEL rule"),
+        pytest.param(lambda spec: spec.update(activeDeadlineSeconds=0), "activeDeadlineSeconds",
+                     id="a deadline below the minimum"),
+    ],
+)
+def test_the_dry_run_can_fail_with_the_servers_message(trainer_plane, tmp_path, change, message):
+    """The dry runs above are real checks: the CRD's rules are enforced by the server."""
+    (job,) = [o for o in _every_overlay(tmp_path) if o["kind"] == "TrainJob"]
+    change(job["spec"])
+    job["metadata"]["name"] = "broken"
+
+    proc = trainer_plane.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=json.dumps(job), check=False)
+
+    assert proc.returncode != 0
+    assert message in proc.stderr
