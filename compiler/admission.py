@@ -161,7 +161,7 @@ class Rule:
     update_only: bool = False
 
 
-def _name_reasons(name: str) -> list[str]:
+def name_reasons(name: str) -> list[str]:
     return ([TOO_LONG] if len(name.encode()) > 63 else []) + ([] if _DNS1035_RE.match(name) else [DNS1035_ERROR])
 
 
@@ -200,7 +200,7 @@ def _default_container_name(rules: KindRules) -> str:
 
 RULES: tuple[Rule, ...] = (
     Rule("name is a DNS-1035 label", lambda r: True,
-         lambda r, j: [NAME.py(name=j.name, reasons=",".join(_name_reasons(j.name)))] if _name_reasons(j.name) else [],
+         lambda r, j: [NAME.py(name=j.name, reasons=",".join(name_reasons(j.name)))] if name_reasons(j.name) else [],
          lambda r: "(size(bytes(object.metadata.name)) > 63 || !object.metadata.name.matches('^" + DNS1035 + "$')) ? ["
          + NAME.cel(name="object.metadata.name", reasons="((size(bytes(object.metadata.name)) > 63 ? ["
                     + cel_str(TOO_LONG) + "] : []) + (object.metadata.name.matches('^" + DNS1035 + "$') ? [] : ["

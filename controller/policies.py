@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from compiler import admission
 from controller import conditions as cond
 from controller.diff import of_type
 from controller.status import Ctx
@@ -21,9 +22,14 @@ def run_policy(job: dict[str, Any]) -> dict[str, Any]:
     return job["spec"].get("runPolicy") or {}
 
 
-def managed_elsewhere(job: dict[str, Any]) -> bool:
+def managed_elsewhere(job: dict[str, Any], kind: str | None = None) -> bool:
+    """Another controller runs the job (upstream skips it). For the kinds upstream's webhook
+    checks, only a supported value (MultiKueue) counts: any other one is refused at admission,
+    so at reconcile time it is a validation failure, not a job to leave alone forever."""
     managed_by = ((job.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
-    return bool(managed_by) and managed_by != "kubeflow.org/training-operator"
+    if managed_by is None or managed_by == admission.OPERATOR:
+        return False
+    return kind not in admission.KIND_RULES or managed_by in admission.MANAGED_BY
 
 
 def is_suspended(job: dict[str, Any]) -> bool:

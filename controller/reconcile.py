@@ -91,7 +91,7 @@ class Reconciler:
             self.expectations.forget(key)
             self._drop_held(key)
             return None
-        if policies.managed_elsewhere(job) or job["metadata"].get("deletionTimestamp"):
+        if policies.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
             self._drop_held(key)
             return None
         if not self.expectations.satisfied(key):
@@ -351,7 +351,7 @@ class Reconciler:
             self.recorder.event(job, etype, reason=why, message=message, component=kind.facts.operator_name)
 
     def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str]) -> float | None:
-        message = f"{kind.name} failed validation because {'; '.join(problems)}"
+        message = validation.failure_message(kind, problems)
         why = cond.reason(kind.name, "FailedValidation")
         # sent before the Failed condition is written, as upstream orders them
         self.recorder.event(job, "Warning", reason=why, message=message, component=kind.facts.operator_name, wait=True)

@@ -1,116 +1,92 @@
-"""What upstream refuses, checked at reconcile time because we ship no admission webhook.
+"""What upstream refuses, checked at reconcile time: the fallback for clusters without the policies.
 
-Upstream v1.9 rejects bad PyTorch/TF/XGBoost/Paddle/JAX jobs in a validating webhook
-(before defaulting, so on the raw object) and validates MPIJob (and, in v1.8, MXJob)
-inside the reconciler. A job applied by hand past the compiler reaches us unchecked, so
-`problems(job, kind)` runs the same rules (semantics §3) and returns field-path messages
-in Kubernetes' `field.Error` style; the reconciler turns them into a Warning event and,
-for webhook kinds, a `Failed` condition with reason `{Kind}FailedValidation`.
+Upstream v1.9.4 refuses bad PyTorch/TF/XGBoost/Paddle/JAX jobs in its validating webhook;
+trainforge ships the same rules as ValidatingAdmissionPolicies (`controller/install/admission`,
+Kubernetes >= 1.30). A job that reached the cluster without them (an older cluster, the
+policies not installed, a job created before they were) is checked here with the very same
+rule table (`compiler/admission.py`), and the reconciler fails it with a `Failed` condition
+and a Warning event, reason `{Kind}FailedValidation`, whose message carries the text the
+admission refusal would have shown.
+
+MPIJob (v1.9.4) and MXJob (v1.8.1) have no admission checks upstream: their reconcilers
+validate on every pass, report the first problem in a Warning event, write no condition and
+retry with backoff. Those checks and their messages are upstream's, below.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from compiler import admission
 from controller.kinds import Kind
 
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_MANAGED_BY = ("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue")
 # kinds that upstream checks in the reconciler (no webhook): event + backoff, no condition
 RECONCILER_VALIDATED = frozenset({"MPIJob", "MXJob"})
-_ALLOWED_KEYS: dict[str, tuple[str, ...] | None] = {
-    "PyTorchJob": ("Master", "Worker"),
-    "TFJob": None,  # upstream does not check TFJob keys
-    "XGBoostJob": ("Master", "Worker"),
-    "PaddleJob": ("Master", "Worker"),
-    "JAXJob": ("Worker",),
-    "MPIJob": ("Launcher", "Worker"),
-    "MXJob": None,
-}
+_MPI_TYPES = ("Launcher", "Worker")
 
 
 def problems(job: dict[str, Any], kind: Kind) -> list[str]:
-    """Every rule the raw job breaks, as `<field path>: <reason>` strings (empty = valid)."""
-    facts = kind.facts
-    errors: list[str] = []
-    name = str((job.get("metadata") or {}).get("name", ""))
-    spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
-    if facts.kind not in RECONCILER_VALIDATED and (len(name) > 63 or not _DNS1035.match(name)):
-        errors.append(
-            f'metadata.name: Invalid value: "{name}": a DNS-1035 label must consist of lower case '
-            "alphanumeric characters or '-', start with an alphabetic character, and end with an "
-            "alphanumeric character"
-        )
-    root = f"spec.{facts.replica_specs}"
-    replicas = spec.get(facts.replica_specs)
-    if not isinstance(replicas, dict) or not replicas:
-        return [*errors, f"{root}: Required value: must be specified"]
-    allowed = _ALLOWED_KEYS[facts.kind]
-    for key in sorted(replicas):
-        path = f"{root}[{key}]"
-        if allowed is not None and key not in allowed:
-            quoted = ", ".join(f'"{a}"' for a in allowed)
-            errors.append(f'{root}: Unsupported value: "{key}": supported values: {quoted}')
-            continue
-        errors.extend(_replica_problems(replicas[key], path, kind))
-    errors.extend(_kind_rules(spec, replicas, root, kind))
-    return errors
+    """Every rule the raw job breaks (empty = valid): upstream's messages, for the kind's check."""
+    if kind.name == "MPIJob":
+        return _mpi(job)
+    if kind.name == "MXJob":
+        return _mx(job)
+    return admission.errors(job, kind.name)
 
 
-def _replica_problems(replica: Any, path: str, kind: Kind) -> list[str]:
+def failure_message(kind: Kind, found: list[str]) -> str:
+    """The event (and condition) message: `{Kind} failed validation because <upstream's error>`."""
+    return f"{kind.name} failed validation because {admission.aggregate(found)}"
+
+
+def _replicas(job: dict[str, Any], field: str) -> dict[str, Any] | None:
+    specs = (job.get("spec") or {}).get(field)
+    return specs if isinstance(specs, dict) else None
+
+
+def _containers(replica: Any) -> list[Any]:
     if not isinstance(replica, dict):
-        return [f"{path}: Required value: must be specified"]
-    containers = ((replica.get("template") or {}).get("spec") or {}).get("containers")
-    cpath = f"{path}.template.spec.containers"
-    if not isinstance(containers, list) or not containers:
-        return [f"{cpath}: Required value: must be specified"]
-    errors: list[str] = []
-    for i, container in enumerate(containers):
-        if not isinstance(container, dict) or not container.get("image"):
-            errors.append(f"{cpath}[{i}].image: Required value: must be required")
-        if kind.facts.kind == "MPIJob" and not (isinstance(container, dict) and container.get("name")):
-            errors.append(f"{cpath}[{i}].name: Required value: must be required")
-    if kind.facts.kind != "MPIJob":
-        names = [c.get("name") for c in containers if isinstance(c, dict)]
-        if kind.facts.container not in names:
-            errors.append(f"{cpath}: Invalid value: must have at least one container with name {kind.facts.container}")
-    count = replica.get("replicas")
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
-        errors.append(f"{path}.replicas: Invalid value: {count!r}: must be a non-negative integer")
-    return errors
+        return []
+    found = ((replica.get("template") or {}).get("spec") or {}).get("containers")
+    return found if isinstance(found, list) else []
 
 
-def _kind_rules(spec: dict[str, Any], replicas: dict[str, Any], root: str, kind: Kind) -> list[str]:
-    errors: list[str] = []
-    name = kind.facts.kind
-    run_policy = spec.get("runPolicy") if isinstance(spec.get("runPolicy"), dict) else {}
-    managed_by = run_policy.get("managedBy")
-    if name in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob") and managed_by is not None and managed_by not in _MANAGED_BY:
-        allowed = ", ".join(f'"{v}"' for v in _MANAGED_BY)
-        errors.append(f'spec.runPolicy.managedBy: Unsupported value: "{managed_by}": supported values: {allowed}')
-    if name in ("PyTorchJob", "XGBoostJob"):
-        master = replicas.get("Master")
-        if name == "XGBoostJob" and master is None:
-            errors.append(f"{root}[Master]: Required value: must be present")
-        if isinstance(master, dict) and master.get("replicas") != 1:
-            errors.append(f"{root}[Master].replicas: Forbidden: must be 1")
-    if name == "PyTorchJob":
-        for key, replica in replicas.items():
-            if key != "Master" and isinstance(replica, dict) and isinstance(replica.get("replicas"), int) and replica["replicas"] < 1:
-                errors.append(f"{root}[{key}].replicas: Forbidden: must be at least 1")
-        elastic = spec.get("elasticPolicy")
-        if isinstance(elastic, dict):
-            if "Worker" not in replicas:
-                errors.append(f"{root}[Worker]: Required value: must be configured if elastic policy is used")
-            if elastic.get("nProcPerNode") is not None and spec.get("nprocPerNode") is not None:
-                errors.append("spec.elasticPolicy.nProcPerNode: Forbidden: must not be used with spec.nprocPerNode")
-    if name == "TFJob" and sum(1 for key in ("Chief", "Master") if key in replicas) > 1:
-        errors.append(f"{root}: Forbidden: must not have more than 1 Chief or Master role")
-    if name == "MPIJob":
-        launcher = replicas.get("Launcher")
-        if launcher is None:
-            errors.append(f"{root}[Launcher]: Required value: must be present")
-        elif isinstance(launcher, dict) and launcher.get("replicas") not in (None, 1):
-            errors.append(f"{root}[Launcher].replicas: Forbidden: must be 1")
-    return errors
+def _mpi(job: dict[str, Any]) -> list[str]:
+    """Upstream's ValidateV1MpiJobSpec; it stops at the first error (its map order is random, ours sorted)."""
+    specs = _replicas(job, "mpiReplicaSpecs")
+    if specs is None:
+        return ["MPIReplicaSpecs is not valid"]
+    for rtype in sorted(specs):
+        replica = specs[rtype]
+        containers = _containers(replica)
+        if not containers:
+            return [f"MPIReplicaSpecs is not valid: containers definition expected in {rtype}"]
+        if rtype not in _MPI_TYPES:
+            return [f"MPIReplicaType is {rtype} but must be one of [{' '.join(_MPI_TYPES)}]"]
+        for container in containers:
+            if not (isinstance(container, dict) and container.get("image")):
+                return [f"MPIReplicaSpec is not valid: Image is undefined in the container of {rtype}"]
+            if not container.get("name"):
+                return [f"MPIReplicaSpec is not valid: ImageName is undefined in the container of {rtype}"]
+        if rtype == "Launcher" and replica.get("replicas") is not None and replica["replicas"] != 1:
+            return ["MPIReplicaSpec is not valid: There must be only 1 launcher replica"]
+    if "Launcher" not in specs:
+        return ["MPIReplicaSpec is not valid: Master ReplicaSpec must be present"]
+    return []
+
+
+def _mx(job: dict[str, Any]) -> list[str]:
+    """v1.8.1's ValidateV1MXJob. (Its "more than 1 scheduler" check cannot fail: map keys are unique.)"""
+    name = str((job.get("metadata") or {}).get("name", ""))
+    reasons = admission.name_reasons(name)
+    if reasons:
+        return [f"MXJob name is invalid: [{' '.join(reasons)}]"]
+    specs = _replicas(job, "mxReplicaSpecs")
+    if specs is None:
+        return ["MXJobSpec is not valid"]
+    for rtype in sorted(specs):
+        containers = _containers(specs[rtype])
+        if (not containers or not all(isinstance(c, dict) and c.get("image") for c in containers)
+                or not any(c.get("name") == "mxnet" for c in containers)):
+            return ["MXJobSpec is not valid"]
+    return []

@@ -92,11 +92,17 @@ def events_of(cluster, name: str) -> list[tuple[str, str, str]]:
 
 BAD = [
     ("no containers", lambda: _without_containers(), "PyTorchJob",
-     "spec.pytorchReplicaSpecs[Worker].template.spec.containers: Required value: must be specified"),
+     "[spec.pytorchReplicaSpecs[Worker].template.spec.containers: Required value: must be specified, "
+     "spec.pytorchReplicaSpecs[Worker].template.spec.containers: Required value: must have at least one container"
+     " with name pytorch]"),
     ("missing image", lambda: _without_image(), "PyTorchJob",
      "spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: must be required"),
     ("unknown replica type", lambda: job("PyTorchJob", "bad", Master=1, Trainer=2), "PyTorchJob",
-     'spec.pytorchReplicaSpecs: Unsupported value: "Trainer": supported values: "Master", "Worker"'),
+     'spec.pytorchReplicaSpecs[Trainer]: Unsupported value: "Trainer": supported values: "Master", "Worker"'),
+    ("unsupported managedBy (issue 20)",
+     lambda: job("PyTorchJob", "bad", Master=1, run_policy={"managedBy": "kueue.x-k8s.io/other-controller"}), "PyTorchJob",
+     'spec.runPolicy.managedBy: Unsupported value: "kueue.x-k8s.io/other-controller": supported values:'
+     ' "kueue.x-k8s.io/multikueue", "kubeflow.org/training-operator"'),
     ("two chiefs", lambda: job("TFJob", "bad", Chief=1, Master=1), "TFJob",
      "spec.tfReplicaSpecs: Forbidden: must not have more than 1 Chief or Master role"),
     ("master replicas omitted", lambda: job("XGBoostJob", "bad", Master=None), "XGBoostJob",
@@ -131,10 +137,20 @@ def test_bad_object_fails_with_a_clear_condition_and_no_retry_loop(cluster, mana
     assert manager.errors == 0
 
 
+def test_a_job_multikueue_manages_is_left_alone_even_when_invalid(cluster, manager) -> None:
+    """A supported foreign manager owns the job and its status: no validation, no write, no pod."""
+    cluster.apply(job("PyTorchJob", "elsewhere", Master=1, Trainer=1, run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}))
+    cluster.apply(job("PyTorchJob", "witness", Master=1, run_policy={"managedBy": "kueue.x-k8s.io/other"}))
+    cluster.wait_condition("PyTorchJob", "witness", "Failed")  # reconciled after the first one was seen
+    assert manager.reconciler.reconcile(job_key("PyTorchJob", cluster.namespace, "elsewhere")) is None
+    assert cluster.get_job("PyTorchJob", "elsewhere").get("status") is None
+    assert events_of(cluster, "elsewhere") == [] and cluster.pods() == {}
+
+
 def test_invalid_mpijob_gets_an_event_and_backs_off(cluster, manager) -> None:
     body = job("MPIJob", "bad", Worker=1)  # no Launcher
     cluster.apply(body)
-    message = "MPIJob failed validation because spec.mpiReplicaSpecs[Launcher]: Required value: must be present"
+    message = "MPIJob failed validation because MPIReplicaSpec is not valid: Master ReplicaSpec must be present"
     wait_for(lambda: ("Warning", "MPIJobFailedValidation", message) in events_of(cluster, "bad"), what="event")
     time.sleep(1.5)
     assert manager.errors <= 12, "exponential backoff, not a hot loop"

@@ -70,7 +70,7 @@ def test_mpi_defaults_zero_workers_and_syncs_clean_pod_policy():
 @pytest.mark.parametrize("body,message", [
     (job("PyTorchJob", "Bad_Name", Master=1), 'metadata.name: Invalid value: "Bad_Name"'),
     (job("PyTorchJob", "p", Worker=1, spec={"elasticPolicy": {}, "nprocPerNode": "2"}) | {}, None),
-    (job("JAXJob", "j", Master=1), 'spec.jaxReplicaSpecs: Unsupported value: "Master"'),
+    (job("JAXJob", "j", Master=1), 'spec.jaxReplicaSpecs[Master]: Unsupported value: "Master"'),
     (job("XGBoostJob", "x", Worker=1), "spec.xgbReplicaSpecs[Master]: Required value: must be present"),
     (job("PyTorchJob", "p", Master=1, run_policy={"managedBy": "someone"}), 'spec.runPolicy.managedBy: Unsupported value: "someone"'),
 ], ids=["dns-1035 name", "valid elastic job", "jax master", "xgboost without master", "unknown managedBy"])
@@ -86,7 +86,8 @@ def test_default_container_name_is_required():
     body = job("PaddleJob", "p", Worker=1)
     body["spec"]["paddleReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = [{"name": "main", "image": "x"}]
     assert validation.problems(body, KINDS["PaddleJob"]) == [
-        "spec.paddleReplicaSpecs[Worker].template.spec.containers: Invalid value: must have at least one container with name paddle"]
+        'spec.paddleReplicaSpecs[Worker].template.spec.containers: Required value: must have at least one container'
+        ' with name "paddle"']
 
 
 def test_every_upstream_example_is_valid():

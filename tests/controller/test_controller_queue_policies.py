@@ -235,9 +235,19 @@ def test_services_follow_their_pods_and_orphaned_ones_go(policy, finished, kept)
 
 
 def test_managed_elsewhere():
-    assert policies.managed_elsewhere({"spec": {"runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"}}})
-    assert not policies.managed_elsewhere({"spec": {"runPolicy": {"managedBy": "kubeflow.org/training-operator"}}})
-    assert not policies.managed_elsewhere({"spec": {}})
+    def managed_by(value):
+        return {"spec": {"runPolicy": {"managedBy": value}}}
+
+    for kind in ("PyTorchJob", "JAXJob", "MPIJob", None):
+        assert policies.managed_elsewhere(managed_by("kueue.x-k8s.io/multikueue"), kind)
+        assert not policies.managed_elsewhere(managed_by("kubeflow.org/training-operator"), kind)
+        assert not policies.managed_elsewhere({"spec": {}}, kind)
+    # a value upstream's webhook refuses is a validation failure for the webhook kinds (issue 20) ...
+    assert not policies.managed_elsewhere(managed_by("kueue.x-k8s.io/other-controller"), "PyTorchJob")
+    assert not policies.managed_elsewhere(managed_by(""), "TFJob")
+    # ... while MPIJob, which upstream checks in no webhook, is skipped for any other manager, as upstream
+    assert policies.managed_elsewhere(managed_by("kueue.x-k8s.io/other-controller"), "MPIJob")
+    assert policies.managed_elsewhere(managed_by(""), "MPIJob")
 
 
 # --- events ---------------------------------------------------------------------------------------
