@@ -51,6 +51,7 @@ from .paths import cache_root
 
 Recipe = Callable[["Build", Path, Path, dict[str, str]], None]
 BUILD_SCRIPT = Path(__file__).with_name("build-assets.sh")
+GO_FALLBACK = Path("/usr/local/go/bin")  # where Go's tarball installs, often not on PATH
 
 
 class BuildError(RuntimeError):
@@ -160,10 +161,10 @@ def go_env() -> dict[str, str]:
     """The environment every build runs with; raises GoMissing without a toolchain."""
     env = dict(os.environ)
     path = env.get("PATH", "")
-    if shutil.which("go", path=path) is None and _is_exe(Path("/usr/local/go/bin/go")):
-        path = f"/usr/local/go/bin:{path}"
+    if shutil.which("go", path=path) is None and _is_exe(GO_FALLBACK / "go"):
+        path = f"{GO_FALLBACK}:{path}"
     if shutil.which("go", path=path) is None:
-        raise GoMissing("no 'go' toolchain on PATH (or /usr/local/go/bin): install Go >= 1.23 to build "
+        raise GoMissing(f"no 'go' toolchain on PATH (or {GO_FALLBACK}): install Go >= 1.23 to build "
                         "the test world's binaries")
     proxies = [p for p in re.split(r"[,|]", env.get("GOPROXY", "")) if p and p not in {"direct", "off"}]
     env.update(
