@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,42 @@ def test_the_api_server_accepts_the_whole_install(control_plane, tmp_path) -> No
     out = control_plane.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server",
                                 "--field-manager=install-test", "-f", str(manifest))
     assert out.stdout.count("serverside-applied") == len(docs), out.stdout
+
+
+ISSUE_20 = ('spec.runPolicy.managedBy: Unsupported value: "kueue.x-k8s.io/other-controller": supported values:'
+            ' "kueue.x-k8s.io/multikueue", "kubeflow.org/training-operator"')
+
+
+def test_a_user_applies_the_install_and_its_policies_refuse_what_upstream_refuses(world_factory) -> None:
+    """`kubectl apply --server-side -k controller/install` on an empty cluster (Kubernetes 1.32):
+    everything is applied, the policies are active and the job of issue 20 is refused at create
+    with upstream's message, while a valid job and a MultiKueue one are admitted."""
+    world = world_factory([], upstream_crds=False)
+    out = world.kubectl("apply", "--server-side", "-k", str(INSTALL))
+    docs = render(INSTALL)
+    assert out.stdout.count("serverside-applied") == len(docs), out.stdout
+    policies = {d["metadata"]["name"] for d in docs if d["kind"] == "ValidatingAdmissionPolicy"}
+    assert policies == {"trainforge-pytorchjob", "trainforge-pytorchjob-deprecations", "trainforge-tfjob",
+                        "trainforge-xgboostjob", "trainforge-paddlejob", "trainforge-jaxjob"}
+    world.kubectl("create", "namespace", "team-a")
+
+    def pytorchjob(name: str, managed_by: str | None) -> str:
+        run_policy = f"\n  runPolicy: {{managedBy: {managed_by}}}" if managed_by else ""
+        return (f"apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {{name: {name}, namespace: team-a}}\n"
+                f"spec:{run_policy}\n  pytorchReplicaSpecs:\n    Master:\n      replicas: 1\n"
+                "      template: {spec: {containers: [{name: pytorch, image: example.com/train:1}]}}\n")
+
+    deadline = time.monotonic() + 30  # a new policy is enforced a moment after it is written
+    while True:
+        bad = world.kubectl("create", "-f", "-", input=pytorchjob("issue-20", "kueue.x-k8s.io/other-controller"),
+                            check=False)
+        if bad.returncode != 0 or time.monotonic() > deadline:
+            break
+        world.kubectl("delete", "pytorchjob", "issue-20", "-n", "team-a")
+        time.sleep(0.3)
+    assert bad.returncode != 0, "the policy never refused the job"
+    assert "ValidatingAdmissionPolicy 'trainforge-pytorchjob' with binding 'trainforge-pytorchjob' denied request: " \
+        + ISSUE_20 in bad.stderr, bad.stderr
+    assert "(Forbidden)" in bad.stderr
+    for name, managed_by in (("fine", None), ("with-kueue", "kueue.x-k8s.io/multikueue")):
+        world.kubectl("create", "-f", "-", input=pytorchjob(name, managed_by))
