@@ -10,7 +10,9 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-UPSTREAM_CRD_DIRS = ("reference/crds/kubeflow-v1", "reference/crds/scheduling")
+# trainer-v2.3.0: the Kubeflow Trainer v2 CRDs (TrainJob and both runtime kinds; its
+# runtimes/ subfolder holds objects, not CRDs, and is not read), for the trainer-v2 target
+UPSTREAM_CRD_DIRS = ("reference/crds/kubeflow-v1", "reference/crds/scheduling", "reference/crds/trainer-v2.3.0")
 
 
 def shared_dir(repo_root: Path | None = None) -> Path:
@@ -22,7 +24,7 @@ def shared_dir(repo_root: Path | None = None) -> Path:
 
 
 def upstream_crd_dirs(repo_root: Path | None = None) -> list[Path]:
-    """The upstream kubeflow.org/v1 and scheduling CRD dirs the session plane installs."""
+    """The upstream kubeflow.org/v1, scheduling and Trainer v2 CRD dirs the session plane installs."""
     base = shared_dir(repo_root)
     return [base / sub for sub in UPSTREAM_CRD_DIRS]
 
