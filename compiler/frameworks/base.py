@@ -77,6 +77,7 @@ class TrainerV2Capable(Protocol):
     runtime: str  # the stock ClusterTrainingRuntime, e.g. torch-distributed
     ml_policy: str  # the runtime's mlPolicy source that runs this framework: torch, mpi, ...
     program_jobs: tuple[str, ...]  # replicated jobs whose pods run the program (patched)
+    reserved_env: tuple[str, ...]  # variables the runtime sets; the Trainer refuses them in trainer.env
 
     def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]: ...
 
@@ -89,6 +90,7 @@ class TrainerV2:
     runtime: str
     ml_policy: str
     program_jobs: tuple[str, ...] = ("node",)
+    reserved_env: tuple[str, ...] = ()
     processes: Optional[Callable[["TrainJobSpec"], Optional[int]]] = None
 
     def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]:

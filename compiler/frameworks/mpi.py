@@ -94,6 +94,10 @@ TRAINER_V2 = TrainerV2(
     runtime="deepspeed-distributed",
     ml_policy="mpi",
     program_jobs=("launcher", "node"),
+    reserved_env=(
+        "OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames",
+        "OMPI_MCA_orte_set_default_slots",
+    ),
     processes=slots_per_worker,
 )
 

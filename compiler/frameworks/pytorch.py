@@ -120,5 +120,9 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env,
-    trainer_v2=TrainerV2(runtime="torch-distributed", ml_policy="torch"),
+    trainer_v2=TrainerV2(
+        runtime="torch-distributed",
+        ml_policy="torch",
+        reserved_env=("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
+    ),
 )

@@ -54,5 +54,9 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
-    trainer_v2=TrainerV2(runtime="xgboost-distributed", ml_policy="xgboost"),
+    trainer_v2=TrainerV2(
+        runtime="xgboost-distributed",
+        ml_policy="xgboost",
+        reserved_env=("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"),
+    ),
 )

@@ -140,6 +140,18 @@ def _policy(target: Target) -> Iterator[Diagnostic]:
             )
 
 
+def _reserved_env(target: Target) -> Iterator[Diagnostic]:
+    capability = adapter_for(target.spec.framework).trainer_v2
+    reserved = capability.reserved_env if capability is not None else ()
+    for name in target.spec.env:
+        if name in reserved:
+            yield _error(
+                target, ("env", name),
+                f"the {target.spec.framework} runtime sets {name} itself and the Trainer refuses it in trainer.env",
+                "remove it from env and read the value the runtime sets",
+            )
+
+
 def _shape(target: Target) -> Iterator[Diagnostic]:
     spec = target.spec
     if spec.elastic is not None:
@@ -259,5 +271,5 @@ def check(target: Target) -> Iterator[Diagnostic]:
     if adapter_for(target.spec.framework).trainer_v2 is None:
         yield from _framework(target)
         return
-    for rule in (_runtime, _policy, _shape, _scheduling, _pod_template, _mpi_image):
+    for rule in (_runtime, _policy, _reserved_env, _shape, _scheduling, _pod_template, _mpi_image):
         yield from rule(target)

@@ -277,6 +277,9 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
         pytest.param("jax", "policy: {activeDeadline: 0}\n", [
             "8:12: spec.policy.activeDeadline: a Trainer v2 TrainJob's activeDeadlineSeconds must be at least 1"],
             id="a zero deadline, below the TrainJob CRD's minimum"),
+        pytest.param("pytorch", "env: {PET_NNODES: \"2\"}\n", [
+            "8:9: spec.env.PET_NNODES: the pytorch runtime sets PET_NNODES itself and the Trainer refuses it in trainer.env"],
+            id="a variable the torch runtime reserves"),
         pytest.param("mpi", "roles: {launcher: {resources: {cpu: 1}}}\n", [
             "8:11: spec.roles.launcher: a Trainer v2 TrainJob has no extra roles"], id="an extra role such as the MPI launcher"),
         pytest.param("pytorch", "workingDir: /w\n", ["8:3: spec.workingDir: a Trainer v2 TrainJob cannot set the working directory"],
