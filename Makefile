@@ -5,16 +5,42 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+CACHE  := $(or $(TRAINFORGE_CACHE),$(HOME)/.cache/trainforge)
+# uv, pinned in pyproject.toml ([tool.uv] required-version), pip-installed into a tools venv
+UV_VERSION := $(shell sed -n 's/^required-version = "==\(.*\)"$$/\1/p' pyproject.toml)
+UV     := $(CACHE)/tools/uv-$(UV_VERSION)/bin/uv
+export TRAINFORGE_UV := $(UV)
+# uv syncs this venv (not one of its own) and never downloads a Python
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller clean
+.PHONY: venv lock install-check demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller clean
 
-$(STAMP): pyproject.toml
+$(UV):
+	@$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
+	@$(CACHE)/tools/uv-$(UV_VERSION)/bin/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
+
+# the project's venv holds exactly uv.lock (runtime + test extras, the project editable);
+# an existing .venv is synced in place. --locked: a lock that no longer matches
+# pyproject.toml is an error (run `make lock`), never silently re-resolved.
+$(STAMP): pyproject.toml uv.lock | $(UV)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
-	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test]'
+	@$(UV) sync -q --locked --extra test --python $(BIN)/python
 	@touch $@
 
 venv: $(STAMP)
+
+# re-resolve uv.lock to the newest versions pyproject.toml allows, and the Kubeflow SDK's own
+# pinned environment (tests/controller/sdk); commit both
+lock: | $(UV)
+	$(UV) lock --upgrade
+	$(UV) pip compile -q --upgrade --generate-hashes --python-version 3.11 \
+	    tests/controller/sdk/requirements.in -o tests/controller/sdk/requirements.txt
+
+# the built wheel in clean venvs with runtime deps only: locked (pip, as the Dockerfile),
+# newest and oldest allowed; train-compile on the examples, a train-controller lifecycle
+install-check: $(STAMP) k8s-assets
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/install
 
 demo: $(STAMP)
 	@$(BIN)/python -m compiler.demo examples build

@@ -553,22 +553,22 @@ class ControlPlane:
         (also for ``application/apply-patch+yaml``: JSON is YAML). ``kubeconfig``
         selects another identity (see :meth:`add_user`).
         """
-        from kubernetes.client.exceptions import ApiException  # lazy, see module doc
+        # the controller's own connection (controller.connection): every kubeconfig credential,
+        # and no generated-client internals, whose signatures change between kubernetes releases
+        from controller.connection import Connection
+        from controller.kube import config_loader
 
         key = str(kubeconfig or self.kubeconfig)
-        api = self._clients.get(key)
-        if api is None:
-            api = self._clients[key] = self.api_client(kubeconfig)
-        headers: dict[str, str] = {"Accept": "application/json", "Content-Type": content_type}
-        api.update_params_for_auth(headers, [], ["BearerToken"])  # token users of existing clusters
+        conn = self._clients.get(key)
+        if conn is None:
+            conn = self._clients[key] = Connection(config_loader(key), pool_size=4)
+        headers = {"Accept": "application/json", "Content-Type": content_type, **conn.auth()}
+        resp = conn.urlopen(method.upper(), path, body=None if body is None else json.dumps(body).encode(),
+                            headers=headers, timeout=60)
         try:
-            resp = api.rest_client.request(
-                method.upper(), api.configuration.host + path, headers=headers, body=body,
-                _preload_content=False, _request_timeout=60,
-            )
-            status, raw = int(resp.status), resp.data
-        except ApiException as err:
-            status, raw = int(err.status), err.body
+            status, raw = int(resp.status), resp.read()
+        finally:
+            resp.release_conn()
         if isinstance(raw, bytes):
             raw = raw.decode(errors="replace")
         try:

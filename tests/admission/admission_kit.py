@@ -59,17 +59,21 @@ def _warnings(headers: Any) -> tuple[str, ...]:
     return tuple(found)
 
 
-def call(api: Any, method: str, path: str, body: Any) -> Answer:
-    from kubernetes.client.exceptions import ApiException
-
-    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+def raw_call(api: Any, method: str, path: str, body: Any) -> tuple[int, dict[str, Any], Any]:
+    """(status, JSON answer, headers) through `api`, a controller.connection.Connection (no
+    generated-client internals: their signatures change between kubernetes releases)."""
+    headers = {"Accept": "application/json", "Content-Type": "application/json", **api.auth()}
+    resp = api.urlopen(method, path, body=None if body is None else json.dumps(body).encode(), headers=headers,
+                       timeout=60)
     try:
-        resp = api.rest_client.request(method, api.configuration.host + path, headers=headers, body=body,
-                                       _preload_content=False, _request_timeout=60)
-        status, raw, got = int(resp.status), resp.data, resp.headers
-    except ApiException as err:
-        status, raw, got = int(err.status), err.body, err.headers
-    data = json.loads(raw) if raw else {}
+        raw = resp.read()
+    finally:
+        resp.release_conn()
+    return int(resp.status), json.loads(raw) if raw else {}, resp.headers
+
+
+def call(api: Any, method: str, path: str, body: Any) -> Answer:
+    status, data, got = raw_call(api, method, path, body)
     return Answer(status, data.get("reason", "") if status >= 400 else "", data.get("message", ""),
                   _warnings(got) if got is not None else ())
 
@@ -97,8 +101,7 @@ def send(api: Any, namespace: str, case: Case, index: int) -> Answer:
         return call(api, "POST", job_path(case.kind, namespace), new)
     first = call(api, "POST", job_path(case.kind, namespace), old)
     assert not first.refused, f"the stored job of an update case was refused: {first.message}"
-    stored = json.loads(api.rest_client.request("GET", api.configuration.host + job_path(case.kind, namespace, name),
-                                                headers={"Accept": "application/json"}, _preload_content=False).data)
+    stored = raw_call(api, "GET", job_path(case.kind, namespace, name), None)[1]
     new["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
     return call(api, "PUT", job_path(case.kind, namespace, name), new)
 

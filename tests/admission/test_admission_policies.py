@@ -12,6 +12,8 @@ import yaml
 from admission_cases import CASES, Case, case_id
 from admission_kit import our_policies, send, wait_enforced
 from controller import admission_policies
+from controller.connection import Connection
+from controller.kube import config_loader
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,9 +34,10 @@ def enforced(control_plane):
     docs = our_policies(namespace, suffix="-test")
     manifest = yaml.safe_dump_all(docs)
     control_plane.kubectl("apply", "--server-side", "--field-manager=admission-test", "-f", "-", input=manifest)
-    api = control_plane.api_client()
+    api = Connection(config_loader(str(control_plane.kubeconfig)))
     wait_enforced(api, namespace)
     yield api, namespace
+    api.close()
     for doc in docs:
         control_plane.kubectl("delete", doc["kind"], doc["metadata"]["name"], "--ignore-not-found")
     control_plane.kubectl("delete", "namespace", namespace, "--wait=false")

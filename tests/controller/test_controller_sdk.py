@@ -1,13 +1,64 @@
 """The Kubeflow Python SDK (`kubeflow-training` 1.9.4), pointed at the test API server,
 reads our status exactly as it reads the upstream operator's: conditions, created /
-running / succeeded / failed, master pod lookup by label, typed replica statuses."""
+running / succeeded / failed, master pod lookup by label, typed replica statuses.
+
+The SDK pins kubernetes<36, so it runs in a venv of its own (tests/controller/sdk/,
+built once by testworld.pyenvs from its locked requirements) as a long-lived process the
+tests call one JSON line at a time; the project's own environment resolves like a user's.
+"""
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
 import pytest
-from kubeflow.training import TrainingClient
 
 from controller_kit import job
+from testworld import pyenvs
+
+SDK_DIR = Path(__file__).resolve().parent / "sdk"
+
+
+class SdkError(Exception):
+    """An exception the SDK raised, by type name and message."""
+
+
+class Sdk:
+    """`TrainingClient` methods, called in the SDK's own process."""
+
+    def __init__(self, proc: subprocess.Popen[str], config_file: str, namespace: str) -> None:
+        self.proc, self.config_file, self.namespace = proc, config_file, namespace
+
+    def __getattr__(self, call: str) -> Any:
+        def remote(*args: Any, **kwargs: Any) -> Any:
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            self.proc.stdin.write(json.dumps({"config_file": self.config_file, "namespace": self.namespace,
+                                              "call": call, "args": args, "kwargs": kwargs}) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"the SDK process ended: {self.proc.stderr.read() if self.proc.stderr else ''}")
+            reply = json.loads(line)
+            if "error" in reply:
+                raise SdkError(f"{reply['error']}: {reply['message']}")
+            return reply["value"]
+        return remote
+
+
+@pytest.fixture(scope="module")
+def sdk_process():
+    root = pyenvs.venv("kubeflow-sdk", (SDK_DIR / "requirements.txt").read_text())
+    proc = subprocess.Popen([str(root / "bin" / "python"), str(SDK_DIR / "probe.py")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=pyenvs.uv_env())
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
 
 SDK_KINDS = [  # (kind, replicas, pods to run, pods that finish the job, master pod)
     ("PyTorchJob", {"Master": 1, "Worker": 1}, ["sdk-master-0", "sdk-worker-0"], ["sdk-master-0"], "sdk-master-0"),
@@ -26,8 +77,8 @@ RUN_POLICY = {"cleanPodPolicy": "None"}
 
 
 @pytest.fixture
-def sdk(control_plane, namespace):
-    return TrainingClient(config_file=str(control_plane.kubeconfig), namespace=namespace)
+def sdk(sdk_process, control_plane, namespace) -> Sdk:
+    return Sdk(sdk_process, str(control_plane.kubeconfig), namespace)
 
 
 @pytest.mark.parametrize("kind,replicas,run,finish,master", SDK_KINDS, ids=[k[0] for k in SDK_KINDS])
@@ -49,10 +100,10 @@ def test_sdk_reports_conditions_and_success(cluster, manager, sdk, kind, replica
     assert sdk.is_job_succeeded("sdk", job_kind=kind)
     assert not sdk.is_job_running("sdk", job_kind=kind) and not sdk.is_job_failed("sdk", job_kind=kind)
     conditions = sdk.get_job_conditions("sdk", job_kind=kind)
-    assert [(c.type, c.status, c.reason) for c in conditions] == [
+    assert [(c["type"], c["status"], c["reason"]) for c in conditions] == [
         ("Created", "True", f"{kind}Created"), ("Running", "False", f"{kind}Running"), ("Succeeded", "True", f"{kind}Succeeded")]
-    assert finished.status.start_time is not None and finished.status.completion_time is not None
-    assert set(finished.status.replica_statuses) == set(replicas)
+    assert finished["status"]["startTime"] and finished["status"]["completionTime"]
+    assert set(finished["status"]["replicaStatuses"]) == set(replicas)
 
 
 def test_sdk_reports_failure(cluster, manager, sdk) -> None:
@@ -62,24 +113,14 @@ def test_sdk_reports_failure(cluster, manager, sdk) -> None:
     cluster.set_phase("sdk-master-0", "Failed", exit_code=3)
     cluster.wait_condition("PyTorchJob", "sdk", "Failed")
     assert sdk.is_job_failed("sdk") and not sdk.is_job_succeeded("sdk")
-    with pytest.raises(RuntimeError, match=r"PyTorchJob .*/sdk is Failed"):
+    with pytest.raises(SdkError, match=r"RuntimeError: .*PyTorchJob .*/sdk is Failed"):
         sdk.wait_for_job_conditions("sdk", wait_timeout=5, polling_interval=1)
     pods = sdk.get_job_pod_names("sdk", replica_type="worker")
     assert pods == ["sdk-worker-0"]
 
 
 def test_job_created_through_the_sdk_is_reconciled(cluster, manager, sdk) -> None:
-    from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
-    from kubeflow.training import KubeflowOrgV1PyTorchJob, KubeflowOrgV1PyTorchJobSpec, KubeflowOrgV1ReplicaSpec, KubeflowOrgV1RunPolicy
-
-    template = V1PodTemplateSpec(spec=V1PodSpec(containers=[V1Container(name="pytorch", image="example.com/pt:1")]))
-    body = KubeflowOrgV1PyTorchJob(
-        api_version="kubeflow.org/v1", kind="PyTorchJob", metadata=V1ObjectMeta(name="via-sdk", namespace=cluster.namespace),
-        spec=KubeflowOrgV1PyTorchJobSpec(
-            run_policy=KubeflowOrgV1RunPolicy(clean_pod_policy=None),
-            pytorch_replica_specs={"Master": KubeflowOrgV1ReplicaSpec(replicas=1, template=template),
-                                   "Worker": KubeflowOrgV1ReplicaSpec(replicas=1, template=template)}))
-    sdk.create_job(job=body)
+    sdk.create_pytorchjob("via-sdk", "example.com/pt:1")  # built from the SDK's own models, sent by create_job
     cluster.wait_pods({"via-sdk-master-0", "via-sdk-worker-0"})
     cluster.run_all("via-sdk-master-0", "via-sdk-worker-0")
     cluster.set_phase("via-sdk-master-0", "Succeeded")
