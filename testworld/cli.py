@@ -64,7 +64,8 @@ def _cluster(args: argparse.Namespace) -> int:
         tmp.chmod(0o600)
         tmp.replace(stable)
         wrote = True
-        _err(f"ready in {ready:.1f}s; server {plane.server}; parts: {', '.join(parts) or 'none'}")
+        steps = ", ".join(f"{step} {secs:.1f}s" for step, secs in world.timings.items())
+        _err(f"ready in {ready:.1f}s ({steps}); server {plane.server}")
         _err(f"audit log: {plane.audit_log}; logs: {world.dir}")
         if "kwok" not in parts:
             _err("no kubelet runs: pods stay Pending unless you write their status (--with gc,scheduler,kwok runs them).")
@@ -78,7 +79,7 @@ def _cluster(args: argparse.Namespace) -> int:
                 return 1
             time.sleep(0.5)
     except (KeyboardInterrupt, _Shutdown) as why:
-        _err(f"stopping ({why or 'SIGINT'}) ...")
+        _err(f"stopping ({str(why) or 'SIGINT'}) ...")
         return 0
     except (AssetsError, ControlPlaneError, WorldError) as err:
         _err(str(err))

@@ -25,6 +25,7 @@ API::
         world.install_crds([path, ...]) -> [crd names]
         world.part("kwok")    # the started part object
         world.dead()          # None, or which process exited on its own
+        world.timings         # {"control plane": s, "crds": s, "kwok": s, ...} of the start
 
 ``World(parts, crds=(), upstream_crds=True)`` installs the upstream kubeflow.org/v1 and
 scheduling CRDs (as the session plane does) plus ``crds``. Errors are ``WorldError`` (a
@@ -37,8 +38,10 @@ import atexit
 import importlib
 import shutil
 import tempfile
+import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -101,6 +104,7 @@ class World:
         self.upstream_crds = upstream_crds
         self.plane = plane or ControlPlane(use_existing=False)
         self.started: list[Part] = []
+        self.timings: dict[str, float] = {}  # seconds each start step took: "control plane", "crds", part names
         self.failed_logs_dir: Path | None = None
         self._client: Client | None = None
 
@@ -125,16 +129,19 @@ class World:
         _LIVE.add(self)
         try:
             try:
-                self.plane.start()
+                with self._timed("control plane"):
+                    self.plane.start()
                 crds = (upstream_crd_dirs() if self.upstream_crds else []) + self.crds
                 if crds:
-                    self.plane.install_crds(crds)
+                    with self._timed("crds"):
+                        self.plane.install_crds(crds)
             except ControlPlaneError as err:
                 raise WorldError(str(err)) from err
             for part in self.parts.values():
                 self.started.append(part)  # stopped even if its start fails half way
                 try:
-                    part.start(self)
+                    with self._timed(part.name):
+                        part.start(self)
                 except (PartError, BuildError, ControlPlaneError, OSError) as err:
                     raise WorldError(f"part {part.name} failed to start: {err}") from err
         except BaseException:
@@ -145,6 +152,14 @@ class World:
                 pass  # the start's own error is the one to report
             raise
         return self
+
+    @contextmanager
+    def _timed(self, step: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timings[step] = time.monotonic() - started
 
     def stop(self) -> None:
         """Stop every started part in reverse order, then the control plane. Idempotent;
