@@ -93,7 +93,7 @@ def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Ta
         template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
     if spec.podTemplate:
         template = strategic.merge(template, spec.podTemplate)
-    if target.policy.podSecurityDefaults and target.policy.pod_security() == "restricted":
+    if target.policy.podSecurityDefaults:
         template = podsecurity.harden(template)  # opt-in, documented: compiler/podsecurity.py
     return template
 

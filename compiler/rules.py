@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from compiler import policy
+from compiler import podrules, policy
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.resolve import Target
@@ -177,7 +177,7 @@ def generated_names(target: Target) -> list[str]:
             names += [f"{job}-launcher", f"{job}-config"]
         elif count > 0:
             names.append(f"{job}-{plan.replica_type.lower()}-{count - 1}")
-    names += [f"{job}-{volume.name}" for volume in spec.storage if volume.size is not None]
+    # a new PVC's name `{job}-{volume}` is a DNS subdomain (253 characters): never over
     return names
 
 
@@ -202,6 +202,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _storage,
     _pod_template,
     _name_length,
+    podrules.check,
     _target_api,
     policy.check,
 )

@@ -61,9 +61,9 @@ class ProjectPolicy(StrictModel):
     )
     podSecurityDefaults: Optional[bool] = Field(
         None,
-        description="Under restricted: the compiler writes allowPrivilegeEscalation: false,"
-        " capabilities.drop [ALL] and a RuntimeDefault seccomp profile where a pod leaves them unset"
-        " (default false; inherited like podSecurity).",
+        description="The compiler writes what restricted requires and can set safely:"
+        " allowPrivilegeEscalation: false, capabilities.drop [ALL] and a RuntimeDefault seccomp profile"
+        " where a pod leaves them unset (default false; inherited like podSecurity).",
     )
     allowPrivileged: Optional[bool] = Field(
         None,

@@ -253,10 +253,109 @@ CASES = [
      "14:39: error: spec.podTemplate.spec.containers[0].resources.requests.cpu: cpu request 'abc' is not a"
      " Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
     ("a negative podTemplate limit is refused; a fractional number is a quantity",
-     job_text("podTemplate:\n  spec:\n    initContainers:\n      - name: warm\n"
+     job_text("podTemplate:\n  spec:\n    initContainers:\n      - name: warm\n        image: busybox\n"
               "        resources: {limits: {memory: -1Gi, cpu: 0.5}}\n"),
-     "12:40: error: spec.podTemplate.spec.initContainers[0].resources.limits.memory: memory limit '-1Gi' is not"
+     "13:40: error: spec.podTemplate.spec.initContainers[0].resources.limits.memory: memory limit '-1Gi' is not"
      " a Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
+    # --- what the API server or the kubelet would refuse late
+    ("a relative storage mountPath is refused before the container runtime refuses it",
+     job_text("storage:\n  - {name: data, mountPath: data, claim: imagenet}\n"),
+     "9:31: error: spec.storage[0].mountPath: mountPath 'data' is relative (the API server takes it; the container"
+     " runtime refuses it when the pod starts); write an absolute path without ':', e.g. /data"),
+    ("a storage mountPath holding a colon is refused",
+     job_text("storage:\n  - {name: data, mountPath: '/data:ro', claim: imagenet}\n"),
+     "9:31: error: spec.storage[0].mountPath: mountPath '/data:ro' contains ':' (the API server takes it; the"
+     " container runtime refuses it when the pod starts); write an absolute path without ':', e.g. /data"),
+    ("a podTemplate mount at a relative path is refused",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
+              "        volumeMounts: [{name: cache, mountPath: cache}]\n    volumes: [{name: cache, emptyDir: {}}]\n"),
+     "12:51: error: spec.podTemplate.spec.containers[0].volumeMounts[0].mountPath: mountPath 'cache' is relative"
+     " (the API server takes it; the container runtime refuses it when the pod starts); write an absolute path"
+     " without ':', e.g. /data"),
+    ("a storage volume named like a podTemplate volume would make two volumes of one name",
+     job_text("storage:\n  - {name: cache, mountPath: /data, claim: imagenet}\npodTemplate:\n  spec:\n"
+              "    volumes: [{name: cache, emptyDir: {}}]\n"),
+     "9:14: error: spec.storage[0].name: podTemplate also adds a volume named 'cache';"
+     " give the storage volume another name"),
+    ("a storage volume mounted where the podTemplate mounts one would be two mounts at one path",
+     job_text("storage:\n  - {name: data, mountPath: /data, claim: imagenet}\npodTemplate:\n  spec:\n"
+              "    containers:\n      - name: pytorch\n        volumeMounts: [{name: cache, mountPath: /data}]\n"
+              "    volumes: [{name: cache, emptyDir: {}}]\n"),
+     "9:31: error: spec.storage[0].mountPath: podTemplate also mounts a volume at '/data' in container 'pytorch';"
+     " mount each volume at its own path"),
+    ("ephemeral containers in a pod template are refused as the API server refuses them on create",
+     job_text("podTemplate:\n  spec:\n    ephemeralContainers:\n      - {name: debug, image: busybox}\n"),
+     "10:7: error: spec.podTemplate.spec.ephemeralContainers: the API server refuses every pod created with"
+     " ephemeral containers; remove them; add one to a running pod with kubectl debug"),
+    ("a sidecar the podTemplate adds without an image is refused",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: sidecar\n        command: [sleep, infinity]\n"),
+     "11:11: error: spec.podTemplate.spec.containers[0]: container 'sidecar' has no image;"
+     " add image: <image> (only the pytorch container gets spec.image)"),
+    ("a container name that is not a DNS label is refused",
+     job_text("podTemplate:\n  spec:\n    initContainers:\n      - {name: Warm_Up, image: busybox}\n"),
+     "11:11: error: spec.podTemplate.spec.initContainers[0]: a container needs a name that is a DNS label, not"
+     " 'Warm_Up'; name it with lower-case letters, digits and '-'"),
+    ("an init container and a container of one name are refused",
+     job_text("podTemplate:\n  spec:\n    initContainers:\n      - {name: warm, image: busybox}\n"
+              "    containers:\n      - {name: warm, image: busybox}\n"),
+     "13:18: error: spec.podTemplate.spec.containers[0].name: container name 'warm' is used twice;"
+     " give each container and init container its own name"),
+    ("a podTemplate pod label that is no label value is refused",
+     job_text("podTemplate:\n  metadata:\n    labels: {tier: gold tier}\n"),
+     "10:22: error: spec.podTemplate.metadata.labels.tier: 'gold tier' is not a valid label value; use at most 63"
+     " letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+    ("a podTemplate nodeSelector value that is a number is refused",
+     job_text("podTemplate:\n  spec:\n    nodeSelector: {zone: 3}\n"),
+     '10:28: error: spec.podTemplate.spec.nodeSelector.zone: label value 3 is not a string; quote it: "3"'),
+    ("a queue name that cannot be the Kueue queue-name label is refused",
+     job_text("scheduling: {queue: team/queue}\n"),
+     "8:23: error: spec.scheduling.queue: 'team/queue' becomes a label value and is not a valid one; use at most 63"
+     " letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
+    ("a seccomp annotation is refused in favour of seccompProfile",
+     job_text("podTemplate:\n  metadata:\n    annotations:\n      seccomp.security.alpha.kubernetes.io/pod: unconfined\n"),
+     "11:9: error: spec.podTemplate.metadata.annotations.seccomp.security.alpha.kubernetes.io/pod: seccomp"
+     " annotations are ignored since Kubernetes 1.27, and the API server refuses a pod whose annotation differs"
+     " from its seccompProfile; set securityContext.seccompProfile instead"),
+    # --- pod security at the default level, baseline (every rule: tests/compiler/test_pod_security_admission.py)
+    ("a podTemplate adding SYS_ADMIN is refused at the default baseline level",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        securityContext:\n"
+              "          capabilities: {add: [SYS_ADMIN]}\n"),
+     "13:34: error: spec.podTemplate.spec.containers[0].securityContext.capabilities.add[0]: pod security level"
+     " 'baseline' forbids adding capability SYS_ADMIN in container 'pytorch' (Capabilities); add only capabilities"
+     " of the runtime's default set (e.g. CHOWN, NET_BIND_SERVICE, SETUID), or ask for policy.podSecurity:"
+     " privileged in trainforge.yaml"),
+    ("hostIPC is refused at the default baseline level",
+     job_text("podTemplate:\n  spec:\n    hostIPC: true\n"),
+     "10:7: error: spec.podTemplate.spec.hostIPC: pod security level 'baseline' forbids hostIPC: true"
+     " (Host Namespaces); remove hostIPC, or ask for policy.podSecurity: privileged in trainforge.yaml"),
+    ("a hostPort is refused at the default baseline level",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
+              "        ports: [{containerPort: 8080, hostPort: 8080}]\n"),
+     "12:41: error: spec.podTemplate.spec.containers[0].ports[0].hostPort: pod security level 'baseline' forbids"
+     " hostPort 8080 in container 'pytorch' (Host Ports); remove hostPort (reach the pods through a Service), or"
+     " ask for policy.podSecurity: privileged in trainforge.yaml"),
+    ("an unconfined AppArmor annotation is refused at the default baseline level",
+     job_text("podTemplate:\n  metadata:\n    annotations:\n"
+              "      container.apparmor.security.beta.kubernetes.io/pytorch: unconfined\n"),
+     "11:9: error: spec.podTemplate.metadata.annotations.container.apparmor.security.beta.kubernetes.io/pytorch:"
+     " pod security level 'baseline' forbids AppArmor profile unconfined (AppArmor); use runtime/default or"
+     " localhost/<profile>, or ask for policy.podSecurity: privileged in trainforge.yaml"),
+    ("an unsafe sysctl is refused at the default baseline level",
+     job_text("podTemplate:\n  spec:\n    securityContext:\n      sysctls: [{name: kernel.msgmax, value: '65536'}]\n"),
+     "11:20: error: spec.podTemplate.spec.securityContext.sysctls[0].name: pod security level 'baseline' forbids"
+     " sysctl kernel.msgmax (Sysctls); set only namespaced safe sysctls (e.g. net.ipv4.ip_local_port_range), or"
+     " ask for policy.podSecurity: privileged in trainforge.yaml"),
+    ("a privileged container set through a YAML merge key is refused at the mapping that merges it",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        securityContext:\n"
+              "          <<: {privileged: true}\n"),
+     "12:11: error: spec.podTemplate.spec.containers[0].securityContext.privileged: pod security level 'baseline'"
+     " forbids privileged: true in container 'pytorch' (Privileged Containers); remove securityContext.privileged,"
+     " or ask for policy.podSecurity: privileged in trainforge.yaml"),
+    ("a privileged sidecar added by an environment override is refused in the override",
+     job_text("environments:\n  default:\n    podTemplate:\n      spec:\n        hostNetwork: true\n"),
+     "12:11: error: spec.environments.default.podTemplate.spec.hostNetwork: pod security level 'baseline' forbids"
+     " hostNetwork: true (Host Namespaces); remove hostNetwork, or ask for policy.podSecurity: privileged in"
+     " trainforge.yaml"),
     # --- environments
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),

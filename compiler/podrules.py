@@ -1,0 +1,172 @@
+"""What the API server or the kubelet would refuse in a job's pods, long after review.
+
+The operator creates a job's pods from its templates minutes or days after the job was
+synced; a template the API server refuses (422) or the kubelet cannot start leaves a job
+that never gets a pod, with the reason only in the operator's events. These rules catch
+the ones the spec can show, each at the field that causes it: ephemeral containers
+(forbidden on pod create), a mount path that is relative or holds ':', a storage volume
+whose name or path collides with one the `podTemplate` adds, containers the podTemplate
+adds without a name or an image, label keys and values (pod labels, nodeSelector) and
+annotation keys that are not valid, the deprecated seccomp annotations (which clash with
+the seccompProfile field), and the Kueue labels a queue or priority name becomes. Registered in `compiler/rules.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from compiler.diagnostics import Diagnostic
+from compiler.resolve import Target
+from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE
+
+CONTAINER_KINDS = ("initContainers", "containers")
+SECCOMP_ANNOTATIONS = ("seccomp.security.alpha.kubernetes.io/pod", "container.seccomp.security.alpha.kubernetes.io/")
+LATE = " (the API server takes it; the container runtime refuses it when the pod starts)"
+LABEL_FIX = "use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _pod(target: Target) -> dict[str, Any]:
+    return _dict(target.spec.podTemplate.get("spec"))
+
+
+def _bad_mount_path(path: str) -> str:
+    if not path.startswith("/"):
+        return "is relative"
+    if ":" in path:
+        return "contains ':'"
+    return ""
+
+
+def _ephemeral(target: Target) -> Iterator[Diagnostic]:
+    if "ephemeralContainers" in _pod(target):
+        yield target.view.error(
+            ("podTemplate", "spec", "ephemeralContainers"),
+            "the API server refuses every pod created with ephemeral containers",
+            "remove them; add one to a running pod with kubectl debug",
+            prefer_key=True,
+        )
+
+
+def _mount_paths(target: Target) -> Iterator[Diagnostic]:
+    for i, volume in enumerate(target.spec.storage):
+        problem = _bad_mount_path(volume.mountPath)
+        if problem:
+            yield target.view.error(("storage", i, "mountPath"), f"mountPath '{volume.mountPath}' {problem}{LATE}",
+                                    "write an absolute path without ':', e.g. /data")
+    for kind in CONTAINER_KINDS:
+        for i, container in enumerate(_list(_pod(target).get(kind))):
+            for j, mount in enumerate(_list(_dict(container).get("volumeMounts"))):
+                path = _dict(mount).get("mountPath")
+                problem = _bad_mount_path(path) if isinstance(path, str) else ""
+                if problem:
+                    yield target.view.error(("podTemplate", "spec", kind, i, "volumeMounts", j, "mountPath"),
+                                            f"mountPath '{path}' {problem}{LATE}",
+                                            "write an absolute path without ':', e.g. /data")
+
+
+def _storage_collisions(target: Target) -> Iterator[Diagnostic]:
+    """spec.storage is mounted after the podTemplate is merged: a name or path the podTemplate
+    uses already makes two volumes of one name, or two mounts at one path (both 422)."""
+    pod = _pod(target)
+    volumes = {_dict(v).get("name") for v in _list(pod.get("volumes"))}
+    for i, volume in enumerate(target.spec.storage):
+        if volume.name in volumes:
+            yield target.view.error(("storage", i, "name"), f"podTemplate also adds a volume named '{volume.name}'",
+                                    "give the storage volume another name")
+        for container in _list(pod.get("containers")):
+            mounts = {_dict(m).get("mountPath") for m in _list(_dict(container).get("volumeMounts"))}
+            if volume.mountPath in mounts and _dict(container).get("name") == _framework_container(target):
+                yield target.view.error(
+                    ("storage", i, "mountPath"),
+                    f"podTemplate also mounts a volume at '{volume.mountPath}' in container '{container['name']}'",
+                    "mount each volume at its own path")
+
+
+def _framework_container(target: Target) -> str:
+    from compiler.frameworks import adapter
+
+    return adapter(target.spec.framework).facts.container
+
+
+def _containers(target: Target) -> Iterator[Diagnostic]:
+    """Containers the podTemplate adds need a valid name and an image; the framework's own
+    container is merged by name and has its image already."""
+    own = _framework_container(target)
+    seen: set[str] = set()
+    for kind in CONTAINER_KINDS:
+        for i, container in enumerate(_list(_pod(target).get(kind))):
+            if not isinstance(container, dict):
+                continue
+            at = ("podTemplate", "spec", kind, i)
+            name = container.get("name")
+            if not isinstance(name, str) or not DNS1123_LABEL.match(name) or len(name) > 63:
+                yield target.view.error(at, f"a container needs a name that is a DNS label, not {name!r}",
+                                        "name it with lower-case letters, digits and '-'", prefer_key=True)
+                continue
+            if name in seen:
+                yield target.view.error(at + ("name",), f"container name '{name}' is used twice",
+                                        "give each container and init container its own name")
+            seen.add(name)
+            if not container.get("image") and not (kind == "containers" and name == own):
+                yield target.view.error(at, f"container '{name}' has no image",
+                                        f"add image: <image> (only the {own} container gets spec.image)", prefer_key=True)
+
+
+def _labels(target: Target) -> Iterator[Diagnostic]:
+    meta = _dict(target.spec.podTemplate.get("metadata"))
+    pairs = [(("podTemplate", "metadata", "labels"), _dict(meta.get("labels"))),
+             (("podTemplate", "spec", "nodeSelector"), _dict(_pod(target).get("nodeSelector")))]
+    for at, labels in pairs:
+        for key, value in labels.items():
+            if not _label_key_ok(key):
+                yield target.view.error(at + (key,), f"'{key}' is not a valid label key",
+                                        "use e.g. team or example.com/team", prefer_key=True)
+            elif not isinstance(value, str):
+                yield target.view.error(at + (key,), f"label value {value!r} is not a string",
+                                        f'quote it: "{value}"')
+            elif len(value) > 63 or not LABEL_VALUE.match(value):
+                yield target.view.error(at + (key,), f"'{value}' is not a valid label value", LABEL_FIX)
+    for key in _dict(meta.get("annotations")):
+        at = ("podTemplate", "metadata", "annotations", key)
+        if not _label_key_ok(key):
+            yield target.view.error(at, f"'{key}' is not a valid annotation key", "use e.g. example.com/note",
+                                    prefer_key=True)
+        elif key.startswith(SECCOMP_ANNOTATIONS):
+            yield target.view.error(at, "seccomp annotations are ignored since Kubernetes 1.27, and the API server"
+                                    " refuses a pod whose annotation differs from its seccompProfile",
+                                    "set securityContext.seccompProfile instead", prefer_key=True)
+
+
+def _label_key_ok(key: Any) -> bool:
+    return isinstance(key, str) and bool(LABEL_NAME.match(key)) and len(key.rsplit("/", 1)[-1]) <= 63 \
+        and len(key.rpartition("/")[0]) <= 253
+
+
+def _kueue_labels(target: Target) -> Iterator[Diagnostic]:
+    """The queue is written as a label value (kueue.x-k8s.io/queue-name), and so is the priority
+    with kueuePriority (kueue.x-k8s.io/priority-class)."""
+    scheduling = target.spec.scheduling
+    asked = [("queue", scheduling.queue)]
+    if target.environment.scheduling.kueuePriority:
+        asked.append(("priority", scheduling.priority))
+    for name, value in asked:
+        if value is not None and (len(value) > 63 or not LABEL_VALUE.match(value)):
+            yield target.view.error(("scheduling", name), f"'{value}' becomes a label value and is not a valid one",
+                                    LABEL_FIX)
+
+
+RULES = (_ephemeral, _mount_paths, _storage_collisions, _containers, _labels, _kueue_labels)
+
+
+def check(target: Target) -> Iterator[Diagnostic]:
+    """Every late refusal of one job in one environment (registered in `rules.RULES`)."""
+    for rule in RULES:
+        yield from rule(target)
