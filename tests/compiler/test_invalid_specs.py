@@ -351,7 +351,7 @@ CASES = [
      "12:11: error: spec.podTemplate.spec.containers[0].securityContext.privileged: pod security level 'baseline'"
      " forbids privileged: true in container 'pytorch' (Privileged Containers); remove securityContext.privileged,"
      " or ask for policy.podSecurity: privileged in trainforge.yaml"),
-    ("a privileged sidecar added by an environment override is refused in the override",
+    ("host networking asked for by an environment override is refused in the override",
      job_text("environments:\n  default:\n    podTemplate:\n      spec:\n        hostNetwork: true\n"),
      "12:11: error: spec.environments.default.podTemplate.spec.hostNetwork: pod security level 'baseline' forbids"
      " hostNetwork: true (Host Namespaces); remove hostNetwork, or ask for policy.podSecurity: privileged in"
