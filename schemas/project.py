@@ -55,9 +55,13 @@ class ProjectPolicy(StrictModel):
     requiredLabels: list[LabelKey] = Field(default_factory=list)
     podSecurity: Optional[PodSecurityLevel] = Field(
         None,
-        description="Pod Security Standards level every compiled pod must meet (privileged, baseline"
-        " or restricted; default baseline); also the enforce label of the Namespaces the tree creates."
-        " An environment's policy inherits it unless it sets its own.",
+        description="Pod Security Standards level (Kubernetes v1.32) every compiled pod must meet:"
+        " privileged (no checks), baseline (the default: no host namespaces, privileged containers,"
+        " extra capabilities, hostPath, host ports, unconfined AppArmor/seccomp, custom SELinux,"
+        " unsafe sysctls) or restricted (baseline plus non-root, no privilege escalation, drop ALL,"
+        " a seccomp profile, the volume allowlist). Emitted Namespaces carry it as"
+        " pod-security.kubernetes.io/enforce, warn and audit (versions v1.32). An environment's"
+        " policy inherits it unless it sets its own.",
     )
     podSecurityDefaults: Optional[bool] = Field(
         None,
