@@ -117,3 +117,12 @@ def test_a_user_applies_the_install_and_its_policies_refuse_what_upstream_refuse
     assert "(Forbidden)" in bad.stderr
     for name, managed_by in (("fine", None), ("with-kueue", "kueue.x-k8s.io/multikueue")):
         world.kubectl("create", "-f", "-", input=pytorchjob(name, managed_by))
+
+
+def test_the_no_admission_component_leaves_out_exactly_the_policies(tmp_path) -> None:
+    """For clusters older than 1.30: the install without its admission policies, nothing else changed."""
+    full = render(INSTALL)
+    without = render(overlay(tmp_path, None, "no-admission"))
+    policy_kinds = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    assert len([d for d in full if d["kind"] in policy_kinds]) == 12
+    assert without == [d for d in full if d["kind"] not in policy_kinds]
