@@ -28,13 +28,17 @@ _prefix = click.option("--prefix", default="trainforge", show_default=True,
                        help="Name prefix of the generated objects (<prefix>-<env>).")
 
 
-def _environments(sources: tuple[Path, ...], env: Optional[str]) -> list[str]:
+def _environments(sources: tuple[Path, ...], env: Optional[str]) -> dict[str, str]:
+    """Each environment to compile -> the namespace its jobs land in when they name none."""
     from compiler.cli import _compile, _fail_if_invalid, _report
+    from compiler.resolve import DEFAULT_NAMESPACE
 
     result = _compile(sources, env, lower_jobs=False)
     _report(result, "text")
     _fail_if_invalid(result)
-    return result.environments
+    project = result.project
+    return {name: project.environment(name).namespace or project.defaults.namespace or DEFAULT_NAMESPACE
+            for name in result.environments}
 
 
 def _write(out: Path, files: dict[str, str], *, owned: tuple[str, ...]) -> None:
@@ -94,8 +98,8 @@ def argocd(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_url: O
         raise click.UsageError("--source plugin needs --cmp-image (an image with train-compile installed)")
     target = gen.Target(repo_url=repo_url, path=repo_path, revision=revision, source=source,
                         project=project, server=server, namespace=namespace, prefix=prefix,
-                        self_heal=self_heal)
-    _write(out, gen.files(target, envs, appset=appset, cmp_image=cmp_image),
+                        self_heal=self_heal, namespaces=tuple(envs.items()))
+    _write(out, gen.files(target, list(envs), appset=appset, cmp_image=cmp_image),
            owned=("applications", "install"))
 
 
@@ -109,11 +113,12 @@ def argocd(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_url: O
 @click.option("--namespace", default="flux-system", show_default=True, help="Namespace of the Kustomizations.")
 @click.option("--interval", default="10m", show_default=True, help="Reconcile interval.")
 @click.option("--timeout", default="5m", show_default=True, help="How long one reconciliation waits for health.")
-@click.option("--apply-updates", is_flag=True,
-              help="Re-apply changed jobs (off: jobs are create-only, so Kueue's changes stand).")
+@click.option("--create-only/--apply-updates", default=False, show_default=True,
+              help="Create jobs and never update them (ssa: IfNotPresent) instead of applying git's changes "
+                   "with Kueue's fields ignored (.spec.ignore, kustomize-controller >= 1.9).")
 @_prefix
 def flux(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_path: str, source_kind: str,
-         source_name: str, namespace: str, interval: str, timeout: str, apply_updates: bool,
+         source_name: str, namespace: str, interval: str, timeout: str, create_only: bool,
          prefix: str) -> None:
     """Flux Kustomizations per environment with health checks for the job kinds, into OUT."""
     from compiler.gitops import flux as gen
@@ -121,7 +126,7 @@ def flux(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_path: st
     envs = _environments(sources, env)
     target = gen.Target(path=repo_path, source_kind=source_kind, source_name=source_name,
                         namespace=namespace, prefix=prefix, interval=interval, timeout=timeout,
-                        create_only=not apply_updates)
+                        create_only=create_only)
     _write(out, gen.files(target, envs), owned=(".",))
 
 

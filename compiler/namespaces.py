@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from compiler.gitops import waves
 from compiler.podsecurity import KUBERNETES_VERSION
 
 if TYPE_CHECKING:
@@ -42,11 +43,11 @@ def namespace_object(name: str, level: str) -> dict[str, Any]:
     for mode in PSA_MODES:
         labels[f"pod-security.kubernetes.io/{mode}"] = level
         labels[f"pod-security.kubernetes.io/{mode}-version"] = KUBERNETES_VERSION
-    return {
+    return waves.annotate({  # wave -1: before the ServiceAccounts and Roles that live in it
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {"name": name, "annotations": dict(NEVER_DELETE), "labels": dict(sorted(labels.items()))},
-    }
+    })
 
 
 def for_environment(result: "Result", env: str) -> list[dict[str, Any]]:

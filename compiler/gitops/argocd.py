@@ -4,16 +4,15 @@
   `argocd-cm` with the Lua health check of every kubeflow.org kind (Argo CD ships none);
   with the plugin source it also adds the Config Management Plugin (`plugin.yaml` in a
   ConfigMap) and the repo-server sidecar that runs it.
-- One Application per environment (or one ApplicationSet with a list generator). The
-  source is either the committed kustomize tree `OUT/<env>` (render in CI, commit, Argo
+- One Application per environment (or one ApplicationSet with a list generator), with
+  `CreateNamespace=true` and the environment's default namespace as destination: Argo CD
+  creates that namespace before the sync; the other namespaces jobs name come from the
+  Namespace objects of the compiled tree (kept out of pruning). The source is either the committed kustomize tree `OUT/<env>` (render in CI, commit, Argo
   CD runs kustomize) or the plugin, which runs `train-compile render --env <env>` on the
   TrainJob sources in the repo server.
 
-Kueue-managed jobs: Kueue's webhook suspends the job on create, and on admission Kueue
-flips `runPolicy.suspend` and merges its flavor's node labels, tolerations, scheduling
-gates, labels and annotations into every pod template (restoring them on eviction);
-MultiKueue sets `runPolicy.managedBy`. `ignore_differences` hides exactly those fields
-and `RespectIgnoreDifferences=true` keeps a sync from writing them back, which would
+Kueue-managed jobs: `ignore_differences` hides exactly the fields Kueue changes
+(`compiler.gitops.kueue`) and `RespectIgnoreDifferences=true` keeps a sync from writing them back, which would
 suspend a running job or strip its flavor. A job is a run, not a rollout: auto-sync
 prunes jobs removed from git but does not self-heal by default, because a job deleted in
 the cluster (by `ttlAfterFinished` or by hand) would be created again and run again.
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from compiler.frameworks import BY_KIND
-from compiler.gitops import health
+from compiler.gitops import health, kueue
 
 ARGOCD_NAMESPACE = "argocd"
 PLUGIN_NAME = "trainforge"
@@ -38,12 +37,7 @@ GENERATE_SCRIPT = (
     'exec train-compile render . --env "${ARGOCD_ENV_' + ENV_PARAM
     + ':?set the TRAINFORGE_ENV plugin parameter to an environment of trainforge.yaml}"'
 )
-KUEUE_POINTERS = ("/spec/runPolicy/suspend", "/spec/runPolicy/managedBy")
-KUEUE_POD_FIELDS = (
-    "metadata.labels", "metadata.annotations",
-    "spec.nodeSelector", "spec.tolerations", "spec.schedulingGates",
-)
-SYNC_OPTIONS = ("RespectIgnoreDifferences=true", "ApplyOutOfSyncOnly=true")
+SYNC_OPTIONS = ("CreateNamespace=true", "RespectIgnoreDifferences=true", "ApplyOutOfSyncOnly=true")
 
 
 @dataclass(frozen=True)
@@ -59,11 +53,19 @@ class Target:
     namespace: str = ARGOCD_NAMESPACE
     prefix: str = "trainforge"
     self_heal: bool = False
+    # env -> the namespace jobs that name none land in; the Application's destination
+    # namespace, which CreateNamespace=true creates before the sync (others come from the
+    # Namespace objects in the compiled tree).
+    namespaces: tuple[tuple[str, str], ...] = ()
+
+    def namespace_of(self, env: str) -> str:
+        return dict(self.namespaces).get(env, "default")
 
 
 def health_keys() -> dict[str, str]:
     """argocd-cm keys: `resource.customizations.health.<group>_<kind>` -> Lua script."""
-    return {f"resource.customizations.health.{health.GROUP}_{kind}": health.lua_script() for kind in BY_KIND}
+    return {f"resource.customizations.health.{rule.group}_{kind}": health.lua_script(kind)
+            for kind, rule in health.RULES.items()}
 
 
 def argocd_cm_patch(namespace: str = ARGOCD_NAMESPACE) -> dict[str, Any]:
@@ -77,16 +79,8 @@ def argocd_cm_patch(namespace: str = ARGOCD_NAMESPACE) -> dict[str, Any]:
 
 def ignore_differences() -> list[dict[str, Any]]:
     """What Kueue changes on a job of each kind, as Argo CD ignoreDifferences entries."""
-    out = []
-    for kind, adapter in BY_KIND.items():
-        specs = adapter.facts.replica_specs
-        out.append({
-            "group": health.GROUP,
-            "kind": kind,
-            "jsonPointers": list(KUEUE_POINTERS),
-            "jqPathExpressions": [f".spec.{specs}[].template.{field}" for field in KUEUE_POD_FIELDS],
-        })
-    return out
+    return [{"group": health.GROUP, "kind": kind, "jsonPointers": list(kueue.RUN_POLICY_POINTERS),
+             "jqPathExpressions": kueue.jq_paths(kind)} for kind in BY_KIND]
 
 
 def plugin() -> dict[str, Any]:
@@ -159,7 +153,7 @@ def _spec(target: Target, env: str) -> dict[str, Any]:
     return {
         "project": target.project,
         "source": _source(target, env),
-        "destination": {"server": target.server},
+        "destination": {"server": target.server, "namespace": target.namespace_of(env)},
         "ignoreDifferences": ignore_differences(),
         "syncPolicy": {
             "automated": {"prune": True, "selfHeal": target.self_heal},
@@ -182,6 +176,7 @@ def application(target: Target, env: str) -> dict[str, Any]:
 def applicationset(target: Target, envs: list[str]) -> dict[str, Any]:
     template = application(target, "{{.env}}")
     del template["apiVersion"], template["kind"], template["metadata"]["namespace"]
+    template["spec"]["destination"]["namespace"] = "{{.namespace}}"
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "ApplicationSet",
@@ -189,7 +184,8 @@ def applicationset(target: Target, envs: list[str]) -> dict[str, Any]:
         "spec": {
             "goTemplate": True,
             "goTemplateOptions": ["missingkey=error"],
-            "generators": [{"list": {"elements": [{"env": env} for env in envs]}}],
+            "generators": [{"list": {"elements": [{"env": env, "namespace": target.namespace_of(env)}
+                                                  for env in envs]}}],
             "template": template,
         },
     }

@@ -5,14 +5,18 @@ Each points at the committed kustomize tree `OUT/<env>` (render in CI with
 applied, and teaches Flux the health of the seven kubeflow.org kinds through
 `healthCheckExprs` (the CEL of `compiler.gitops.health`).
 
-Jobs are applied with `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent`, set by a patch in
-the Kustomization rather than in the compiled tree: Flux creates a job and then leaves
-it alone. Flux has no per-field ignore, and Kueue rewrites the job while it runs
-(`runPolicy.suspend`, the pod templates' tolerations and node selectors); re-applying
-git over that would suspend a running job or strip its flavor. A job is a run: change
-it by giving the new run a new name. `wait: true` keeps the Kustomization not Ready
-while a run is in progress and Failed when a job fails; its `timeout` bounds how long
-one reconciliation waits.
+Kueue rewrites a job while it runs (`runPolicy.suspend`, the pod templates' node
+selectors, tolerations, labels: `compiler.gitops.kueue`); re-applying git over that would
+suspend a running job or strip its flavor. kustomize-controller >= 1.9 takes those fields
+as `.spec.ignore` (JSON pointers per kind): they are left out of drift detection, and a
+drifted one is applied with the cluster's value, so the rest of a job still follows git
+as it does under Argo CD. `--create-only` instead annotates jobs
+`kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` (a patch in the Kustomization, not in
+the compiled tree): Flux creates a job and never touches it again. Either way a job is a
+run: an edit reaches the object, never the pods of a run in progress or done; a new run
+needs a new name. `wait: true` keeps the Kustomization not Ready while a run is in
+progress and Failed when a job fails; its `timeout` bounds how long one reconciliation
+waits.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.frameworks import BY_KIND
-from compiler.gitops import health
+from compiler.gitops import health, kueue
 
 API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
 SSA_ANNOTATION = "kustomize.toolkit.fluxcd.io/ssa"
@@ -36,7 +40,7 @@ class Target:
     prefix: str = "trainforge"
     interval: str = "10m"
     timeout: str = "5m"
-    create_only: bool = True  # ssa: IfNotPresent on jobs
+    create_only: bool = False  # ssa: IfNotPresent on jobs instead of ignoring Kueue's fields
 
 
 def health_check_exprs() -> list[dict[str, str]]:
@@ -54,6 +58,12 @@ def job_patches() -> list[dict[str, Any]]:
         out.append({"target": {"group": health.GROUP, "version": "v1", "kind": kind},
                     "patch": serialize.dump(body)})
     return out
+
+
+def ignore_rules() -> list[dict[str, Any]]:
+    """`.spec.ignore`: the Kueue-managed fields of each kind, for drift and apply."""
+    return [{"paths": kueue.json_pointers(kind),
+             "target": {"group": health.GROUP, "version": "v1", "kind": kind}} for kind in BY_KIND]
 
 
 def _path(target: Target, env: str) -> str:
@@ -75,6 +85,8 @@ def kustomization(target: Target, env: str) -> dict[str, Any]:
     }
     if target.create_only:
         spec["patches"] = job_patches()
+    else:
+        spec["ignore"] = ignore_rules()
     return {
         "apiVersion": API_VERSION,
         "kind": "Kustomization",

@@ -24,6 +24,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from dataclasses import dataclass
+
 from compiler.frameworks import BY_KIND
 
 GROUP = "kubeflow.org"
@@ -37,15 +39,47 @@ ARGO_TO_FLUX = {
     "Suspended": "InProgress",
 }
 
+
+@dataclass(frozen=True)
+class Rule:
+    """How one kind says it ended: the condition types (status "True") for each outcome."""
+
+    api_version: str
+    failed: str = "Failed"
+    succeeded: str = "Succeeded"
+    suspended: str = "Suspended"
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+
+# One row per kind with a health check, in the order the generated objects list them.
+# Another kind is one more row (and its Lua/CEL follow from the row).
+RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version) for kind, adapter in BY_KIND.items()}
+
+# Flux (fluxcd/pkg runtime/cel) evaluates inProgress, then failed, then current; the first
+# true one wins, none true is InProgress, and an evaluation error is Unknown with the
+# error as the message (Flux waits, and reports the error when its timeout ends). Real
+# cel-go cannot guard a top-level variable the object lacks: before the first status
+# write `has(status.conditions)` fails with "no such attribute(s): status.conditions", and
+# `has(status)` is not a valid has() argument. So "no status yet" is read from metadata:
+# a write through the /status subresource, the training operator's only way to write
+# status, leaves a managedFields entry with `subresource: status` (Kubernetes >= 1.22).
+# Until then the job is in progress, exactly what Argo CD's Lua says ("Waiting for the
+# training operator..."), and `status` is never read. A deletion also wins over a Failed
+# condition, as Argo CD's "Pending deletion" does.
+NO_STATUS_YET = ("!has(metadata.managedFields) || "
+                 "!metadata.managedFields.exists(f, has(f.subresource) && f.subresource == 'status')")
 _HAS = "has(status.conditions) && status.conditions.exists(c, c.type == '{type}' && c.status == 'True')"
-CEL = {
-    # Flux evaluates inProgress, then failed, then current; the first true one wins and
-    # none true means InProgress. So only a deletion needs saying here: it must win over
-    # a Failed condition, as Argo CD's "Pending deletion" does.
-    "inProgress": "has(metadata.deletionTimestamp)",
-    "failed": _HAS.format(type="Failed"),
-    "current": _HAS.format(type="Succeeded"),
-}
+
+
+def _cel(rule: Rule) -> dict[str, str]:
+    return {
+        "inProgress": f"has(metadata.deletionTimestamp) || {NO_STATUS_YET}",
+        "failed": _HAS.format(type=rule.failed),
+        "current": _HAS.format(type=rule.succeeded),
+    }
 
 
 # Top-level fields an expression reads (`c.status` inside a macro is not one).
@@ -53,25 +87,38 @@ _ROOT = re.compile(r"(?<![.\w])(apiVersion|kind|metadata|spec|status)\.")
 
 
 def kinds() -> list[tuple[str, str]]:
-    """(apiVersion, kind) of every framework, in the framework table's order."""
-    return [(adapter.facts.api_version, kind) for kind, adapter in BY_KIND.items()]
+    """(apiVersion, kind) of every kind with a health check, in the table's order."""
+    return [(rule.api_version, kind) for kind, rule in RULES.items()]
 
 
 def _check_kind(kind: str) -> None:
-    if kind not in BY_KIND:
-        raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(BY_KIND)}")
+    if kind not in RULES:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(RULES)}")
 
 
 @lru_cache(maxsize=1)
-def lua_script() -> str:
-    """The Lua health check (the same text for every kind)."""
+def _lua_template() -> str:
     return resources.files("compiler.gitops").joinpath("lua", SCRIPT).read_text(encoding="utf-8")
+
+
+_LUA_NAMES = 'local FAILED, SUCCEEDED, SUSPENDED = "Failed", "Succeeded", "Suspended"'
+
+
+def lua_script(kind: str | None = None) -> str:
+    """The Lua health check for `kind` (the kubeflow.org kinds share one text)."""
+    text = _lua_template()
+    if kind is None:
+        return text
+    _check_kind(kind)
+    rule = RULES[kind]
+    names = f'local FAILED, SUCCEEDED, SUSPENDED = "{rule.failed}", "{rule.succeeded}", "{rule.suspended}"'
+    return text.replace(_LUA_NAMES, names, 1)
 
 
 def cel_expressions(kind: str) -> dict[str, str]:
     """One Flux `healthCheckExprs` entry for `kind`."""
     _check_kind(kind)
-    return {"apiVersion": BY_KIND[kind].facts.api_version, "kind": kind, **CEL}
+    return {"apiVersion": RULES[kind].api_version, "kind": kind, **_cel(RULES[kind])}
 
 
 def _sandboxed_runtime():
@@ -89,7 +136,7 @@ def _sandboxed_runtime():
 def evaluate_lua(kind: str, obj: dict[str, Any]) -> dict[str, str]:
     """Run the shipped Lua check on `obj` the way Argo CD does: `obj` global, table back."""
     _check_kind(kind)
-    return run_lua(lua_script(), obj)
+    return run_lua(lua_script(kind), obj)
 
 
 def run_lua(script: str, obj: dict[str, Any]) -> dict[str, str]:
@@ -109,13 +156,14 @@ def run_cel(exprs: dict[str, str], obj: dict[str, Any]) -> str:
     """Flux's verdict on `obj` from one healthCheckExprs entry: Current, Failed,
     InProgress or Unknown.
 
-    Mirrors fluxcd/pkg runtime/cel StatusEvaluator: a stale `status.observedGeneration`
-    is InProgress; then inProgress, failed, current in that order; none true is
-    InProgress; an evaluation error is Unknown (Flux keeps waiting until its timeout).
-    The object's top-level fields are the expression's variables. cel-go fails on a
-    variable the object lacks (`status` before the first status write), even inside
-    `has()`, where cel-python answers false; the reference is checked here first so the
-    verdict is cel-go's (Unknown).
+    An emulation for cheap cases; the real kustomize-controller (tests/e2e) is the
+    authority. Mirrors fluxcd/pkg runtime/cel StatusEvaluator: a stale
+    `status.observedGeneration` is InProgress; then inProgress, failed, current in that
+    order; none true is InProgress; an evaluation error is Unknown (Flux keeps waiting
+    until its timeout). The object's top-level fields are the expression's variables.
+    cel-go fails on a variable the object lacks (`status` before the first status write),
+    even inside `has()`, where cel-python answers false; the reference is checked here
+    first so the verdict is cel-go's (Unknown).
     """
     import celpy
 

@@ -5,7 +5,11 @@ plugin rejects them and the operator backs off), and a gang-scheduled job needs 
 PodGroup first. Argo CD applies a wave, waits until everything in it is healthy, then
 applies the next; so ServiceAccounts, Roles, RoleBindings and PodGroups go in wave -1
 and the job stays in the default wave 0. None of those kinds has an Argo CD health
-check, so wave -1 is done as soon as it is applied.
+check, so wave -1 is done as soon as it is applied. The Namespace objects of the tree
+(`compiler.namespaces`) go in wave -1 too: Argo CD orders by wave before kind, so a
+Namespace left in wave 0 would come after the ServiceAccount that needs it ("namespaces
+... not found"); within wave -1 Argo CD applies Namespaces first. Flux needs no waves:
+it applies Namespaces (and CRDs) in a stage of their own before everything else.
 
 PersistentVolumeClaims deliberately stay in wave 0 with the job. Argo CD reports a
 Pending claim as Progressing, and a claim of a `WaitForFirstConsumer` storage class (the
@@ -31,7 +35,7 @@ from compiler.bundle import Bundle
 ANNOTATION = "argocd.argoproj.io/sync-wave"
 PREREQUISITE_WAVE = "-1"
 JOB_WAVE = "0"  # Argo CD's default; the job carries no annotation
-EARLY_KINDS = frozenset({"ServiceAccount", "Role", "RoleBinding", "PodGroup"})
+EARLY_KINDS = frozenset({"Namespace", "ServiceAccount", "Role", "RoleBinding", "PodGroup"})
 
 
 def wave_of(obj: dict[str, Any]) -> int:

@@ -39,6 +39,7 @@ def test_a_namespace_is_never_pruned_or_deleted_by_the_gitops_engines(tmp_path):
     assert spaces["nlp"]["metadata"]["annotations"] == {
         "kustomize.toolkit.fluxcd.io/prune": "Disabled",
         "argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
+        "argocd.argoproj.io/sync-wave": "-1",  # with the ServiceAccounts it holds (Namespaces first)
     }
 
 

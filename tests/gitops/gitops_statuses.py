@@ -52,12 +52,21 @@ def job(kind: str, conditions: Optional[list[dict]] = None, *, deleting: bool = 
         obj["metadata"]["deletionTimestamp"] = T0
         obj["metadata"]["finalizers"] = ["example.com/keep"]
     if conditions is not None:
-        obj["status"] = {
+        obj = with_status(obj, {
             "conditions": conditions,
             "replicaStatuses": replica_statuses or {facts.replica_types[-1]: {"active": 1}},
             "startTime": T0,
-        }
+        })
     return obj
+
+
+def with_status(obj: dict, status: dict) -> dict:
+    """`obj` as the API server returns it after the operator wrote `status` through the
+    /status subresource: the status, and a managedFields entry saying who wrote it."""
+    entry = {"manager": "training-operator", "operation": "Update", "apiVersion": obj["apiVersion"],
+             "time": T0, "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}, "subresource": "status"}
+    meta = {**obj["metadata"], "managedFields": [*obj["metadata"].get("managedFields", []), entry]}
+    return {**obj, "metadata": meta, "status": status}
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class Case:
 
 
 CASES = [
-    Case("no status at all", lambda k: job(k), "Progressing", "Unknown",
+    Case("no status at all", lambda k: job(k), "Progressing", "InProgress",
          "Waiting for the training operator to report status"),
     Case("created only", lambda k: job(k, [condition(k, "Created")]), "Progressing", "InProgress",
          "{kind} {job} is created."),
@@ -108,6 +117,6 @@ CASES = [
          "Progressing", "InProgress", "Pending deletion"),
     Case("deleting with no status", lambda k: job(k, deleting=True), "Progressing", "InProgress",
          "Pending deletion"),
-    Case("empty conditions list", lambda k: {**job(k), "status": {"conditions": []}},
+    Case("empty conditions list", lambda k: with_status(job(k), {"conditions": []}),
          "Progressing", "InProgress", "Waiting for the training operator to report status"),
 ]

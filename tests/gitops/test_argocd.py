@@ -67,8 +67,10 @@ def test_one_application_per_environment_renders_with_kustomize(generated):
         app = apps[f"trainforge-{env}"]
         assert app["apiVersion"] == "argoproj.io/v1alpha1" and app["metadata"]["namespace"] == "argocd"
         assert app["spec"]["source"] == {"repoURL": REPO, "targetRevision": "HEAD", "path": f"deploy/{env}"}
-        assert app["spec"]["destination"] == {"server": "https://kubernetes.default.svc"}
-        assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]
+        # the project's default namespace, which CreateNamespace=true makes Argo CD create
+        assert app["spec"]["destination"] == {"server": "https://kubernetes.default.svc", "namespace": "ml"}
+        assert {"CreateNamespace=true", "RespectIgnoreDifferences=true"} <= set(
+            app["spec"]["syncPolicy"]["syncOptions"])
         assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": False}
         assert {d["kind"] for d in app["spec"]["ignoreDifferences"]} == set(BY_KIND)
 
@@ -83,10 +85,11 @@ def test_the_applicationset_stamps_out_the_same_applications(tmp_path, generated
     (appset,) = kustomize(generate(tmp_path, "--appset", name="appset"))
     assert appset["kind"] == "ApplicationSet" and appset["spec"]["goTemplate"] is True
     elements = appset["spec"]["generators"][0]["list"]["elements"]
-    assert elements == [{"env": "dev"}, {"env": "prod"}]
+    assert elements == [{"env": "dev", "namespace": "ml"}, {"env": "prod", "namespace": "ml"}]
     apps = {a["metadata"]["name"]: a for a in kustomize(generated)}
     for element in elements:  # what the list generator + Go template produce
         text = yaml.safe_dump(appset["spec"]["template"]).replace("{{.env}}", element["env"])
+        text = text.replace("{{.namespace}}", element["namespace"])
         stamped = yaml.safe_load(text)
         app = apps[stamped["metadata"]["name"]]
         assert stamped["spec"] == app["spec"]

@@ -1,6 +1,8 @@
 """`train-compile flux`: Kustomizations that kustomize renders, whose `healthCheckExprs`
-(read back from the generated YAML) give Flux the Lua check's answer in a real CEL
-evaluator, and whose patches make jobs create-only when kustomize applies them."""
+(read back from the generated YAML) give the Lua check's answer in a CEL evaluator, whose
+`.spec.ignore` names Kueue's fields, and whose `--create-only` patches make jobs
+create-only when kustomize applies them. The real kustomize-controller runs them in
+tests/e2e."""
 
 from __future__ import annotations
 
@@ -50,9 +52,8 @@ def test_the_generated_expressions_agree_with_the_lua_check(kustomizations, kind
     obj = case.build(kind)
     verdict = health.run_cel(entry, obj)
     assert verdict == case.flux
-    argo = health.run_lua(health.lua_script(), obj)["status"]
-    # Unknown: cel-go cannot read `status` before the first status write; Flux waits.
-    assert argo == "Progressing" if verdict == "Unknown" else health.ARGO_TO_FLUX[argo] == verdict
+    argo = health.run_lua(health.lua_script(kind), obj)["status"]
+    assert health.ARGO_TO_FLUX[argo] == verdict
 
 
 def _apply_patches(tmp_path: Path, tree: Path, patches: list[dict]) -> list[dict]:
@@ -66,8 +67,23 @@ def _apply_patches(tmp_path: Path, tree: Path, patches: list[dict]) -> list[dict
     return kustomize(wrapper)
 
 
-def test_jobs_are_create_only_and_nothing_else_is(tmp_path, kustomizations, project_tree):
-    patches = kustomizations["trainforge-prod"]["spec"]["patches"]
+def test_kueue_fields_are_ignored_for_every_replica_type_of_every_kind(kustomizations):
+    rules = kustomizations["trainforge-prod"]["spec"]["ignore"]
+    assert [r["target"] for r in rules] == [
+        {"group": "kubeflow.org", "version": "v1", "kind": kind} for _, kind in health.kinds()]
+    (tf,) = [r["paths"] for r in rules if r["target"]["kind"] == "TFJob"]
+    assert tf[:2] == ["/spec/runPolicy/suspend", "/spec/runPolicy/managedBy"]
+    for replica_type in ("Chief", "Master", "Worker", "PS", "Evaluator"):
+        assert f"/spec/tfReplicaSpecs/{replica_type}/template/spec/nodeSelector" in tf
+        assert f"/spec/tfReplicaSpecs/{replica_type}/template/spec/tolerations" in tf
+    assert "patches" not in kustomizations["trainforge-prod"]["spec"]
+
+
+def test_jobs_are_create_only_and_nothing_else_is(tmp_path, project_tree):
+    (k, *_) = [k for k in kustomize(generate(tmp_path / "flux", "--create-only"))
+               if k["metadata"]["name"] == "trainforge-prod"]
+    assert "ignore" not in k["spec"]
+    patches = k["spec"]["patches"]
     objects = _apply_patches(tmp_path, project_tree / "prod", patches)
     jobs = [o for o in objects if o["apiVersion"] == "kubeflow.org/v1"]
     others = [o for o in objects if o["apiVersion"] != "kubeflow.org/v1"]
@@ -80,6 +96,6 @@ def test_jobs_are_create_only_and_nothing_else_is(tmp_path, kustomizations, proj
     assert len(objects) == len(kustomize(project_tree / "prod"))
 
 
-def test_apply_updates_drops_the_create_only_patches(tmp_path):
+def test_apply_updates_is_the_default(tmp_path):
     (k, *_) = kustomize(generate(tmp_path / "flux", "--apply-updates"))
-    assert "patches" not in k["spec"]
+    assert "patches" not in k["spec"] and k["spec"]["ignore"] == flux.ignore_rules()

@@ -24,12 +24,17 @@ def test_cel_health_gives_flux_the_same_answer(kind, case):
     verdict = health.evaluate_cel(kind, obj)
     assert verdict == case.flux
     argo = health.evaluate_lua(kind, obj)["status"]
-    if verdict == "Unknown":
-        # cel-go cannot read `status` before the first status write; Flux keeps waiting,
-        # which is what Progressing means to Argo CD.
-        assert argo == "Progressing"
-    else:
-        assert health.ARGO_TO_FLUX[argo] == verdict
+    assert health.ARGO_TO_FLUX[argo] == verdict
+
+
+def test_before_the_first_status_write_flux_never_reads_status():
+    # cel-go errors on `status.x` while the object has no status (Unknown, then a timeout
+    # naming a CEL error); inProgress answers from metadata first, so status is never read.
+    obj = job("PyTorchJob")
+    assert "status" not in obj and health.evaluate_cel("PyTorchJob", obj) == "InProgress"
+    applied = {**obj, "metadata": {**obj["metadata"], "managedFields": [
+        {"manager": "kustomize-controller", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {}}]}}
+    assert health.evaluate_cel("PyTorchJob", applied) == "InProgress"
 
 
 def test_a_stale_observed_generation_is_in_progress_for_flux():

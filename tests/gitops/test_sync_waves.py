@@ -48,7 +48,8 @@ def test_prerequisites_are_in_an_earlier_wave_than_the_job(rendered_tree, env):
     assert _service_accounts(bert) == {"bert"}, "the fixture job runs as its own ServiceAccount"
     for name in _service_accounts(bert):
         assert waves.wave_of(sas[name]) < waves.wave_of(bert) == 0
-    for kind in ("ServiceAccount", "Role", "RoleBinding", "PodGroup"):
+    assert [n["metadata"]["name"] for n in by_kind(objects, "Namespace")] == ["ml"]
+    for kind in ("Namespace", "ServiceAccount", "Role", "RoleBinding", "PodGroup"):
         for o in by_kind(objects, kind):
             assert o["metadata"]["annotations"][waves.ANNOTATION] == "-1", (kind, o["metadata"]["name"])
     assert by_kind(objects, "Role") and by_kind(objects, "RoleBinding")

@@ -9,6 +9,8 @@
 -- Suspended, anything else -> Progressing. A condition counts only when its status is
 -- the string "True": a finished job still lists Running (False) and a resumed job lists
 -- Suspended (False).
+-- The condition types of this kind's outcomes (train-compile writes them per kind).
+local FAILED, SUCCEEDED, SUSPENDED = "Failed", "Succeeded", "Suspended"
 local hs = {status = "Progressing", message = ""}
 
 local function describe(condition)
@@ -42,15 +44,15 @@ for _, condition in ipairs(obj.status.conditions) do
   end
 end
 
-if active["Failed"] ~= nil then
+if active[FAILED] ~= nil then
   hs.status = "Degraded"
-  hs.message = describe(active["Failed"])
-elseif active["Succeeded"] ~= nil then
+  hs.message = describe(active[FAILED])
+elseif active[SUCCEEDED] ~= nil then
   hs.status = "Healthy"
-  hs.message = describe(active["Succeeded"])
-elseif active["Suspended"] ~= nil then
+  hs.message = describe(active[SUCCEEDED])
+elseif active[SUSPENDED] ~= nil then
   hs.status = "Suspended"
-  hs.message = describe(active["Suspended"])
+  hs.message = describe(active[SUSPENDED])
 elseif latest ~= nil then
   hs.message = describe(latest)
 else

@@ -1,0 +1,37 @@
+"""What Kueue changes on a job it manages, for the engines to leave alone.
+
+Kueue's webhook suspends a job on create; admission flips `runPolicy.suspend` and merges
+its flavor's node labels, tolerations, scheduling gates, labels and annotations into
+every pod template (restoring them on eviction); MultiKueue sets `runPolicy.managedBy`.
+An engine that re-applied git over those fields would suspend a running job or strip its
+flavor. Argo CD takes the fields as `ignoreDifferences` (JSON pointers plus jq paths over
+every replica type); Flux's `.spec.ignore` takes JSON pointers only, so the pod template
+fields are spelled out per replica type the kind knows (an absent path is simply equal
+on both sides). One list feeds both, so the engines ignore the same things.
+"""
+
+from __future__ import annotations
+
+from compiler.frameworks import BY_KIND
+
+RUN_POLICY_POINTERS = ("/spec/runPolicy/suspend", "/spec/runPolicy/managedBy")
+POD_TEMPLATE_FIELDS = (
+    "metadata.labels", "metadata.annotations",
+    "spec.nodeSelector", "spec.tolerations", "spec.schedulingGates",
+)
+
+
+def jq_paths(kind: str) -> list[str]:
+    """The pod template fields of every replica of `kind`, as Argo CD jq paths."""
+    specs = BY_KIND[kind].facts.replica_specs
+    return [f".spec.{specs}[].template.{field}" for field in POD_TEMPLATE_FIELDS]
+
+
+def json_pointers(kind: str) -> list[str]:
+    """Every Kueue-managed field of `kind` as JSON pointers (RFC 6901), replica by replica."""
+    facts = BY_KIND[kind].facts
+    pointers = list(RUN_POLICY_POINTERS)
+    for replica_type in facts.replica_types:
+        for field in POD_TEMPLATE_FIELDS:
+            pointers.append(f"/spec/{facts.replica_specs}/{replica_type}/template/{field.replace('.', '/')}")
+    return pointers
