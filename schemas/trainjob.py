@@ -174,7 +174,7 @@ GangChoice = Annotated[
 
 class Scheduling(StrictModel):
     queue: Optional[NonEmptyStr] = Field(None, description="Kueue LocalQueue name.")
-    priority: Optional[NonEmptyStr] = Field(None, description="PriorityClass name.")
+    priority: Optional[NonEmptyStr] = Field(None, description="PriorityClass name; under trainer-v2 only as a Kueue label (kueuePriority).")
     gang: Optional[GangChoice] = Field(
         None,
         description="true = the environment's gang scheduler (else volcano), or an object.",
@@ -185,13 +185,15 @@ class Scheduling(StrictModel):
 
 class Policy(StrictModel):
     restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = Field(
-        None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only."
+        None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. kubeflow-v1 only (an error under trainer-v2)."
     )
-    backoffLimit: Optional[NonNegativeInt] = Field(None, description="Restarts before the job fails.")
+    backoffLimit: Optional[NonNegativeInt] = Field(None, description="Restarts before the job fails. kubeflow-v1 only (an error under trainer-v2).")
     activeDeadline: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
-    ttlAfterFinished: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
+    ttlAfterFinished: Optional[Seconds] = Field(
+        None, description="90s, 30m, 24h, 7d or seconds. kubeflow-v1 only (an error under trainer-v2)."
+    )
     cleanPods: Optional[Literal["Running", "All", "None"]] = Field(
-        None, description="Which pods to delete when the job finishes."
+        None, description="Which pods to delete when the job finishes. kubeflow-v1 only (an error under trainer-v2)."
     )
     suspend: Optional[bool] = Field(
         None, description="Only true is written out (Kueue flips it in the cluster)."
@@ -267,7 +269,9 @@ class TrainJobSpec(StrictModel):
     image: NonEmptyStr = Field(description="Container image that runs the training program.")
     command: Optional[list[NonEmptyStr]] = Field(None, description="Entrypoint; the image's own otherwise.")
     args: Optional[list[str]] = Field(None, description="Arguments to the command.")
-    workingDir: Optional[NonEmptyStr] = Field(None, description="Working directory of the container.")
+    workingDir: Optional[NonEmptyStr] = Field(
+        None, description="Working directory of the container. kubeflow-v1 only (an error under trainer-v2)."
+    )
     env: dict[EnvName, EnvValue] = Field(
         default_factory=dict,
         description="Environment: a string, {secret: NAME, key: KEY} or {configMap: NAME, key: KEY}.",
@@ -278,9 +282,12 @@ class TrainJobSpec(StrictModel):
     )
     resources: Resources = Field(default_factory=Resources, description="Per-node resources.")
     roles: dict[Name, Role] = Field(
-        default_factory=dict, description="Framework-specific extra roles (tensorflow ps/evaluator, mxnet server...)."
+        default_factory=dict, description="Framework-specific extra roles (tensorflow ps/evaluator, mxnet server...);"
+        " kubeflow-v1 only."
     )
-    elastic: Optional[Elastic] = Field(None, description="Elastic training between minNodes and maxNodes (pytorch).")
+    elastic: Optional[Elastic] = Field(
+        None, description="Elastic training between minNodes and maxNodes (pytorch); kubeflow-v1 only (an error under trainer-v2)."
+    )
     storage: list[Volume] = Field(default_factory=list, description="Volumes mounted into every pod.")
     scheduling: Scheduling = Field(default_factory=Scheduling, description="Queue, priority, gang and placement.")
     policy: Policy = Field(default_factory=Policy, description="Restart, backoff, deadline, TTL and cleanup.")
