@@ -14,7 +14,7 @@ export TRAINFORGE_UV := $(UV)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: venv lock install-check demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller clean
+.PHONY: venv lock install-check demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale clean
 
 $(UV):
 	@$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
@@ -80,6 +80,11 @@ bench-compiler: $(STAMP)
 
 bench-controller: $(STAMP) k8s-assets
 	$(BIN)/python -m bench.controller_bench
+
+# both controllers on a real pod lifecycle: kube-scheduler + kwok, 500 nodes, 1,000 PyTorchJobs x 8 pods
+# (ours, the upstream operator v1.9.4); --jobs/--pods-per-job/--nodes via ARGS="..."
+bench-scale: $(STAMP) k8s-assets
+	$(BIN)/python -m bench.scale_bench $(ARGS)
 
 clean:
 	rm -rf build .pytest_cache
