@@ -307,3 +307,67 @@ def warnings(job: Mapping[str, Any], kind: str) -> list[str]:
 def aggregate(messages: list[str]) -> str:
     """Kubernetes' aggregate error text: one message as is, several as `[a, b]`."""
     return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
+# ---------------------------------------------------------------------- the reconcilers' checks
+# MPIJob (v1.9.4) and MXJob (v1.8.1) are validated by upstream's reconcilers, not at admission:
+# the first problem only, in a Warning event. Their map order is random; ours is sorted.
+_MPI_TYPES = ("Launcher", "Worker")
+
+
+def reconciler_errors(job: Mapping[str, Any], kind: str) -> list[str]:
+    """Upstream's reconcile-time check of an MPIJob or MXJob: [] or [its first error]."""
+    return _mpi(job) if kind == "MPIJob" else _mx(job)
+
+
+def _replica_map(job: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+    specs = (job.get("spec") or {}).get(field)
+    return specs if isinstance(specs, dict) else None
+
+
+def _container_list(replica: Any) -> list[Any]:
+    if not isinstance(replica, dict):
+        return []
+    found = ((replica.get("template") or {}).get("spec") or {}).get("containers")
+    return found if isinstance(found, list) else []
+
+
+def _mpi(job: Mapping[str, Any]) -> list[str]:
+    """Upstream's ValidateV1MpiJobSpec; it stops at the first error (its map order is random, ours sorted)."""
+    specs = _replica_map(job, "mpiReplicaSpecs")
+    if specs is None:
+        return ["MPIReplicaSpecs is not valid"]
+    for rtype in sorted(specs):
+        replica = specs[rtype]
+        containers = _container_list(replica)
+        if not containers:
+            return [f"MPIReplicaSpecs is not valid: containers definition expected in {rtype}"]
+        if rtype not in _MPI_TYPES:
+            return [f"MPIReplicaType is {rtype} but must be one of [{' '.join(_MPI_TYPES)}]"]
+        for container in containers:
+            if not (isinstance(container, dict) and container.get("image")):
+                return [f"MPIReplicaSpec is not valid: Image is undefined in the container of {rtype}"]
+            if not container.get("name"):
+                return [f"MPIReplicaSpec is not valid: ImageName is undefined in the container of {rtype}"]
+        if rtype == "Launcher" and replica.get("replicas") is not None and replica["replicas"] != 1:
+            return ["MPIReplicaSpec is not valid: There must be only 1 launcher replica"]
+    if "Launcher" not in specs:
+        return ["MPIReplicaSpec is not valid: Master ReplicaSpec must be present"]
+    return []
+
+
+def _mx(job: Mapping[str, Any]) -> list[str]:
+    """v1.8.1's ValidateV1MXJob. (Its "more than 1 scheduler" check cannot fail: map keys are unique.)"""
+    name = str((job.get("metadata") or {}).get("name", ""))
+    reasons = name_reasons(name)
+    if reasons:
+        return [f"MXJob name is invalid: [{' '.join(reasons)}]"]
+    specs = _replica_map(job, "mxReplicaSpecs")
+    if specs is None:
+        return ["MXJobSpec is not valid"]
+    for rtype in sorted(specs):
+        containers = _container_list(specs[rtype])
+        if (not containers or not all(isinstance(c, dict) and c.get("image") for c in containers)
+                or not any(c.get("name") == "mxnet" for c in containers)):
+            return ["MXJobSpec is not valid"]
+    return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from compiler import podrules, policy
+from compiler import admission_review, podrules, policy
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.resolve import Target
@@ -203,6 +203,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _pod_template,
     _name_length,
     podrules.check,
+    admission_review.check,
     _target_api,
     policy.check,
 )

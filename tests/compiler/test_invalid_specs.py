@@ -257,6 +257,17 @@ CASES = [
               "        resources: {limits: {memory: -1Gi, cpu: 0.5}}\n"),
      "13:40: error: spec.podTemplate.spec.initContainers[0].resources.limits.memory: memory limit '-1Gi' is not"
      " a Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
+    # --- what upstream's admission (or MPI/MXJob reconciler) would refuse at sync: compiler/admission_review.py
+    ("an emptied image of the framework's container is refused as the Training Operator's webhook would",
+     job_text('podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        image: ""\n'),
+     "12:18: error: spec.podTemplate.spec.containers[0].image: the PyTorchJob this compiles to is refused by the"
+     " Training Operator: spec.pytorchReplicaSpecs[Master].template.spec.containers[0].image: Required value: must"
+     " be required; keep the 'pytorch' container and its image (spec.image sets it); drop image from podTemplate"),
+    ("an image deleted by a null in the podTemplate is refused as MPIJob's reconciler would",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: mpi\n        image: null\n", framework="mpi"),
+     "12:18: error: spec.podTemplate.spec.containers[0].image: the MPIJob this compiles to is refused by the"
+     " Training Operator: MPIReplicaSpec is not valid: Image is undefined in the container of Launcher; keep the"
+     " 'mpi' container and its image (spec.image sets it); drop image from podTemplate"),
     # --- what the API server or the kubelet would refuse late
     ("a relative storage mountPath is refused before the container runtime refuses it",
      job_text("storage:\n  - {name: data, mountPath: data, claim: imagenet}\n"),
