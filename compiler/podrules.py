@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from compiler.diagnostics import Diagnostic
+from compiler.podsecurity import as_dict, as_list
 from compiler.resolve import Target
 from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE
 
@@ -25,16 +26,8 @@ LATE = " (the API server takes it; the container runtime refuses it when the pod
 LABEL_FIX = "use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _pod(target: Target) -> dict[str, Any]:
-    return _dict(target.spec.podTemplate.get("spec"))
+    return as_dict(target.spec.podTemplate.get("spec"))
 
 
 def _bad_mount_path(path: str) -> str:
@@ -62,9 +55,9 @@ def _mount_paths(target: Target) -> Iterator[Diagnostic]:
             yield target.view.error(("storage", i, "mountPath"), f"mountPath '{volume.mountPath}' {problem}{LATE}",
                                     "write an absolute path without ':', e.g. /data")
     for kind in CONTAINER_KINDS:
-        for i, container in enumerate(_list(_pod(target).get(kind))):
-            for j, mount in enumerate(_list(_dict(container).get("volumeMounts"))):
-                path = _dict(mount).get("mountPath")
+        for i, container in enumerate(as_list(_pod(target).get(kind))):
+            for j, mount in enumerate(as_list(as_dict(container).get("volumeMounts"))):
+                path = as_dict(mount).get("mountPath")
                 problem = _bad_mount_path(path) if isinstance(path, str) else ""
                 if problem:
                     yield target.view.error(("podTemplate", "spec", kind, i, "volumeMounts", j, "mountPath"),
@@ -76,14 +69,14 @@ def _storage_collisions(target: Target) -> Iterator[Diagnostic]:
     """spec.storage is mounted after the podTemplate is merged: a name or path the podTemplate
     uses already makes two volumes of one name, or two mounts at one path (both 422)."""
     pod = _pod(target)
-    volumes = {_dict(v).get("name") for v in _list(pod.get("volumes"))}
+    volumes = {as_dict(v).get("name") for v in as_list(pod.get("volumes"))}
     for i, volume in enumerate(target.spec.storage):
         if volume.name in volumes:
             yield target.view.error(("storage", i, "name"), f"podTemplate also adds a volume named '{volume.name}'",
                                     "give the storage volume another name")
-        for container in _list(pod.get("containers")):
-            mounts = {_dict(m).get("mountPath") for m in _list(_dict(container).get("volumeMounts"))}
-            if volume.mountPath in mounts and _dict(container).get("name") == _framework_container(target):
+        for container in as_list(pod.get("containers")):
+            mounts = {as_dict(m).get("mountPath") for m in as_list(as_dict(container).get("volumeMounts"))}
+            if volume.mountPath in mounts and as_dict(container).get("name") == _framework_container(target):
                 yield target.view.error(
                     ("storage", i, "mountPath"),
                     f"podTemplate also mounts a volume at '{volume.mountPath}' in container '{container['name']}'",
@@ -99,10 +92,12 @@ def _framework_container(target: Target) -> str:
 def _containers(target: Target) -> Iterator[Diagnostic]:
     """Containers the podTemplate adds need a valid name and an image; the framework's own
     container is merged by name and has its image already."""
+    if target.api != "kubeflow-v1":
+        return  # a Trainer v2 runtime has its own containers; compiler/targets checks what patches them
     own = _framework_container(target)
     seen: set[str] = set()
     for kind in CONTAINER_KINDS:
-        for i, container in enumerate(_list(_pod(target).get(kind))):
+        for i, container in enumerate(as_list(_pod(target).get(kind))):
             if not isinstance(container, dict):
                 continue
             at = ("podTemplate", "spec", kind, i)
@@ -121,9 +116,9 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
 
 
 def _labels(target: Target) -> Iterator[Diagnostic]:
-    meta = _dict(target.spec.podTemplate.get("metadata"))
-    pairs = [(("podTemplate", "metadata", "labels"), _dict(meta.get("labels"))),
-             (("podTemplate", "spec", "nodeSelector"), _dict(_pod(target).get("nodeSelector")))]
+    meta = as_dict(target.spec.podTemplate.get("metadata"))
+    pairs = [(("podTemplate", "metadata", "labels"), as_dict(meta.get("labels"))),
+             (("podTemplate", "spec", "nodeSelector"), as_dict(_pod(target).get("nodeSelector")))]
     for at, labels in pairs:
         for key, value in labels.items():
             if not _label_key_ok(key):
@@ -134,7 +129,7 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
                                         f'quote it: "{value}"')
             elif len(value) > 63 or not LABEL_VALUE.match(value):
                 yield target.view.error(at + (key,), f"'{value}' is not a valid label value", LABEL_FIX)
-    for key in _dict(meta.get("annotations")):
+    for key in as_dict(meta.get("annotations")):
         at = ("podTemplate", "metadata", "annotations", key)
         if not _label_key_ok(key):
             yield target.view.error(at, f"'{key}' is not a valid annotation key", "use e.g. example.com/note",

@@ -63,55 +63,56 @@ class Finding:
     missing: bool = False  # a setting restricted requires is absent (not a value that is wrong)
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, Any]:
+    """`value` if it is a mapping, else an empty one: templates are user data, any shape."""
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
 def containers(pod: dict[str, Any]) -> Iterator[tuple[Loc, str, dict[str, Any]]]:
     """(template loc, name, container) for every container of every kind."""
     for kind in CONTAINER_KINDS:
-        for i, container in enumerate(_list(pod.get(kind))):
+        for i, container in enumerate(as_list(pod.get(kind))):
             if isinstance(container, dict):
                 yield ("spec", kind, i), str(container.get("name", "")), container
 
 
 def _contexts(pod: dict[str, Any]) -> Iterator[tuple[Loc, str, dict[str, Any]]]:
     """The pod's securityContext, then each container's: (loc of the context, container, context)."""
-    yield ("spec", "securityContext"), "", _dict(pod.get("securityContext"))
+    yield ("spec", "securityContext"), "", as_dict(pod.get("securityContext"))
     for at, name, container in containers(pod):
-        yield at + ("securityContext",), name, _dict(container.get("securityContext"))
+        yield at + ("securityContext",), name, as_dict(container.get("securityContext"))
 
 
 # --- baseline -------------------------------------------------------------------------
 
 def _host_process(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, context in _contexts(_dict(template.get("spec"))):
-        if _dict(context.get("windowsOptions")).get("hostProcess") is True:
+    for at, name, context in _contexts(as_dict(template.get("spec"))):
+        if as_dict(context.get("windowsOptions")).get("hostProcess") is True:
             yield Finding("baseline", "HostProcess", at + ("windowsOptions", "hostProcess"),
                           "windowsOptions.hostProcess: true", "remove windowsOptions.hostProcess", name)
 
 
 def _host_namespaces(template: dict[str, Any]) -> Iterator[Finding]:
-    pod = _dict(template.get("spec"))
+    pod = as_dict(template.get("spec"))
     for field in ("hostNetwork", "hostPID", "hostIPC"):
         if pod.get(field) is True:
             yield Finding("baseline", "Host Namespaces", ("spec", field), f"{field}: true", f"remove {field}")
 
 
 def _privileged(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, container in containers(_dict(template.get("spec"))):
-        if _dict(container.get("securityContext")).get("privileged") is True:
+    for at, name, container in containers(as_dict(template.get("spec"))):
+        if as_dict(container.get("securityContext")).get("privileged") is True:
             yield Finding("baseline", "Privileged Containers", at + ("securityContext", "privileged"),
                           "privileged: true", "remove securityContext.privileged", name)
 
 
 def _capabilities_baseline(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, container in containers(_dict(template.get("spec"))):
-        added = _list(_dict(_dict(container.get("securityContext")).get("capabilities")).get("add"))
+    for at, name, container in containers(as_dict(template.get("spec"))):
+        added = as_list(as_dict(as_dict(container.get("securityContext")).get("capabilities")).get("add"))
         for i, cap in enumerate(added):
             if cap not in DEFAULT_CAPABILITIES:
                 yield Finding("baseline", "Capabilities", at + ("securityContext", "capabilities", "add", i),
@@ -120,27 +121,27 @@ def _capabilities_baseline(template: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _host_path(template: dict[str, Any]) -> Iterator[Finding]:
-    for i, volume in enumerate(_list(_dict(template.get("spec")).get("volumes"))):
+    for i, volume in enumerate(as_list(as_dict(template.get("spec")).get("volumes"))):
         if isinstance(volume, dict) and volume.get("hostPath") is not None:
             yield Finding("baseline", "HostPath Volumes", ("spec", "volumes", i, "hostPath"),
                           "a hostPath volume", "use a PersistentVolumeClaim (spec.storage) or an emptyDir")
 
 
 def _host_ports(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, container in containers(_dict(template.get("spec"))):
-        for i, port in enumerate(_list(container.get("ports"))):
+    for at, name, container in containers(as_dict(template.get("spec"))):
+        for i, port in enumerate(as_list(container.get("ports"))):
             if isinstance(port, dict) and port.get("hostPort") not in (None, 0):
                 yield Finding("baseline", "Host Ports", at + ("ports", i, "hostPort"),
                               f"hostPort {port['hostPort']}", "remove hostPort (reach the pods through a Service)", name)
 
 
 def _app_armor(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, context in _contexts(_dict(template.get("spec"))):
-        profile = _dict(context.get("appArmorProfile"))
+    for at, name, context in _contexts(as_dict(template.get("spec"))):
+        profile = as_dict(context.get("appArmorProfile"))
         if context.get("appArmorProfile") is not None and profile.get("type") not in PROFILE_TYPES:
             yield Finding("baseline", "AppArmor", at + ("appArmorProfile", "type"),
                           f"AppArmor profile {profile.get('type')}", "use type RuntimeDefault or Localhost", name)
-    for key, value in _dict(_dict(template.get("metadata")).get("annotations")).items():
+    for key, value in as_dict(as_dict(template.get("metadata")).get("annotations")).items():
         if str(key).startswith(APPARMOR_ANNOTATION) and value and value != "runtime/default" \
                 and not str(value).startswith("localhost/"):
             yield Finding("baseline", "AppArmor", ("metadata", "annotations", key),
@@ -148,8 +149,8 @@ def _app_armor(template: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _se_linux(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, context in _contexts(_dict(template.get("spec"))):
-        options = _dict(context.get("seLinuxOptions"))
+    for at, name, context in _contexts(as_dict(template.get("spec"))):
+        options = as_dict(context.get("seLinuxOptions"))
         if options.get("type", "") not in SELINUX_TYPES:
             yield Finding("baseline", "SELinux", at + ("seLinuxOptions", "type"),
                           f"SELinux type {options['type']}",
@@ -162,27 +163,27 @@ def _se_linux(template: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _proc_mount(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, container in containers(_dict(template.get("spec"))):
-        mount = _dict(container.get("securityContext")).get("procMount")
+    for at, name, container in containers(as_dict(template.get("spec"))):
+        mount = as_dict(container.get("securityContext")).get("procMount")
         if mount is not None and mount != "Default":
             yield Finding("baseline", "/proc Mount Type", at + ("securityContext", "procMount"),
                           f"procMount {mount}", "remove procMount (or set Default)", name)
 
 
 def _seccomp_baseline(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, context in _contexts(_dict(template.get("spec"))):
-        if context.get("seccompProfile") is not None and _dict(context["seccompProfile"]).get("type") not in PROFILE_TYPES:
-            kind = _dict(context["seccompProfile"]).get("type")
+    for at, name, context in _contexts(as_dict(template.get("spec"))):
+        if context.get("seccompProfile") is not None and as_dict(context["seccompProfile"]).get("type") not in PROFILE_TYPES:
+            kind = as_dict(context["seccompProfile"]).get("type")
             yield Finding("baseline", "Seccomp", at + ("seccompProfile", "type"), f"seccomp profile {kind}",
                           "use type RuntimeDefault or Localhost", name)
 
 
 def _sysctls(template: dict[str, Any]) -> Iterator[Finding]:
-    context = _dict(_dict(template.get("spec")).get("securityContext"))
-    for i, sysctl in enumerate(_list(context.get("sysctls"))):
-        if _dict(sysctl).get("name") not in SAFE_SYSCTLS:
+    context = as_dict(as_dict(template.get("spec")).get("securityContext"))
+    for i, sysctl in enumerate(as_list(context.get("sysctls"))):
+        if as_dict(sysctl).get("name") not in SAFE_SYSCTLS:
             yield Finding("baseline", "Sysctls", ("spec", "securityContext", "sysctls", i, "name"),
-                          f"sysctl {_dict(sysctl).get('name')}",
+                          f"sysctl {as_dict(sysctl).get('name')}",
                           "set only namespaced safe sysctls (e.g. net.ipv4.ip_local_port_range)")
 
 
@@ -190,12 +191,12 @@ def _sysctls(template: dict[str, Any]) -> Iterator[Finding]:
 
 def _windows(template: dict[str, Any]) -> bool:
     """Three restricted controls do not apply to pods that declare os.name: windows."""
-    return _dict(_dict(template.get("spec")).get("os")).get("name") == "windows"
+    return as_dict(as_dict(template.get("spec")).get("os")).get("name") == "windows"
 
 
 def _volume_types(template: dict[str, Any]) -> Iterator[Finding]:
-    for i, volume in enumerate(_list(_dict(template.get("spec")).get("volumes"))):
-        sources = [key for key in _dict(volume) if key != "name"]
+    for i, volume in enumerate(as_list(as_dict(template.get("spec")).get("volumes"))):
+        sources = [key for key in as_dict(volume) if key != "name"]
         for source in sources:
             if source not in RESTRICTED_VOLUMES:  # hostPath: baseline forbids it already
                 yield Finding("baseline" if source == "hostPath" else "restricted", "Volume Types", ("spec", "volumes", i, source), f"a {source} volume",
@@ -206,8 +207,8 @@ def _volume_types(template: dict[str, Any]) -> Iterator[Finding]:
 def _privilege_escalation(template: dict[str, Any]) -> Iterator[Finding]:
     if _windows(template):
         return
-    for at, name, container in containers(_dict(template.get("spec"))):
-        value = _dict(container.get("securityContext")).get("allowPrivilegeEscalation")
+    for at, name, container in containers(as_dict(template.get("spec"))):
+        value = as_dict(container.get("securityContext")).get("allowPrivilegeEscalation")
         if value is not False:
             yield Finding("restricted", "Privilege Escalation", at + ("securityContext", "allowPrivilegeEscalation"),
                           "leaving allowPrivilegeEscalation unset" if value is None else f"allowPrivilegeEscalation: {value}",
@@ -215,15 +216,15 @@ def _privilege_escalation(template: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _non_root(template: dict[str, Any]) -> Iterator[Finding]:
-    pod = _dict(template.get("spec"))
-    pod_value = _dict(pod.get("securityContext")).get("runAsNonRoot")
+    pod = as_dict(template.get("spec"))
+    pod_value = as_dict(pod.get("securityContext")).get("runAsNonRoot")
     fix = "set podTemplate.spec.securityContext.runAsNonRoot: true, with an image (or runAsUser) that is not root"
     if pod_value is False:
         yield Finding("restricted", "Running as Non-root", ("spec", "securityContext", "runAsNonRoot"),
                       "runAsNonRoot: false", fix)
     unset = False
     for at, name, container in containers(pod):
-        own = _dict(container.get("securityContext")).get("runAsNonRoot")
+        own = as_dict(container.get("securityContext")).get("runAsNonRoot")
         if own is False:
             yield Finding("restricted", "Running as Non-root", at + ("securityContext", "runAsNonRoot"),
                           "runAsNonRoot: false", "set runAsNonRoot: true (or remove it and set it for the pod)", name)
@@ -234,7 +235,7 @@ def _non_root(template: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _run_as_user(template: dict[str, Any]) -> Iterator[Finding]:
-    for at, name, context in _contexts(_dict(template.get("spec"))):
+    for at, name, context in _contexts(as_dict(template.get("spec"))):
         if context.get("runAsUser") == 0 and not isinstance(context.get("runAsUser"), bool):
             yield Finding("restricted", "Running as Non-root user", at + ("runAsUser",), "runAsUser: 0",
                           "run as a non-zero user id", name)
@@ -244,10 +245,10 @@ def _seccomp_restricted(template: dict[str, Any]) -> Iterator[Finding]:
     if _windows(template):
         return
     yield from _seccomp_baseline(template)  # explicit bad values, as at baseline
-    pod = _dict(template.get("spec"))
-    if _dict(pod.get("securityContext")).get("seccompProfile") is not None:
+    pod = as_dict(template.get("spec"))
+    if as_dict(pod.get("securityContext")).get("seccompProfile") is not None:
         return  # set at pod level: the containers inherit it (a bad value is reported above)
-    if any(_dict(c.get("securityContext")).get("seccompProfile") is None for _, _, c in containers(pod)):
+    if any(as_dict(c.get("securityContext")).get("seccompProfile") is None for _, _, c in containers(pod)):
         yield Finding("restricted", "Seccomp", ("spec", "securityContext", "seccompProfile"),
                       "pods without a seccomp profile",
                       "set podTemplate.spec.securityContext.seccompProfile: {type: RuntimeDefault}", missing=True)
@@ -256,13 +257,13 @@ def _seccomp_restricted(template: dict[str, Any]) -> Iterator[Finding]:
 def _capabilities_restricted(template: dict[str, Any]) -> Iterator[Finding]:
     if _windows(template):
         return
-    for at, name, container in containers(_dict(template.get("spec"))):
-        capabilities = _dict(_dict(container.get("securityContext")).get("capabilities"))
-        if "ALL" not in _list(capabilities.get("drop")):
+    for at, name, container in containers(as_dict(template.get("spec"))):
+        capabilities = as_dict(as_dict(container.get("securityContext")).get("capabilities"))
+        if "ALL" not in as_list(capabilities.get("drop")):
             yield Finding("restricted", "Capabilities", at + ("securityContext", "capabilities", "drop"),
                           "keeping the default capabilities (no drop: [ALL])",
                           "set securityContext.capabilities.drop: [ALL]", name, missing="drop" not in capabilities)
-        for i, cap in enumerate(_list(capabilities.get("add"))):
+        for i, cap in enumerate(as_list(capabilities.get("add"))):
             if cap != "NET_BIND_SERVICE":
                 yield Finding("restricted" if cap in DEFAULT_CAPABILITIES else "baseline", "Capabilities", at + ("securityContext", "capabilities", "add", i),
                               f"adding capability {cap}", "add no capability but NET_BIND_SERVICE", name)
@@ -297,11 +298,11 @@ def harden(template: dict[str, Any]) -> dict[str, Any]:
     context = pod.setdefault("securityContext", {})
     context.setdefault("seccompProfile", {"type": "RuntimeDefault"})
     for kind in ("initContainers", "containers"):
-        for container in _list(pod.get(kind)):
+        for container in as_list(pod.get(kind)):
             if not isinstance(container, dict):
                 continue
             own = container.setdefault("securityContext", {})
-            adds = _list(_dict(own.get("capabilities")).get("add"))
+            adds = as_list(as_dict(own.get("capabilities")).get("add"))
             # the API server refuses allowPrivilegeEscalation: false beside privileged or CAP_SYS_ADMIN
             if own.get("privileged") is not True and not {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(map(str, adds)):
                 own.setdefault("allowPrivilegeEscalation", False)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from compiler import podsecurity
+from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.lowering import pod_template
@@ -131,8 +131,6 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
             )
 
 
-_MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name",
-               "volumes": "name", "ports": "containerPort"}
 # the restricted settings `policy.podSecurityDefaults` writes when a template leaves them unset
 _DEFAULTABLE = {"Privilege Escalation", "Seccomp", "Capabilities"}
 
@@ -152,7 +150,7 @@ def patch_loc(loc: Loc, merged: dict[str, Any], patch: dict[str, Any]) -> tuple[
             items_m = node_m if isinstance(node_m, list) else []
             items_p = node_p if isinstance(node_p, list) else []
             item = items_m[step] if step < len(items_m) else None
-            key = _MERGE_KEYS.get(field)
+            key = strategic.MERGE_KEYS.get(field)
             if key and isinstance(item, dict):
                 found = [j for j, p in enumerate(items_p) if isinstance(p, dict) and p.get(key) == item.get(key)]
                 j = found[0] if found else None
@@ -197,7 +195,8 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
     where = _pod_security_where(target)
     for plan in plans:
         template = pod_template(spec, plan, fw.facts, target)
-        injected = podsecurity.operator_init_containers(fw.facts.kind, plan.replica_type, types)
+        injected = podsecurity.operator_init_containers(fw.facts.kind, plan.replica_type, types) \
+            if target.api == "kubeflow-v1" else []  # the Training Operator's; Trainer v2 runtimes differ
         if injected:  # checked as the operator will create them (a copy: the template is the job's)
             template = {**template, "spec": {**template["spec"], "initContainers": [
                 *(template["spec"].get("initContainers") or []), *({"name": n} for n in injected)]}}

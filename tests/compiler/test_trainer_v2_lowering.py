@@ -305,7 +305,7 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
             "8:53: spec.podTemplate.spec.containers[0].env: Trainer v2 takes the program container's environment"
             " from trainer.env only; move these variables to spec.env"],
             id="podTemplate env on the program container"),
-        pytest.param("pytorch", "podTemplate: {spec: {containers: [{name: sidecar}]}}\n", [
+        pytest.param("pytorch", "podTemplate: {spec: {containers: [{name: sidecar, image: busybox}]}}\n", [
             "8:38: spec.podTemplate.spec.containers[0].name: runtimePatches can only patch containers the runtime"
             " has, and the stock runtime's jobs have one container, node"],
             id="a sidecar the stock runtime does not have"),
