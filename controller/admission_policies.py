@@ -18,7 +18,6 @@ MXJob (v1.8.1 validated it in the reconciler too), so both stay reconcile-time o
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import yaml
 
 from compiler import admission
 from compiler.admission import KIND_RULES, NESTED, WARNINGS, KindRules
+from controller.generated import write_or_check
 from controller.kinds import KINDS
 
 OUT = Path(__file__).with_name("install") / "admission"
@@ -133,19 +133,7 @@ def render() -> dict[str, str]:
 @click.option("--check", is_flag=True, help="Exit 1 if the files on disk differ from what would be generated.")
 def main(output: Path, check: bool) -> None:
     """Write (or --check) the admission policies."""
-    stale = []
-    for name, text in render().items():
-        path = output / name
-        if check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(str(path))
-            continue
-        output.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    if stale:
-        click.echo("out of date (run python -m controller.admission_policies): " + ", ".join(stale), err=True)
-        sys.exit(1)
-
+    write_or_check(render(), output, check=check, command="python -m controller.admission_policies")
 
 if __name__ == "__main__":
     main()

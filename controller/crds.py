@@ -13,13 +13,13 @@ and the `State` (last condition) and `Age` printer columns.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 import yaml
 
+from controller.generated import write_or_check
 from controller.kinds import KINDS, Kind
 
 OUT = Path(__file__).with_name("install") / "crds"
@@ -175,19 +175,7 @@ def render() -> dict[str, str]:
 @click.option("--check", is_flag=True, help="Exit 1 if the files on disk differ from what would be generated.")
 def main(output: Path, check: bool) -> None:
     """Write (or --check) the seven CRDs."""
-    stale = []
-    for name, text in render().items():
-        path = output / name
-        if check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(str(path))
-            continue
-        output.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    if stale:
-        click.echo("out of date (run python -m controller.crds): " + ", ".join(stale), err=True)
-        sys.exit(1)
-
+    write_or_check(render(), output, check=check, command="python -m controller.crds")
 
 if __name__ == "__main__":
     main()

@@ -54,3 +54,13 @@ def test_each_case_is_answered_as_the_table_says(enforced, index: int, case: Cas
     else:
         assert not answer.refused, answer.message
     assert answer.warning_texts() == list(case.warnings)
+
+
+def test_check_names_a_stale_policy_file_and_exits_1(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    assert CliRunner().invoke(admission_policies.main, ["-o", str(tmp_path)]).exit_code == 0
+    assert CliRunner().invoke(admission_policies.main, ["-o", str(tmp_path), "--check"]).exit_code == 0
+    (tmp_path / "tfjobs.yaml").write_text("# edited by hand\n")
+    stale = CliRunner().invoke(admission_policies.main, ["-o", str(tmp_path), "--check"])
+    assert stale.exit_code == 1 and "tfjobs.yaml" in stale.output

@@ -55,3 +55,32 @@ def test_the_table_covers_every_rule_of_every_kind() -> None:
             broken = [c for c in CASES if c.kind == kind and rule.py(admission.KIND_RULES[kind], admission._view(c.job, admission.KIND_RULES[kind], c.old))
                       and (c.old is not None or not rule.update_only)]
             assert broken, f"{kind}: no case breaks {rule.name!r}"
+
+
+def _mpi(**replicas):
+    """An MPIJob with the table builder's replicas (containers named, with images)."""
+    specs = job("PyTorchJob", "m", replicas)["spec"]["pytorchReplicaSpecs"]
+    return {"apiVersion": "kubeflow.org/v1", "kind": "MPIJob", "metadata": {"name": "m"}, "spec": {"mpiReplicaSpecs": specs}}
+
+
+@pytest.mark.parametrize("kind,body,message", [
+    ("MPIJob", _mpi(Worker=1), "MPIReplicaSpec is not valid: Master ReplicaSpec must be present"),
+    ("MPIJob", _mpi(Launcher=2, Worker=1), "MPIReplicaSpec is not valid: There must be only 1 launcher replica"),
+    ("MPIJob", _mpi(Launcher=1, Trainer=1), "MPIReplicaType is Trainer but must be one of [Launcher Worker]"),
+    ("MPIJob", _mpi(Launcher={"template": {"spec": {"containers": []}}}),
+     "MPIReplicaSpecs is not valid: containers definition expected in Launcher"),
+    ("MPIJob", _mpi(Launcher={"template": {"spec": {"containers": [{"name": "mpi"}]}}}),
+     "MPIReplicaSpec is not valid: Image is undefined in the container of Launcher"),
+    ("MPIJob", _mpi(Launcher={"template": {"spec": {"containers": [{"image": "x"}]}}}),
+     "MPIReplicaSpec is not valid: ImageName is undefined in the container of Launcher"),
+    ("MPIJob", _mpi(Launcher=1, Worker=0), None),
+    ("MXJob", {"metadata": {"name": "1mx"}, "spec": {"mxReplicaSpecs": {}}},
+     f"MXJob name is invalid: [{admission.DNS1035_ERROR}]"),
+    ("MXJob", {"metadata": {"name": "mx"}, "spec": {"mxReplicaSpecs": {"Scheduler": {"template": {"spec": {
+        "containers": [{"name": "main", "image": "x"}]}}}}}}, "MXJobSpec is not valid"),
+    ("MXJob", {"metadata": {"name": "mx"}, "spec": {"mxReplicaSpecs": {"Worker": {"template": {"spec": {
+        "containers": [{"name": "mxnet", "image": "x"}]}}}}}}, None),
+], ids=["mpi without launcher", "two launchers", "mpi unknown type", "mpi no containers", "mpi no image",
+        "mpi container without name", "mpi valid", "mxjob bad name", "mxjob without mxnet container", "mxjob valid"])
+def test_the_reconcilers_checks_give_upstreams_first_error(kind, body, message) -> None:
+    assert admission.reconciler_errors(body, kind) == ([message] if message else [])
