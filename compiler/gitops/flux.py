@@ -44,7 +44,7 @@ class Target:
 
 
 def health_check_exprs() -> list[dict[str, str]]:
-    return [health.cel_expressions(kind) for kind in BY_KIND]
+    return [health.cel_expressions(kind) for _, kind in health.kinds()]
 
 
 def job_patches() -> list[dict[str, Any]]:

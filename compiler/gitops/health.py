@@ -57,6 +57,9 @@ class Rule:
 # One row per kind with a health check, in the order the generated objects list them.
 # Another kind is one more row (and its Lua/CEL follow from the row).
 RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version) for kind, adapter in BY_KIND.items()}
+# Kubeflow Trainer v2 (the trainer-v2 target): a TrainJob ends Complete (its JobSet's
+# Completed) or Failed, and is Suspended while Kueue holds it (Trainer v2.3.0 API).
+RULES["TrainJob"] = Rule("trainer.kubeflow.org/v1alpha1", succeeded="Complete")
 
 # Flux (fluxcd/pkg runtime/cel) evaluates inProgress, then failed, then current; the first
 # true one wins, none true is InProgress, and an evaluation error is Unknown with the

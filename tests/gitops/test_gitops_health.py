@@ -55,8 +55,9 @@ def test_an_unknown_kind_is_refused():
 
 
 def test_every_framework_kind_has_expressions():
-    assert [k for _, k in health.kinds()] == list(KINDS)
+    # the seven kubeflow.org/v1 kinds, then Trainer v2's TrainJob (tests/gitops/test_trainer_v2_health.py)
+    assert [k for _, k in health.kinds()] == [*KINDS, "TrainJob"]
     for api_version, kind in health.kinds():
         exprs = health.cel_expressions(kind)
-        assert exprs["apiVersion"] == api_version == "kubeflow.org/v1"
+        assert exprs["apiVersion"] == api_version == ("kubeflow.org/v1" if kind in KINDS else "trainer.kubeflow.org/v1alpha1")
         assert set(exprs) == {"apiVersion", "kind", "inProgress", "failed", "current"}

@@ -1,0 +1,104 @@
+"""Health of a Kubeflow Trainer v2 TrainJob (the trainer-v2 target) in Argo CD and Flux.
+
+A TrainJob's conditions are metav1.Conditions written by the Trainer v2.3 controller:
+`Complete` and `Failed` copied from its JobSet's Completed/Failed, `Suspended` with
+reason `Suspended` or `Resumed` (status "False" after a resume), `Failed` with reason
+`DeadlineExceeded` past activeDeadlineSeconds. The shipped Lua script (lupa, Lua 5.1)
+and the Flux expressions (cel-python, Flux's order) must give one answer for each, as
+they do for the v1 kinds; the generated argocd-cm and Flux Kustomizations carry the kind.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pytest
+
+from compiler.gitops import health
+
+KIND = "TrainJob"
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
+T0 = "2026-01-01T00:00:00Z"
+
+
+def condition(ctype: str, status: str = "True", *, reason: str, message: str) -> dict:
+    return {"type": ctype, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": T0, "observedGeneration": 1}
+
+
+def trainjob(conditions: Optional[list[dict]] = None, *, deleting: bool = False) -> dict:
+    obj: dict = {
+        "apiVersion": API_VERSION, "kind": KIND,
+        "metadata": {"name": "train", "namespace": "ml", "generation": 1, "uid": "0000"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
+    }
+    if deleting:
+        obj["metadata"] |= {"deletionTimestamp": T0, "finalizers": ["example.com/keep"]}
+    if conditions is not None:  # written by the Trainer through /status, as the server shows it
+        obj["metadata"]["managedFields"] = [{
+            "manager": "trainer-controller-manager", "operation": "Update", "apiVersion": API_VERSION,
+            "time": T0, "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}, "subresource": "status",
+        }]
+        obj["status"] = {"conditions": conditions, "jobsStatus": [{"name": "node", "active": 2}]}
+    return obj
+
+
+SUSPENDED = condition("Suspended", reason="Suspended", message="TrainJob is suspended")
+RESUMED = condition("Suspended", "False", reason="Resumed", message="TrainJob is resumed")
+COMPLETE = condition("Complete", reason="AllJobsCompleted", message="jobset completed successfully")
+FAILED = condition("Failed", reason="FailedJobs", message="jobset failed due to failed jobs")
+DEADLINE = condition("Failed", reason="DeadlineExceeded", message="TrainJob exceeded its activeDeadlineSeconds")
+
+CASES = [
+    pytest.param(trainjob(), "Progressing", "InProgress", id="no status yet"),
+    pytest.param(trainjob([SUSPENDED]), "Suspended", "InProgress", id="suspended by Kueue"),
+    pytest.param(trainjob([RESUMED]), "Progressing", "InProgress", id="resumed and running"),
+    pytest.param(trainjob([RESUMED, COMPLETE]), "Healthy", "Current", id="complete"),
+    pytest.param(trainjob([RESUMED, FAILED]), "Degraded", "Failed", id="failed with its JobSet"),
+    pytest.param(trainjob([DEADLINE]), "Degraded", "Failed", id="past its active deadline"),
+    pytest.param(trainjob([FAILED], deleting=True), "Progressing", "InProgress", id="being deleted"),
+]
+
+
+@pytest.mark.parametrize(("obj", "argo", "flux"), CASES)
+def test_argo_cd_and_flux_read_a_trainjob_alike(obj, argo, flux):
+    lua = health.evaluate_lua(KIND, obj)
+
+    assert lua["status"] == argo
+    assert health.evaluate_cel(KIND, obj) == flux == health.ARGO_TO_FLUX[argo]
+
+
+def test_the_message_is_the_deciding_conditions():
+    assert health.evaluate_lua(KIND, trainjob([DEADLINE]))["message"] == DEADLINE["message"]
+    assert health.evaluate_lua(KIND, trainjob([RESUMED, COMPLETE]))["message"] == COMPLETE["message"]
+
+
+def test_a_v1_succeeded_condition_does_not_make_a_trainjob_healthy():
+    """TrainJob says Complete; a Succeeded condition (the v1 word) must not be read as it."""
+    stray = condition("Succeeded", reason="x", message="not a TrainJob condition")
+
+    assert health.evaluate_lua(KIND, trainjob([stray]))["status"] == "Progressing"
+    assert health.evaluate_cel(KIND, trainjob([stray])) == "InProgress"
+
+
+def test_the_trainjob_row_names_its_group_and_version():
+    assert (API_VERSION, KIND) in health.kinds()
+    exprs = health.cel_expressions(KIND)
+    assert exprs["apiVersion"] == API_VERSION
+    assert "'Complete'" in exprs["current"] and "'Failed'" in exprs["failed"]
+
+
+def test_the_row_is_the_kind_the_trainer_v2_target_writes():
+    from compiler.targets import trainer_v2
+
+    assert health.RULES[trainer_v2.KIND].api_version == trainer_v2.API_VERSION == API_VERSION
+
+
+def test_generated_argocd_cm_and_flux_kustomizations_carry_the_trainjob_check():
+    from compiler.gitops import argocd, flux
+
+    script = argocd.health_keys()["resource.customizations.health.trainer.kubeflow.org_TrainJob"]
+    assert health.run_lua(script, trainjob([COMPLETE]))["status"] == "Healthy"
+    (exprs,) = [e for e in flux.kustomization(flux.Target(path="deploy"), "prod")["spec"]["healthCheckExprs"]
+                if e["kind"] == KIND]
+    assert health.run_cel(exprs, trainjob([FAILED])) == "Failed"
