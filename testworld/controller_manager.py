@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .part import LOOPBACK, ProcessPart, free_port, http_ok
+from .part import LOOPBACK, ProcessPart, component_flags, free_port, http_ok
 
 if TYPE_CHECKING:
     from .world import World
@@ -37,19 +37,8 @@ class ControllerManager(ProcessPart):
 
     def argv(self, world: World) -> list[str]:
         self.port = free_port()
-        kubeconfig = str(world.kubeconfig)
-        return [
-            self.binary("kube-controller-manager"),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--controllers={','.join(self.controllers)}",
-            "--leader-elect=false",
-            f"--bind-address={LOOPBACK}",
-            f"--secure-port={self.port}",
-            "--concurrent-gc-syncs=5",
-            f"--v={self.verbosity}",
-        ]
+        return [self.binary("kube-controller-manager"), *component_flags(world, self.port),
+                f"--controllers={','.join(self.controllers)}", "--concurrent-gc-syncs=5", f"--v={self.verbosity}"]
 
     def ready(self) -> bool:
         return http_ok(f"https://{LOOPBACK}:{self.port}/healthz")

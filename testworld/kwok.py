@@ -101,11 +101,13 @@ def add_nodes(client: Client, pool: NodePool, *, timeout: float = 60.0) -> list[
     pending = set(names)
     deadline = time.monotonic() + timeout
     while pending:
-        for name in sorted(pending):
-            node = client.get(nodes, None, name)
+        # one list per poll (not a GET per node): pools of hundreds of nodes stay cheap
+        listed = client.list(nodes, label_selector=f"testworld.trainforge.dev/pool={pool.prefix}")["items"]
+        for node in listed:
+            name = node["metadata"]["name"]
             ready = any(c.get("type") == "Ready" and c.get("status") == "True"
                         for c in (node.get("status") or {}).get("conditions") or [])
-            if not ready:
+            if name not in pending or not ready:
                 continue
             taints = (node.get("spec") or {}).get("taints") or []
             kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
@@ -114,7 +116,8 @@ def add_nodes(client: Client, pool: NodePool, *, timeout: float = 60.0) -> list[
             pending.discard(name)
         if pending:
             if time.monotonic() > deadline:
-                raise PartError(f"kwok: nodes {sorted(pending)} not Ready within {timeout:.0f}s; see kwok.log")
+                raise PartError(f"kwok: nodes {sorted(pending)[:5]} ({len(pending)} in all) not Ready within "
+                                f"{timeout:.0f}s; see kwok.log")
             time.sleep(0.1)
     return names
 

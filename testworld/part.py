@@ -30,7 +30,7 @@ from .controlplane import LOOPBACK, ManagedProcess, free_port
 if TYPE_CHECKING:
     from .world import World
 
-__all__ = ["LOOPBACK", "Part", "PartError", "ProcessPart", "free_port", "http_ok"]
+__all__ = ["LOOPBACK", "Part", "PartError", "ProcessPart", "component_flags", "free_port", "http_ok"]
 
 
 class PartError(RuntimeError):
@@ -58,6 +58,21 @@ def http_ok(url: str, timeout: float = 2.0) -> bool:
             return 200 <= int(resp.status) < 300
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+def component_flags(world: World, port: int) -> list[str]:
+    """What a Kubernetes component (kube-scheduler, kube-controller-manager) needs to run
+    against a World: its admin kubeconfig as client and for delegated authn/authz, no
+    leader election, HTTPS on ``port`` of the loopback only."""
+    kubeconfig = str(world.kubeconfig)
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        f"--bind-address={LOOPBACK}",
+        f"--secure-port={port}",
+    ]
 
 
 class ProcessPart:

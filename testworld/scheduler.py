@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .part import LOOPBACK, ProcessPart, free_port, http_ok
+from .part import LOOPBACK, ProcessPart, component_flags, free_port, http_ok
 
 if TYPE_CHECKING:
     from .world import World
@@ -31,17 +31,7 @@ class Scheduler(ProcessPart):
 
     def argv(self, world: World) -> list[str]:
         self.port = free_port()
-        kubeconfig = str(world.kubeconfig)
-        return [
-            self.binary("kube-scheduler"),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--leader-elect=false",
-            f"--bind-address={LOOPBACK}",
-            f"--secure-port={self.port}",
-            f"--v={self.verbosity}",
-        ]
+        return [self.binary("kube-scheduler"), *component_flags(world, self.port), f"--v={self.verbosity}"]
 
     def ready(self) -> bool:
         return http_ok(f"https://{LOOPBACK}:{self.port}/readyz")

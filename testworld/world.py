@@ -46,6 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .assets import AssetsError, find_assets
 from .controlplane import ControlPlane, ControlPlaneError
 from .gobuild import BuildError
 from .part import Part, PartError
@@ -117,7 +118,12 @@ class World:
         self.stop()
 
     def build(self) -> None:
-        """Find or build every part's binaries (and the control plane's)."""
+        """Find or build the control plane's binaries and every part's."""
+        if self.plane.assets is None and not self.plane.use_existing:
+            try:
+                self.plane.assets = find_assets()
+            except AssetsError as err:
+                raise WorldError(str(err)) from err
         for part in self.parts.values():
             try:
                 part.build()

@@ -63,13 +63,16 @@ def gpu_nodes(pool_labels: dict[str, str]) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize(("code", "phase", "reason"), [(0, "Succeeded", "Completed"), (3, "Failed", "Error")],
-                         ids=["exit 0 succeeds", "exit 3 fails"])
+@pytest.mark.parametrize(("code", "phase", "reason"), [(0, "Succeeded", "Completed"), (3, "Failed", "Error"),
+                                                      (137, "Failed", "OOMKilled")],
+                         ids=["exit 0 succeeds", "exit 3 fails", "an annotated reason is reported"])
 def test_a_pod_is_scheduled_onto_a_gpu_node_runs_and_exits_with_the_annotated_code(pod_world, pod_namespace,
                                                                                   code, phase, reason):
     client = pod_world.client
-    client.create(PODS, pod_namespace, pod("trainer", annotations={stages.RUN_SECONDS: "2", stages.EXIT_CODE: str(code)},
-                                           node_selector=A100))
+    annotations = {stages.RUN_SECONDS: "2", stages.EXIT_CODE: str(code)}
+    if reason == "OOMKilled":
+        annotations[stages.EXIT_REASON] = reason
+    client.create(PODS, pod_namespace, pod("trainer", annotations=annotations, node_selector=A100))
     seen, final = phases_until_done(client, pod_namespace, "trainer")
     assert "Running" in seen and seen[-1] == phase, seen
     assert final["spec"]["nodeName"] in gpu_nodes(A100)
