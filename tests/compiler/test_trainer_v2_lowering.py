@@ -395,3 +395,30 @@ def test_the_target_table_names_which_targets_run_each_framework():
 
     assert supporting("pytorch") == ["kubeflow-v1", "trainer-v2"]
     assert supporting("tensorflow") == supporting("paddle") == supporting("mxnet") == ["kubeflow-v1"]
+
+
+# --- the CLI over a project with a trainer-v2 environment --------------------------------------------
+
+
+def test_check_finds_a_hand_edited_trainjob_and_shows_the_diff(tmp_path):
+    from compiler_builders import EXAMPLES
+
+    out = tmp_path / "deploy"
+    assert run_cli("build", EXAMPLES / "project-v2", "-o", out).exit_code == 0
+    job = out / "prod/ml/llm-finetune/trainjob.yaml"
+    job.write_text(job.read_text().replace("numNodes: 4", "numNodes: 8"))
+
+    run = run_cli("check", EXAMPLES / "project-v2", "-o", out)
+
+    assert run.exit_code == 1
+    assert "-    numNodes: 8\n+    numNodes: 4\n" in run.stdout
+
+
+def test_render_of_the_v2_environment_prints_trainjobs_and_the_v1_one_kubeflow_jobs():
+    from compiler_builders import EXAMPLES
+
+    kinds = {env: {d["kind"] for d in yaml.safe_load_all(run_cli("render", EXAMPLES / "project-v2", "--env", env).stdout)}
+             for env in ("dev", "prod")}
+
+    assert kinds["prod"] >= {"TrainJob"} and not kinds["prod"] & {"PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob"}
+    assert kinds["dev"] >= {"PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob"} and "TrainJob" not in kinds["dev"]
