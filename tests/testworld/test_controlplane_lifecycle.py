@@ -211,3 +211,38 @@ def test_cluster_cli_serves_kubectl_and_stops_cleanly(envtest_assets, tmp_path, 
     assert "stopped: etcd and kube-apiserver are gone" in stderr
     assert wait_dead(*children, timeout=0.5) == []
     assert not kubeconfig.exists(), "stale kubeconfig must not outlive the cluster"
+
+
+def test_cluster_cli_with_parts_runs_pods_and_stops_every_process(envtest_assets, tmp_path):
+    """`make cluster`'s world: kube-scheduler, kwok and the garbage collector beside the
+    plane, kwok's nodes Ready and untainted, and SIGTERM stops all five processes."""
+    kubeconfig = tmp_path / "kubeconfig"
+    env = {**os.environ, "KUBEBUILDER_ASSETS": str(envtest_assets.directory),
+           "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "testworld", "cluster", "--no-upstream-crds", "--with", "gc,scheduler,kwok",
+         "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first == f"kubeconfig: {kubeconfig}\n", (first, proc.stderr.read() if proc.poll() is not None else "")
+        proc.stdout.readline()
+        children = children_of(proc.pid)
+        assert sorted(children.values()) == ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                                             "kwok"], children
+        nodes = subprocess.run(
+            ["kubectl", f"--kubeconfig={kubeconfig}", "get", "nodes", "-o",
+             "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Ready')].status} {.spec.taints}{'\\n'}{end}"],
+            capture_output=True, text=True, timeout=60, check=False).stdout.splitlines()
+        assert len(nodes) == 14 and all(n.startswith("True") and "not-ready" not in n for n in nodes), nodes
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert "stopped: etcd and kube-apiserver are gone, gc, scheduler, kwok" in stderr
+    assert wait_dead(*children, timeout=0.5) == []
