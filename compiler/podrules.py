@@ -8,7 +8,8 @@ the ones the spec can show, each at the field that causes it: ephemeral containe
 whose name or path collides with one the `podTemplate` adds, containers the podTemplate
 adds without a name or an image, label keys and values (pod labels, nodeSelector) and
 annotation keys that are not valid, the deprecated seccomp annotations (which clash with
-the seccompProfile field), and the Kueue labels a queue or priority name becomes. Registered in `compiler/rules.py`.
+the seccompProfile field), the Kueue labels a queue or priority name becomes, and
+tolerations the API server's rules refuse. Registered in `compiler/rules.py`.
 """
 
 from __future__ import annotations
@@ -158,7 +159,27 @@ def _kueue_labels(target: Target) -> Iterator[Diagnostic]:
                                     LABEL_FIX)
 
 
-RULES = (_ephemeral, _mount_paths, _storage_collisions, _containers, _labels, _kueue_labels)
+def _tolerations(target: Target) -> Iterator[Diagnostic]:
+    """The API server's toleration rules: a key is a label key, no key means Exists, Exists
+    takes no value, and tolerationSeconds is only for NoExecute."""
+    for i, toleration in enumerate(target.spec.scheduling.tolerations or []):
+        at = ("scheduling", "tolerations", i)
+        if toleration.key and not _label_key_ok(toleration.key):
+            yield target.view.error(at + ("key",), f"'{toleration.key}' is not a valid toleration key",
+                                    "use a label key such as nvidia.com/gpu")
+        elif not toleration.key and toleration.operator != "Exists":
+            yield target.view.error(at, "a toleration without a key must have operator: Exists",
+                                    "add key: <taint key>, or operator: Exists to tolerate every taint",
+                                    prefer_key=True)
+        if toleration.operator == "Exists" and toleration.value:
+            yield target.view.error(at + ("value",), "operator Exists takes no value",
+                                    "remove value, or use operator: Equal")
+        if toleration.tolerationSeconds is not None and toleration.effect != "NoExecute":
+            yield target.view.error(at + ("tolerationSeconds",), "tolerationSeconds only applies to effect NoExecute",
+                                    "set effect: NoExecute or remove tolerationSeconds")
+
+
+RULES = (_ephemeral, _mount_paths, _storage_collisions, _containers, _labels, _kueue_labels, _tolerations)
 
 
 def check(target: Target) -> Iterator[Diagnostic]:

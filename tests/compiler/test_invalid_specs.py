@@ -327,6 +327,22 @@ CASES = [
      "11:9: error: spec.podTemplate.metadata.annotations.seccomp.security.alpha.kubernetes.io/pod: seccomp"
      " annotations are ignored since Kubernetes 1.27, and the API server refuses a pod whose annotation differs"
      " from its seccompProfile; set securityContext.seccompProfile instead"),
+    ("a toleration key that is no label key is refused",
+     job_text("scheduling:\n  tolerations: [{key: gpu type, operator: Exists}]\n"),
+     "9:25: error: spec.scheduling.tolerations[0].key: 'gpu type' is not a valid toleration key;"
+     " use a label key such as nvidia.com/gpu"),
+    ("a toleration without a key must tolerate every taint with Exists",
+     job_text("scheduling:\n  tolerations: [{operator: Equal, value: 'true'}]\n"),
+     "9:19: error: spec.scheduling.tolerations[0]: a toleration without a key must have operator: Exists;"
+     " add key: <taint key>, or operator: Exists to tolerate every taint"),
+    ("a toleration with operator Exists and a value is refused",
+     job_text("scheduling:\n  tolerations: [{key: spot, operator: Exists, value: 'true'}]\n"),
+     "9:56: error: spec.scheduling.tolerations[0].value: operator Exists takes no value;"
+     " remove value, or use operator: Equal"),
+    ("tolerationSeconds outside NoExecute is refused",
+     job_text("scheduling:\n  tolerations: [{key: spot, operator: Exists, effect: NoSchedule, tolerationSeconds: 60}]\n"),
+     "9:88: error: spec.scheduling.tolerations[0].tolerationSeconds: tolerationSeconds only applies to effect"
+     " NoExecute; set effect: NoExecute or remove tolerationSeconds"),
     # --- pod security at the default level, baseline (every rule: tests/compiler/test_pod_security_admission.py)
     ("a podTemplate adding SYS_ADMIN is refused at the default baseline level",
      job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        securityContext:\n"
