@@ -18,6 +18,7 @@ import click
 
 from compiler.diagnostics import FORMATTERS
 from compiler.quickexit import QuickExitGroup, keep, own_process
+from compiler.versions import COMPILER_DEPS, version_option
 
 if TYPE_CHECKING:
     from compiler.pipeline import Result
@@ -67,7 +68,7 @@ def _fail_if_invalid(result: "Result") -> None:
 
 
 @click.group(cls=QuickExitGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="trainforge", prog_name="train-compile")
+@version_option("train-compile", COMPILER_DEPS)
 def main() -> None:
     """Compile TrainJob specs into Kubeflow (kubeflow.org/v1) kustomize trees."""
     # One short run: reference counting frees what the pipeline drops, and the cycle

@@ -23,6 +23,7 @@ from types import FrameType
 
 import click
 
+from compiler.versions import CONTROLLER_DEPS, version_option
 from controller import errors
 from controller import kinds as kind_table
 from controller import preflight
@@ -30,6 +31,7 @@ from controller.desired import Options
 from controller.gang import scheduler_for
 from controller.health import Probes, parse_bind_address, serve_metrics
 from controller.kube import Client
+from controller.kubelib import ConfigException
 from controller.leader import LeaderConfig, LeaderElector, default_identity
 from controller.manager import Manager, connection_pool_size
 from controller.metrics import Metrics
@@ -69,6 +71,7 @@ def _lease_namespace(flag: str | None) -> str:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@version_option("train-controller", CONTROLLER_DEPS)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Path to a kubeconfig (default: in-cluster, then ~/.kube/config).")
 @click.option("--context", default=None, help="kubeconfig context to use.")
 @click.option("--frameworks", "--enable-scheme", "frameworks", default="",
@@ -120,8 +123,11 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
                                  lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--leader-elect-*") from exc
-    client = Client.connect(kubeconfig, context=context, pool_size=connection_pool_size(workers=workers, kinds=len(enabled),
-                                                                                     pods_first=pods_first))
+    try:
+        client = Client.connect(kubeconfig, context=context,
+                                pool_size=connection_pool_size(workers=workers, kinds=len(enabled), pods_first=pods_first))
+    except (ConfigException, OSError, ValueError) as exc:  # no kubeconfig, a broken one, a failing exec plugin
+        raise click.ClickException(f"cannot load the cluster config: {exc}") from exc
     try:
         preflight.check(client, enabled, scheduler_for(gang_scheduler_name), namespace)
     except preflight.MissingAPI as exc:

@@ -235,10 +235,7 @@ def end_stream(resp: Any) -> None:
     """Cut a streaming answer (a watch) short from another thread, so its reader wakes with an
     error now instead of at the stream's timeout; nothing if it is already closed."""
     try:
-        if hasattr(resp, "shutdown"):
-            resp.shutdown()  # urllib3 >= 2.3: unblocks the thread blocked reading it
-        else:
-            resp.close()
+        resp.shutdown()  # urllib3 >= 2.3 (pyproject's floor: close() would not wake the reader)
     except OSError:
         pass
 
