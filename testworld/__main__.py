@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 
 from .cli import main
+from .gobuild import load_rows
 
 if __name__ == "__main__":
+    load_rows()  # `build` lists every row, including those the part modules add
     sys.exit(main())

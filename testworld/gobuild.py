@@ -28,7 +28,8 @@ Recipes (``Build.recipe``):
   ``controlplane`` ``build-assets.sh`` itself (kube-apiserver + etcd, its own cache).
 A ``Build`` may instead carry ``custom``: a function ``(build, workdir, outdir, env)``.
 
-API: ``BUILDS``, ``register(Build(...))``, ``build(name) -> Path``, ``find(name) -> Path | None``,
+API: ``BUILDS``, ``register(Build(...))`` (a module that does so at import is listed in
+``ROW_MODULES``; ``load_rows()`` imports them all), ``build(name) -> Path``, ``find(name) -> Path | None``,
 ``binary(name, exe=None) -> Path``, ``cache_dir(name) -> Path``; errors are ``BuildError``
 with a one-line message (``GoMissing`` when there is no toolchain).
 """
@@ -36,6 +37,7 @@ with a one-line message (``GoMissing`` when there is no toolchain).
 from __future__ import annotations
 
 import fcntl
+import importlib
 import json
 import os
 import re
@@ -98,6 +100,23 @@ def register(entry: Build) -> Build:
     return entry
 
 
+# Modules that add rows of their own (a recipe lives beside the part that runs it). They
+# import this module, so they are loaded on demand (load_rows), not from here.
+ROW_MODULES = ("testworld.upstream", "testworld.flux", "testworld.argocd")
+
+
+def load_rows() -> dict[str, Build]:
+    """Import every module of ROW_MODULES (one not in this checkout is skipped) and return
+    the whole table."""
+    for module in ROW_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise
+    return BUILDS
+
+
 for _row in (
     Build("k8s", "k8s.io/kubernetes", "v1.32.4", ("k8s.io/kubernetes/cmd/kube-apiserver",),
           recipe="controlplane", binaries=("kube-apiserver", "etcd"), cold="3.5-10 min"),
@@ -116,6 +135,8 @@ for _row in (
 def _entry(name: str | Build) -> Build:
     if isinstance(name, Build):
         return name
+    if name not in BUILDS:
+        load_rows()
     try:
         return BUILDS[name]
     except KeyError:
