@@ -167,18 +167,11 @@ def _target_api(target: Target) -> Iterator[Diagnostic]:
 
 
 def generated_names(target: Target) -> list[str]:
-    """Every object name the operator or the overlays will derive from the job name."""
-    job = target.name
-    spec = target.spec
-    names = [job]
-    for plan in adapter(spec.framework).plan(spec):
-        count = spec.elastic.maxNodes if spec.elastic and plan.replica_type == "Worker" else plan.replicas
-        if spec.framework == "mpi" and plan.replica_type == "Launcher":
-            names += [f"{job}-launcher", f"{job}-config"]
-        elif count > 0:
-            names.append(f"{job}-{plan.replica_type.lower()}-{count - 1}")
+    """Every object name the operator (or, under trainer-v2, JobSet) will derive from the job name."""
+    from compiler.targets import api  # the targets import lowering, which imports policy
+
     # a new PVC's name `{job}-{volume}` is a DNS subdomain (253 characters): never over
-    return names
+    return [target.name, *api(target.api).pod_names(target)]
 
 
 def _name_length(target: Target) -> Iterator[Diagnostic]:

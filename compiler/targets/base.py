@@ -33,6 +33,8 @@ class TargetApi:
     program_container: Callable[["Bundle"], str]  # the container running the program
     # role -> the resources its pods ask for (None: no resources of the job's own), for GPU placement
     role_resources: Callable[["Bundle"], dict[str, Optional["Resources"]]]
+    # names the cluster derives from the job name for its pods (held to 63 characters)
+    pod_names: Callable[["Target"], list[str]]
     # (role, pods, GPUs per pod) of the rendered job, for summaries (make demo)
     pods: Callable[["Bundle"], list[tuple[str, int, int]]]
     # the job carries runPolicy.schedulingPolicy (PriorityClass, gang) and the pods their

@@ -41,6 +41,22 @@ def role_resources(bundle: "Bundle") -> dict[str, Optional["Resources"]]:
     }
 
 
+def pod_names(target: "Target") -> list[str]:
+    """The operator's pod and service names, `{job}-{replica}-{index}` (the last index), and
+    an MPI launcher's `{job}-launcher` and `{job}-config`; elastic workers at maxNodes."""
+    from compiler.frameworks import adapter
+
+    job, spec = target.name, target.spec
+    names = []
+    for plan in adapter(spec.framework).plan(spec):
+        count = spec.elastic.maxNodes if spec.elastic and plan.replica_type == "Worker" else plan.replicas
+        if spec.framework == "mpi" and plan.replica_type == "Launcher":
+            names += [f"{job}-launcher", f"{job}-config"]
+        elif count > 0:
+            names.append(f"{job}-{plan.replica_type.lower()}-{count - 1}")
+    return names
+
+
 def pods(bundle: "Bundle") -> list[tuple[str, int, int]]:
     replicas = bundle.rendered_job()["spec"][bundle.adapter.facts.replica_specs]
     return [
@@ -57,5 +73,6 @@ API = TargetApi(
     pod_templates=pod_templates,
     program_container=lambda bundle: bundle.adapter.facts.container,
     role_resources=role_resources,
+    pod_names=pod_names,
     pods=pods,
 )

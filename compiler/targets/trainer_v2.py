@@ -143,6 +143,14 @@ def role_resources(bundle: Bundle) -> dict[str, Optional[Resources]]:
     return {role: bundle.target.spec.resources for role, _ in pod_templates(bundle)}
 
 
+def pod_names(target: Target) -> list[str]:
+    """The longest pod hostname JobSet gives, `{job}-{replicated job}-{job index}-{pod index}`,
+    for every program job at numNodes pods (an upper bound: an MPI node job has one fewer)."""
+    found = adapter_for(target.spec.framework).trainer_v2  # None: refused at spec.framework instead
+    jobs = found.program_jobs if found is not None else ()
+    return [f"{target.name}-{name}-0-{target.spec.nodes - 1}" for name in jobs]
+
+
 def pods(bundle: Bundle) -> list[tuple[str, int, int]]:
     """numNodes nodes (an MPI launcher is one of them), each with resourcesPerNode."""
     trainer = bundle.job["spec"]["trainer"]
@@ -163,6 +171,7 @@ API = TargetApi(
     pod_templates=pod_templates,
     program_container=lambda bundle: CONTAINER,
     role_resources=role_resources,
+    pod_names=pod_names,
     pods=pods,
     scheduling_policy=False,
 )

@@ -422,3 +422,15 @@ def test_render_of_the_v2_environment_prints_trainjobs_and_the_v1_one_kubeflow_j
 
     assert kinds["prod"] >= {"TrainJob"} and not kinds["prod"] & {"PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob"}
     assert kinds["dev"] >= {"PyTorchJob", "MPIJob", "JAXJob", "XGBoostJob"} and "TrainJob" not in kinds["dev"]
+
+
+def test_names_are_held_to_63_characters_as_jobset_derives_them(tmp_path):
+    name = "m" * 51  # v1: m...-launcher (60); JobSet's launcher pod hostname m...-launcher-0-1 (64)
+    doc = job_doc("mpi", name=name, nodes=2)
+
+    result = compile_docs(tmp_path, doc, project=project())
+
+    errors = [d for d in result.diagnostics if d.severity == "error"]
+    assert [(d.path, d.message) for d in errors] == [
+        ("metadata.name", f"generated name '{name}-launcher-0-1' is 64 characters; Kubernetes allows 63")]
+    assert "shorten the job name to at most 50 characters" in errors[0].fix
