@@ -4,7 +4,8 @@ The operator creates a job's pods from its templates minutes or days after the j
 synced; a template the API server refuses (422) or the kubelet cannot start leaves a job
 that never gets a pod, with the reason only in the operator's events. These rules catch
 the ones the spec can show, each at the field that causes it: ephemeral containers
-(forbidden on pod create), a mount path that is relative or holds ':', a storage volume
+(forbidden on pod create), a mount path that is relative or holds ':', a relative working
+directory, a storage volume
 whose name or path collides with one the `podTemplate` adds, containers the podTemplate
 adds without a name or an image, label keys and values (pod labels, nodeSelector) and
 annotation keys that are not valid, the deprecated seccomp annotations (which clash with
@@ -64,6 +65,18 @@ def _mount_paths(target: Target) -> Iterator[Diagnostic]:
                     yield target.view.error(("podTemplate", "spec", kind, i, "volumeMounts", j, "mountPath"),
                                             f"mountPath '{path}' {problem}{LATE}",
                                             "write an absolute path without ':', e.g. /data")
+
+
+def _working_dirs(target: Target) -> Iterator[Diagnostic]:
+    """runc takes only an absolute working directory (the API server takes any)."""
+    asked = [(("workingDir",), target.spec.workingDir)] + [
+        (("podTemplate", "spec", kind, i, "workingDir"), as_dict(c).get("workingDir"))
+        for kind in CONTAINER_KINDS for i, c in enumerate(as_list(_pod(target).get(kind)))
+    ]
+    for at, path in asked:
+        if isinstance(path, str) and not path.startswith("/"):
+            yield target.view.error(at, f"workingDir '{path}' is relative, which the container runtime refuses"
+                                    " when the pod starts", "write an absolute path, e.g. /workspace")
 
 
 def _storage_collisions(target: Target) -> Iterator[Diagnostic]:
@@ -179,7 +192,7 @@ def _tolerations(target: Target) -> Iterator[Diagnostic]:
                                     "set effect: NoExecute or remove tolerationSeconds")
 
 
-RULES = (_ephemeral, _mount_paths, _storage_collisions, _containers, _labels, _kueue_labels, _tolerations)
+RULES = (_ephemeral, _mount_paths, _working_dirs, _storage_collisions, _containers, _labels, _kueue_labels, _tolerations)
 
 
 def check(target: Target) -> Iterator[Diagnostic]:

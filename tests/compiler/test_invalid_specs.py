@@ -343,6 +343,10 @@ CASES = [
      job_text("scheduling:\n  tolerations: [{key: spot, operator: Exists, effect: NoSchedule, tolerationSeconds: 60}]\n"),
      "9:88: error: spec.scheduling.tolerations[0].tolerationSeconds: tolerationSeconds only applies to effect"
      " NoExecute; set effect: NoExecute or remove tolerationSeconds"),
+    ("a relative working directory is refused before the container runtime refuses it",
+     job_text("workingDir: src\n"),
+     "8:15: error: spec.workingDir: workingDir 'src' is relative, which the container runtime refuses when the pod"
+     " starts; write an absolute path, e.g. /workspace"),
     # --- pod security at the default level, baseline (every rule: tests/compiler/test_pod_security_admission.py)
     ("a podTemplate adding SYS_ADMIN is refused at the default baseline level",
      job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        securityContext:\n"
