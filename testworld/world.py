@@ -59,6 +59,9 @@ PARTS: dict[str, str | Callable[[], Part]] = {
     "scheduler": "testworld.scheduler:Scheduler",
     "kwok": "testworld.kwok:Kwok",
     "gc": "testworld.controller_manager:ControllerManager",
+    "git": "testworld.gitserver:GitPart",
+    "flux": "testworld.flux:Flux",
+    "argocd": "testworld.argocd:ArgoCD",
 }
 
 
