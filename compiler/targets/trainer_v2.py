@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from compiler import strategic
+from compiler import podsecurity, strategic
 from compiler.bundle import Bundle, JsonObject, json_copy
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
@@ -92,6 +92,8 @@ def _pod_template(target: Target) -> JsonObject:
         template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
     if spec.podTemplate:
         template = strategic.merge(template, renamed_containers(target, spec.podTemplate))
+    if target.policy.podSecurityDefaults:  # security contexts are patchable fields: as in v1
+        template = podsecurity.harden(template)
     return template
 
 

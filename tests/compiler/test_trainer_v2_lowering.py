@@ -434,3 +434,17 @@ def test_names_are_held_to_63_characters_as_jobset_derives_them(tmp_path):
     assert [(d.path, d.message) for d in errors] == [
         ("metadata.name", f"generated name '{name}-launcher-0-1' is 64 characters; Kubernetes allows 63")]
     assert "shorten the job name to at most 50 characters" in errors[0].fix
+
+
+def test_pod_security_defaults_reach_the_node_container_through_the_runtime_patch(tmp_path):
+    doc = job_doc("pytorch")
+    proj = project()
+    proj["policy"] = {"podSecurityDefaults": True}
+    result = compile_docs(tmp_path, doc, project=proj)
+    assert result.ok, [d.text() for d in result.diagnostics]
+
+    pod = replicated_jobs(result.bundles["prod"][0].rendered_job())["node"]["spec"]
+
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert pod["containers"] == [{"name": "node", "securityContext": {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]

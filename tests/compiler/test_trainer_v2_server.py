@@ -118,7 +118,7 @@ def _every_overlay(tmp_path: Path) -> list[dict]:
                               "containers": [{"name": "pytorch", "securityContext": {"readOnlyRootFilesystem": True}}]}},
     )
     doc["metadata"]["labels"] = {"team": "a"}
-    project = project_doc(environments={"prod": {
+    project = project_doc(policy={"podSecurityDefaults": True}, environments={"prod": {
         "target": "trainer-v2", "scheduling": {"kueuePriority": True},
         "gpuTypes": {"h100": {"nodeSelector": {"gpu": "h100"},
                               "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
