@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from compiler.diagnostics import Diagnostic
 from compiler.validation import diagnostics_from, format_path
 from schemas.loader import Document, Loc, Pos
-from schemas.project import Environment, Project, ProjectPolicy
+from schemas.project import DEFAULT_TARGET, Environment, Project, ProjectPolicy
 from schemas.trainjob import TrainJob, TrainJobSpec
 
 DEFAULT_NAMESPACE = "default"
@@ -68,7 +68,7 @@ class Target:
     annotations: dict[str, str]
     spec: TrainJobSpec
     view: SpecView
-    api: str = "kubeflow-v1"  # the environment's target (compiler/targets), by name
+    api: str = DEFAULT_TARGET  # the environment's target (compiler/targets), by name
 
 
 def deep_merge(base: Any, override: Any) -> Any:
