@@ -9,18 +9,20 @@ directory, a storage volume
 whose name or path collides with one the `podTemplate` adds, containers the podTemplate
 adds without a name or an image, label keys and values (pod labels, nodeSelector) and
 annotation keys that are not valid, the deprecated seccomp annotations (which clash with
-the seccompProfile field), the Kueue labels a queue or priority name becomes, and
-tolerations the API server's rules refuse. Registered in `compiler/rules.py`.
+the seccompProfile field), the Kueue labels a queue or priority name becomes,
+tolerations the API server's rules refuse, and requests above limits (or GPUs whose
+request and limit differ) once the podTemplate changed one of them. Registered in `compiler/rules.py`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from decimal import Decimal
+from typing import Any, Iterator, Optional
 
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
 from compiler.resolve import Target
-from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE
+from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE, QUANTITY
 
 CONTAINER_KINDS = ("initContainers", "containers")
 SECCOMP_ANNOTATIONS = ("seccomp.security.alpha.kubernetes.io/pod", "container.seccomp.security.alpha.kubernetes.io/")
@@ -192,7 +194,54 @@ def _tolerations(target: Target) -> Iterator[Diagnostic]:
                                     "set effect: NoExecute or remove tolerationSeconds")
 
 
-RULES = (_ephemeral, _mount_paths, _working_dirs, _storage_collisions, _containers, _labels, _kueue_labels, _tolerations)
+_SCALE = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1), "k": Decimal(10) ** 3,
+          "M": Decimal(10) ** 6, "G": Decimal(10) ** 9, "T": Decimal(10) ** 12, "P": Decimal(10) ** 15,
+          "E": Decimal(10) ** 18, **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))}}
+NATIVE = ("cpu", "memory", "ephemeral-storage", "storage")  # and hugepages-*; other names are extended resources
+
+
+def _amount(value: Any) -> Optional[Decimal]:
+    """A quantity's exact amount (None for anything else: `_pod_template_quantities` reports it)."""
+    match = QUANTITY.match(str(value)) if not isinstance(value, bool) else None
+    if match is None:
+        return None
+    number, suffix = Decimal(match.group(1)), match.group(3) or ""
+    return number * Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else number * _SCALE[suffix]
+
+
+def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:
+    """A podTemplate that changes requests or limits can leave a request above its limit, or an
+    extended resource (GPUs) whose request and limit differ: the API server refuses both."""
+    from compiler.frameworks import adapter
+    from compiler.lowering import pod_template
+    from compiler.policy import patch_loc
+    from compiler.podsecurity import containers
+
+    if not target.spec.podTemplate or target.api != "kubeflow-v1":
+        return
+    fw = adapter(target.spec.framework)
+    for plan in fw.plan(target.spec):
+        template = pod_template(target.spec, plan, fw.facts, target)
+        for at, name, container in containers(as_dict(template.get("spec"))):
+            resources = as_dict(container.get("resources"))
+            requests, limits = as_dict(resources.get("requests")), as_dict(resources.get("limits"))
+            for key in sorted(set(requests) & set(limits)):
+                asked, most = _amount(requests[key]), _amount(limits[key])
+                extended = key not in NATIVE and not str(key).startswith("hugepages-")
+                if asked is None or most is None or (asked == most if extended else asked <= most):
+                    continue
+                loc, whole = patch_loc(at + ("resources", "limits", key), template, target.spec.podTemplate)
+                if not whole:
+                    loc, _ = patch_loc(at + ("resources", "requests", key), template, target.spec.podTemplate)
+                yield target.view.error(
+                    loc,
+                    f"{key} request {requests[key]} and limit {limits[key]} in container '{name}' "
+                    + ("differ, and an extended resource's request must equal its limit" if extended else "leave the request above the limit"),
+                    "set the podTemplate's request and limit together (or change resources instead)")
+
+
+RULES = (_ephemeral, _mount_paths, _working_dirs, _storage_collisions, _containers, _labels, _kueue_labels, _tolerations,
+         _requests_within_limits)
 
 
 def check(target: Target) -> Iterator[Diagnostic]:

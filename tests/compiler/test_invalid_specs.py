@@ -347,6 +347,18 @@ CASES = [
      job_text("workingDir: src\n"),
      "8:15: error: spec.workingDir: workingDir 'src' is relative, which the container runtime refuses when the pod"
      " starts; write an absolute path, e.g. /workspace"),
+    ("a podTemplate limit below the request lowering writes is refused",
+     job_text("resources: {memory: 16Gi}\npodTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
+              "        resources: {limits: {memory: 8Gi}}\n"),
+     "13:40: error: spec.podTemplate.spec.containers[0].resources.limits.memory: memory request 16Gi and limit 8Gi in"
+     " container 'pytorch' leave the request above the limit; set the podTemplate's request and limit together (or"
+     " change resources instead)"),
+    ("a podTemplate GPU limit that differs from the GPU request is refused",
+     job_text("resources: {gpu: 8}\npodTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
+              "        resources: {limits: {nvidia.com/gpu: 4}}\n"),
+     "13:48: error: spec.podTemplate.spec.containers[0].resources.limits.nvidia.com/gpu: nvidia.com/gpu request 8 and"
+     " limit 4 in container 'pytorch' differ, and an extended resource's request must equal its limit; set the"
+     " podTemplate's request and limit together (or change resources instead)"),
     # --- pod security at the default level, baseline (every rule: tests/compiler/test_pod_security_admission.py)
     ("a podTemplate adding SYS_ADMIN is refused at the default baseline level",
      job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        securityContext:\n"

@@ -71,8 +71,8 @@ CASES = [
     ),
     pytest.param(
         job("nodes: 4\nresources: {gpu: 1}\npodTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
-            "        resources: {limits: {nvidia.com/gpu: 8}}\n      - name: sidecar\n        image: busybox\n"
-            "        resources: {limits: {amd.com/gpu: 1}}\n"),
+            "        resources: {limits: {nvidia.com/gpu: 8}, requests: {nvidia.com/gpu: 8}}\n      - name: sidecar\n"
+            "        image: busybox\n        resources: {limits: {amd.com/gpu: 1}}\n"),
         ["job.yaml:12:3: error: spec.podTemplate: the job uses 36 GPUs over all pods; the policy allows"
          f" at most 16; {GPU_FIX}",
          "job.yaml:12:3: error: spec.podTemplate: the job uses 36 GPUs over all pods; the policy in"
