@@ -101,9 +101,14 @@ def send(api: Any, namespace: str, case: Case, index: int) -> Answer:
         return call(api, "POST", job_path(case.kind, namespace), new)
     first = call(api, "POST", job_path(case.kind, namespace), old)
     assert not first.refused, f"the stored job of an update case was refused: {first.message}"
-    stored = raw_call(api, "GET", job_path(case.kind, namespace, name), None)[1]
-    new["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
-    return call(api, "PUT", job_path(case.kind, namespace, name), new)
+    for _ in range(10):  # upstream's operator writes the stored job's status meanwhile: 409, read again
+        stored = raw_call(api, "GET", job_path(case.kind, namespace, name), None)[1]
+        new["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+        answer = call(api, "PUT", job_path(case.kind, namespace, name), new)
+        if answer.status != 409:
+            return answer
+        time.sleep(0.1)
+    raise AssertionError(f"the update kept conflicting: {answer.message}")
 
 
 def our_policies(namespace: str, suffix: str) -> list[dict[str, Any]]:
