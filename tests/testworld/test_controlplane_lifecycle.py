@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -177,16 +178,14 @@ def test_children_die_when_the_python_parent_is_sigkilled(envtest_assets, tmp_pa
         subprocess.run(["rm", "-rf", workdir], check=False)  # SIGKILL leaves the dir by nature
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_cluster_cli_serves_kubectl_and_stops_cleanly(envtest_assets, tmp_path, sig):
-    kubeconfig = tmp_path / "kubeconfig"
-    env = {
-        **os.environ,
-        "KUBEBUILDER_ASSETS": str(envtest_assets.directory),
-        "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-    }
+@contextmanager
+def cluster_cli(assets: Assets, kubeconfig: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], dict[int, str]]]:
+    """`python -m testworld cluster ... --kubeconfig KUBECONFIG` until its export line;
+    yields the process and its children; killed afterwards if the test left it running."""
+    env = {**os.environ, "KUBEBUILDER_ASSETS": str(assets.directory),
+           "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "testworld", "cluster", "--no-upstream-crds", "--kubeconfig", str(kubeconfig)],
+        [sys.executable, "-m", "testworld", "cluster", "--no-upstream-crds", *args, "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
     )
     try:
@@ -195,18 +194,23 @@ def test_cluster_cli_serves_kubectl_and_stops_cleanly(envtest_assets, tmp_path, 
         export = proc.stdout.readline()
         assert first == f"kubeconfig: {kubeconfig}\n", (first, proc.stderr.read() if proc.poll() is not None else "")
         assert export == f"export KUBECONFIG={kubeconfig}\n"
-        children = children_of(proc.pid)
-        assert sorted(children.values()) == ["etcd", "kube-apiserver"], children
-        got = subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", "get", "namespace", "default", "-o", "name"],
-                             capture_output=True, text=True, timeout=60, check=False)
-        assert got.stdout.strip() == "namespace/default", got.stderr
-
-        proc.send_signal(sig)
-        assert proc.wait(timeout=60) == 0
+        yield proc, children_of(proc.pid)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_cluster_cli_serves_kubectl_and_stops_cleanly(envtest_assets, tmp_path, sig):
+    kubeconfig = tmp_path / "kubeconfig"
+    with cluster_cli(envtest_assets, kubeconfig) as (proc, children):
+        assert sorted(children.values()) == ["etcd", "kube-apiserver"], children
+        got = subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", "get", "namespace", "default", "-o", "name"],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert got.stdout.strip() == "namespace/default", got.stderr
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 0
     stderr = proc.stderr.read() if proc.stderr else ""
     assert "stopped: etcd and kube-apiserver are gone" in stderr
     assert wait_dead(*children, timeout=0.5) == []
@@ -217,19 +221,7 @@ def test_cluster_cli_with_parts_runs_pods_and_stops_every_process(envtest_assets
     """`make cluster`'s world: kube-scheduler, kwok and the garbage collector beside the
     plane, kwok's nodes Ready and untainted, and SIGTERM stops all five processes."""
     kubeconfig = tmp_path / "kubeconfig"
-    env = {**os.environ, "KUBEBUILDER_ASSETS": str(envtest_assets.directory),
-           "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "testworld", "cluster", "--no-upstream-crds", "--with", "gc,scheduler,kwok",
-         "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first == f"kubeconfig: {kubeconfig}\n", (first, proc.stderr.read() if proc.poll() is not None else "")
-        proc.stdout.readline()
-        children = children_of(proc.pid)
+    with cluster_cli(envtest_assets, kubeconfig, "--with", "gc,scheduler,kwok") as (proc, children):
         assert sorted(children.values()) == ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
                                              "kwok"], children
         nodes = subprocess.run(
@@ -239,10 +231,6 @@ def test_cluster_cli_with_parts_runs_pods_and_stops_every_process(envtest_assets
         assert len(nodes) == 14 and all(n.startswith("True") and "not-ready" not in n for n in nodes), nodes
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     stderr = proc.stderr.read() if proc.stderr else ""
     assert "stopped: etcd and kube-apiserver are gone, gc, scheduler, kwok" in stderr
     assert wait_dead(*children, timeout=0.5) == []
