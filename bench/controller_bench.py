@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from bench import kube_tools as kt
-from bench import report, server_cost, upstream
+from bench import report, server_cost
+from testworld import upstream
 from controller.kube import EVENTS, PODS, SERVICES, Client
 
 REPO = Path(__file__).resolve().parents[1]
@@ -233,8 +234,8 @@ class Bench:
     def upstream_round(self, binary: Path, jobs: int, pods_per_job: int, big: int) -> dict[str, Any]:
         """The same workload under the upstream Go operator (figures from the server and /proc)."""
         ns = self._namespace("up")
-        log = Path(tempfile.gettempdir()) / f"trainforge-bench-upstream-{ns}.log"
-        op = upstream.Operator(binary, self.plane.kubeconfig, self.client, ns, threads=self.workers, log=log)
+        host = upstream.Host(self.plane.kubeconfig, Path(tempfile.mkdtemp(prefix=f"trainforge-bench-{ns}-")))
+        op = upstream.Operator(ns, schemes=("pytorchjob",), threads=self.workers).start(host)
         try:
             (cpu0, _), m0 = op.stats(), self._server_writes()
             t = self._timeline(ns, jobs, pods_per_job, big, timeout=max(self.timeout, 60 + jobs * pods_per_job / 5))
@@ -365,7 +366,7 @@ def upstream_order_rows(rounds: list[CtlRound], bares: list[Bare], pairs: list[B
 
 def upstream_rows(rounds: list[CtlRound], ups: list[dict[str, Any]]) -> list[report.Row]:
     R = report.Row
-    up = f"baseline: upstream Go operator {upstream.VERSION}"
+    up = f"baseline: upstream Go operator {upstream.PRIMARY}"
     r, u = rounds[-1], ups[-1]
     return [
         R(f"pods created per second (higher is better; {up})", r.pods / _median([x.to_pods for x in rounds]),
@@ -390,7 +391,7 @@ def rss_rows(r: CtlRound, up: Optional[dict[str, Any]]) -> list[report.Row]:
     rows = []
     if up is not None:
         rows.append(R(f"controller RSS with {r.jobs} jobs, {r.pods} pods Running (MB; baseline: upstream Go "
-                      f"operator {upstream.VERSION})", r.rss_mb, up["rss_mb"], "MB", "<= 120 MB"))
+                      f"operator {upstream.PRIMARY})", r.rss_mb, up["rss_mb"], "MB", "<= 120 MB"))
     return rows + [
         R(f"controller RSS with {r.jobs} jobs, {r.pods} pods Running (MB; baseline: idle controller)",
           r.rss_mb, r.idle_rss_mb, "MB", "<= 120 MB"),
@@ -439,7 +440,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "measure its cost; default: the controller as shipped)")
     parser.add_argument("--upstream", choices=("auto", "build", "no"), default="auto",
                         help="the upstream Go operator as a second baseline: auto = when already built "
-                        f"(in {upstream.CACHE}; not in --rss mode), build = go install it first if needed "
+                        f"(python -m testworld build training-operator; not in --rss mode), build = go install it first if needed "
                         "(minutes), no = skip")
     parser.add_argument("--upstream-order", action=argparse.BooleanOptionalAction, default=True,
                         help="also run each round under train-controller --no-pods-first, upstream's order "
@@ -447,7 +448,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
     binary = None
-    if args.upstream == "build" or (args.upstream == "auto" and (upstream.CACHE / "training-operator.v1").exists()):
+    if args.upstream == "build" or (args.upstream == "auto" and upstream.find() is not None):
         binary = upstream.build()
 
     plane = start_plane()

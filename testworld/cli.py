@@ -107,7 +107,7 @@ def _assets(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from . import gobuild  # the table of pinned builds
+    from . import argocd, flux, gobuild, upstream  # noqa: F401 - the table of pinned builds; flux, argocd, upstream add rows
 
     names = args.parts or list(gobuild.BUILDS)
     for name in names:
@@ -132,6 +132,12 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_gitops(args: argparse.Namespace) -> int:
+    from .demo_gitops import run
+
+    return run(timeout=args.timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m testworld", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -150,5 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     bld = sub.add_parser("build", help="build or find the test world's binaries (all parts by default)")
     bld.add_argument("parts", nargs="*", metavar="PART", help="names from testworld.gobuild.BUILDS")
     bld.set_defaults(func=_build)
+    demo = sub.add_parser("demo-gitops", help="Flux and Argo CD sync the examples from a local git repo; watch "
+                                              "the jobs go Created, Running, Succeeded; stop everything")
+    demo.add_argument("--timeout", type=float, default=600, help="seconds to wait for every job (default 600)")
+    demo.set_defaults(func=_demo_gitops)
     args = parser.parse_args(argv)
     return int(args.func(args))

@@ -1,14 +1,28 @@
-"""The upstream Go operator (kubeflow/training-operator) as a second controller baseline.
+"""The upstream Go operator (kubeflow/training-operator) as a part of the test world.
 
-Built from its Go module through the module proxy (`go install
-github.com/kubeflow/training-operator/cmd/training-operator.v1@v1.8.1`, the last
-release of the module), then run against the benchmark's API server for the same
-workload as ours: PyTorchJob only, one namespace, as many worker threads as our
-workers. Its webhook certificate controller holds the job controllers back until it
-has filled its Secret and its ValidatingWebhookConfiguration and seen the certificate
-on disk, so both objects are created empty first and the certificate is copied out of
-the Secret as a kubelet would mount it; with no webhook in that configuration, none is
-ever called.
+Where it sits: the parity test (tests/parity), the controller benchmarks and the admission
+tests run it beside `train-controller` on one API server, so "drop-in" is checked against
+the real thing rather than against our reading of its source. Two releases: v1.9.4, the
+one `../shared/docs/kubeflow-v1-semantics.md` follows, for every kind it has, and v1.8.1
+for MXJob only (v1.9 dropped MXJob). Both are built from the Go module proxy with
+`go install MODULE@VERSION` (testworld.gobuild rows `training-operator` and
+`training-operator-mxjob`, cached in `~/.cache/trainforge/<row>/<version>/`).
+
+Why it is shaped so:
+- Its webhook certificate rotator holds the job controllers back until it has filled its
+  Secret and its ValidatingWebhookConfiguration and seen the certificate on disk. So both
+  objects are created empty first (no webhook in the configuration: none is ever called)
+  and the certificate is copied out of the Secret as a kubelet would mount it.
+- The rotator's cert dir is a constant, `/tmp/k8s-webhook-server/serving-certs`: two
+  operators running at once (the parity test, the admission test, a benchmark, two
+  releases in one world) would overwrite each other's certificates there. Each operator
+  therefore runs in a private mount namespace (`unshare --mount`, we are root) in which a
+  directory of its own is bind-mounted over that path; `unshare` execs the operator, so
+  its pid, /proc figures and signals are the operator's own.
+- Each operator keeps its Secret in a namespace of its own (`MY_POD_NAMESPACE`), so two
+  releases on one API server never share a certificate.
+- Subclasses (a webhook-serving mode) extend it through `extra_args`, `extra_env`, and
+  the `prepare` / `provide_certs` hooks; `cert_dir` is the host side of the bind mount.
 """
 
 from __future__ import annotations
@@ -17,102 +31,218 @@ import base64
 import os
 import re
 import shutil
-import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bench import kube_tools as kt
 from controller import errors
 from controller.kube import Client, Resource
 
+from . import gobuild
+from .part import PartError, ProcessPart, free_port
+
+if TYPE_CHECKING:
+    from .world import World
+
 MODULE = "github.com/kubeflow/training-operator/cmd/training-operator.v1"
-VERSION = "v1.8.1"
-OPERATOR_NAMESPACE = "kubeflow"
-CERT_SECRET = "training-operator-webhook-cert"
-WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"
+BINARY = "training-operator.v1"
+PRIMARY = "v1.9.4"  # every kind it has; the release kubeflow-v1-semantics.md follows
+MXJOB = "v1.8.1"    # MXJob only: the last release that has it
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    schemes: tuple[str, ...]  # values of --enable-scheme, each also the controller's name prefix
+
+
+RELEASES = {
+    PRIMARY: Release(PRIMARY, ("pytorchjob", "tfjob", "mpijob", "xgboostjob", "paddlejob", "jaxjob")),
+    MXJOB: Release(MXJOB, ("mxjob",)),
+}
+SCHEME_OF_KIND = {"PyTorchJob": "pytorchjob", "TFJob": "tfjob", "MPIJob": "mpijob", "XGBoostJob": "xgboostjob",
+                  "PaddleJob": "paddlejob", "JAXJob": "jaxjob", "MXJob": "mxjob"}
+
+CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # a constant in the operator (pkg/cert)
+CERT_SECRET = "training-operator-webhook-cert"  # --webhook-secret-name default
+WEBHOOK_CONFIG = "validator.training-operator.kubeflow.org"  # a constant in the operator's main.go
+SECRETS = Resource("", "v1", "secrets", "Secret")
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                     "ValidatingWebhookConfiguration", namespaced=False)
-CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # fixed in the operator (pkg/cert)
-READY = re.compile(rb"Starting workers[^\n]*pytorchjob-controller")
+# Bind our own dir over the fixed one, then become the operator ($0 = our dir, "$@" = argv).
+_ISOLATE = 'mount --bind "$0" ' + str(CERT_DIR) + ' && exec "$@"'
 
 
-CACHE = Path.home() / ".cache" / "trainforge" / "upstream" / VERSION
+# The two pinned builds (testworld.gobuild): `python -m testworld build training-operator
+# training-operator-mxjob`, cached in ~/.cache/trainforge/<name>/<version>/.
+BUILD = gobuild.register(gobuild.Build(
+    "training-operator", "github.com/kubeflow/training-operator", PRIMARY, (MODULE,), binaries=(BINARY,),
+    smoke=("--help",), cold="~6 min (~1 min with a warm module cache)"))
+BUILD_MXJOB = gobuild.register(gobuild.Build(
+    "training-operator-mxjob", "github.com/kubeflow/training-operator", MXJOB, (MODULE,), binaries=(BINARY,),
+    smoke=("--help",), cold="~6 min (~1 min with a warm module cache)"))
+BUILD_OF = {PRIMARY: BUILD, MXJOB: BUILD_MXJOB}
 
 
-def build(dest: Path = CACHE) -> Path:
-    """The operator binary in `dest`, built with `go install` unless it is there already."""
-    binary = dest / "training-operator.v1"
-    if binary.exists():
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        raise RuntimeError("go is not installed: cannot build the upstream operator")
-    dest.mkdir(parents=True, exist_ok=True)
-    subprocess.run([go, "install", f"{MODULE}@{VERSION}"], check=True, env={**os.environ, "GOBIN": str(dest)},
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=1800)
-    return binary
+def build(version: str = PRIMARY) -> Path:
+    """The operator binary of `version`, built from the Go module proxy unless cached."""
+    return gobuild.binary(BUILD_OF[version])
 
 
-def _mount_certs(client: Client) -> bool:
-    """Play the kubelet's secret volume: the rotator waits for its certs to appear on disk."""
-    data = client.get(kt.SECRETS, OPERATOR_NAMESPACE, CERT_SECRET).get("data") or {}
-    if "tls.crt" not in data or "tls.key" not in data:
+def find(version: str = PRIMARY) -> Path | None:
+    """The cached binary of `version`, or None (no build, no `go` call)."""
+    found = gobuild.find(BUILD_OF[version])
+    return found / BINARY if found else None
+
+
+def isolation_problem() -> str | None:
+    """Why a private mount namespace cannot be made here, or None when it can."""
+    if shutil.which("unshare") is None:
+        return "unshare (util-linux) is not installed"
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True, check=False)
+    if done.returncode != 0:
+        return f"unshare --mount failed (needs root or CAP_SYS_ADMIN): {done.stderr.decode().strip()}"
+    return None
+
+
+def _create(client: Client, res: Resource, namespace: str | None, body: dict) -> None:
+    try:
+        client.create(res, namespace, body)
+    except errors.AlreadyExists:
+        pass
+
+
+@dataclass(frozen=True)
+class Host:
+    """Where an operator runs without a World (a benchmark's own control plane): what
+    `Operator.start` reads from a World."""
+    kubeconfig: Path
+    dir: Path
+
+
+class Operator(ProcessPart):
+    """One upstream operator watching `namespace` with its release's schemes (or `schemes`),
+    a testworld part: `World(parts=[Operator(ns), ...])`, or `Operator(ns).start(Host(...))`.
+
+    `start` returns once every enabled job controller has started its workers. `threads` is
+    `--controller-threads` (give it our workers). Extend it through `extra_args`,
+    `extra_env`, `prepare` and `provide_certs` (a webhook-serving mode puts its own
+    certificate in `cert_dir` and its webhooks in the configuration)."""
+
+    start_timeout = 180.0
+    stop_timeout = 20.0
+
+    def __init__(self, namespace: str | None = None, *, version: str = PRIMARY, schemes: Sequence[str] | None = None,
+                 threads: int = 4, system_namespace: str | None = None, extra_args: Sequence[str] = (),
+                 extra_env: Mapping[str, str] | None = None, kubeconfig: Path | None = None) -> None:
+        super().__init__()
+        self.release = RELEASES[version]
+        self.name = f"training-operator-{version}"
+        self.builds = (BUILD_OF[version].name,)
+        self.namespace = namespace
+        self.schemes = tuple(schemes or self.release.schemes)
+        self.threads = threads
+        self.system_namespace = system_namespace or "training-operator-" + version.replace(".", "-")
+        self.extra_args, self.extra_env = list(extra_args), dict(extra_env or {})
+        self.kubeconfig = kubeconfig  # another identity than the world's admin (e.g. to count its requests)
+        self.cert_dir = Path(tempfile.gettempdir())  # set by before(): our dir, CERT_DIR inside its namespace
+        self.client: Client | None = None
+        self.idle_rss_mb = 0.0
+        self._mounted = False
+        self._ready = {s: re.compile(rb"Starting workers[^\n]*" + re.escape(f"{s}-controller".encode()))
+                       for s in self.schemes}
+
+    @property
+    def log(self) -> Path | None:
+        return self.log_path
+
+    # ------------------------------------------------------------------ hooks
+    def operator_args(self) -> list[str]:
+        watch = [f"--namespace={self.namespace}"] if self.namespace else []  # none: every namespace
+        return [*watch, *(f"--enable-scheme={s}" for s in self.schemes),
+                f"--controller-threads={self.threads}", "--metrics-bind-address=0", "--health-probe-bind-address=0",
+                f"--webhook-server-port={free_port()}", *self.extra_args]
+
+    def argv(self, world: World | Host) -> list[str]:
+        # unshare execs sh, sh execs the operator: the pid we hold is the operator's own
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", _ISOLATE, str(self.cert_dir),
+                self.binary(BUILD_OF[self.release.version].name, BINARY), *self.operator_args()]
+
+    def env(self, world: World | Host) -> dict[str, str]:
+        return {"KUBECONFIG": str(self.kubeconfig or world.kubeconfig), "MY_POD_NAMESPACE": self.system_namespace, **self.extra_env}
+
+    def prepare(self) -> None:
+        """The objects its cert rotator waits for, created empty (no webhook: none is called)."""
+        assert self.client is not None
+        _create(self.client, NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace",
+                                                "metadata": {"name": self.system_namespace}})
+        _create(self.client, SECRETS, self.system_namespace,
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": CERT_SECRET}})
+        _create(self.client, WEBHOOKS, None, {"apiVersion": "admissionregistration.k8s.io/v1",
+                                              "kind": "ValidatingWebhookConfiguration",
+                                              "metadata": {"name": WEBHOOK_CONFIG}})
+
+    def provide_certs(self) -> bool:
+        """Play the kubelet's secret volume; True once the files are in place."""
+        assert self.client is not None
+        data = self.client.get(SECRETS, self.system_namespace, CERT_SECRET).get("data") or {}
+        if "tls.crt" not in data or "tls.key" not in data:
+            return False
+        for name in ("tls.key", "tls.crt"):  # the certificate last: its presence is the rotator's signal
+            (self.cert_dir / name).write_bytes(base64.b64decode(data[name]))
+        return True
+
+    # ------------------------------------------------------------------ lifecycle
+    def before(self, world: World | Host) -> None:
+        problem = isolation_problem()
+        if problem:
+            raise PartError(f"{self.name}: cannot isolate its fixed cert dir {CERT_DIR}: {problem}")
+        self.cert_dir = Path(tempfile.mkdtemp(prefix=f"trainforge-{self.name}-certs-"))
+        self.client = Client.connect(str(world.kubeconfig))  # the admin: prepare() may create anything
+        self.prepare()
+        CERT_DIR.mkdir(parents=True, exist_ok=True)  # the mount point; stays empty outside
+
+    def ready(self) -> bool:
+        text = self.log_path.read_bytes() if self.log_path and self.log_path.exists() else b""
+        if all(r.search(text) for r in self._ready.values()):
+            return True
+        if not self._mounted:
+            self._mounted = self.provide_certs()
         return False
-    CERT_DIR.mkdir(parents=True, exist_ok=True)
-    for name in ("tls.key", "tls.crt"):  # the certificate last: its presence is the signal
-        (CERT_DIR / name).write_bytes(base64.b64decode(data[name]))
-    return True
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Operator:
-    """One running upstream operator watching `namespace`."""
-
-    def __init__(self, binary: Path, kubeconfig: Path, client: Client, namespace: str, *, threads: int,
-                 log: Path, ready_timeout: float = 120.0) -> None:
-        kt.create_namespace(client, OPERATOR_NAMESPACE, exist_ok=True)
-        for res, ns, body in (
-            (kt.SECRETS, OPERATOR_NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": CERT_SECRET}}),
-            (WEBHOOKS, None, {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-                              "metadata": {"name": WEBHOOK_CONFIG}}),  # no webhooks in it: none is ever called
-        ):
-            try:
-                client.create(res, ns, body)
-            except errors.AlreadyExists:
-                pass
-        self.log = log
-        self._out = open(log, "wb")
-        argv = [str(binary), f"--namespace={namespace}", "--enable-scheme=pytorchjob",
-                f"--controller-threads={threads}", "--metrics-bind-address=0", "--health-probe-bind-address=0",
-                f"--webhook-server-port={_free_port()}"]
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "MY_POD_NAMESPACE": OPERATOR_NAMESPACE}
-        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + ready_timeout
-        mounted = False
-        while not READY.search(log.read_bytes()):
-            if not mounted:
-                mounted = _mount_certs(client)
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"upstream operator did not start; log: {log.read_bytes()[-1500:].decode()}")
-            time.sleep(0.1)
+    def after(self, world: World | Host) -> None:
         self.idle_rss_mb = self.stats()[1]
 
+    def start(self, world: World | Host) -> Operator:  # type: ignore[override]
+        super().start(world)  # type: ignore[arg-type]
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None and self.proc.pid is not None
+        return self.proc.pid
+
     def stats(self) -> tuple[float, float]:
-        return kt.process_stats(self.proc.pid)
+        """(user + system CPU seconds, RSS in MB) of the operator process, from /proc."""
+        with open(f"/proc/{self.pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        rss = 0.0
+        with open(f"/proc/{self.pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) / 1024
+        return cpu, rss
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._out.close()
-
+        super().stop()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.cert_dir.name.startswith("trainforge-"):
+            shutil.rmtree(self.cert_dir, ignore_errors=True)
