@@ -15,7 +15,9 @@ reports each node Ready and removes that taint itself.
 
 API:
   ``Kwok(nodes=POD_WORLD_NODES, run_seconds=1.0, exit_code=0, restart_delay=1.0)`` is a
-  ``Part`` named ``kwok``; the node pools are created once it is ready.
+  ``Part`` named ``kwok``; the node pools are created once it is ready. The three values
+  are the defaults for pods without the annotations; ``run_seconds=None`` lets such pods
+  run until deleted (a world where only annotated pods end).
   ``NodePool(prefix, count, cpu=, memory=, pods=, gpus=, gpu_resource=, labels=, taints=)``
   ``add_nodes(client, pool) -> list[str]``: create a pool's nodes (Ready, untainted) on a
   running world, e.g. ``add_nodes(world.client, NodePool("big", 3, gpus=8))``.
@@ -126,7 +128,7 @@ class Kwok(ProcessPart):
     name = "kwok"
     builds = ("kwok",)
 
-    def __init__(self, *, nodes: Sequence[NodePool] = POD_WORLD_NODES, run_seconds: float = 1.0,
+    def __init__(self, *, nodes: Sequence[NodePool] = POD_WORLD_NODES, run_seconds: float | None = 1.0,
                  exit_code: int = 0, restart_delay: float = 1.0, cidr: str = "10.244.0.0/16") -> None:
         super().__init__()
         self.pools = tuple(nodes)

@@ -10,7 +10,8 @@ What a pod on a kwok node does (annotations on the pod, e.g. from the job's pod 
 
 ``testworld.trainforge.dev/run-seconds``
     how long each run of the containers lasts (a number of seconds, default from
-    ``Kwok(run_seconds=...)``, 1); ``forever`` keeps it Running until deleted.
+    ``Kwok(run_seconds=...)``, 1); ``forever`` keeps it Running until deleted, and so does
+    a missing annotation under ``Kwok(run_seconds=None)``.
 ``testworld.trainforge.dev/exit-code``
     the exit code of every container (default 0). A comma list gives one code per run:
     run n (restartCount n) exits with item n, the last item repeating; ``"1,1,0"`` fails
@@ -217,9 +218,14 @@ def stage(name: str, kind: str, match: list[tuple[str, ...]], *, template: str |
     return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name}, "spec": spec}
 
 
-def all_stages(*, run_seconds: float = 1.0, exit_code: int = 0, restart_delay: float = 1.0) -> list[dict[str, Any]]:
-    """Every stage; the defaults apply to pods without the annotations."""
+def all_stages(*, run_seconds: float | None = 1.0, exit_code: int = 0,
+               restart_delay: float = 1.0) -> list[dict[str, Any]]:
+    """Every stage; the defaults apply to pods without the annotations (``run_seconds=None``:
+    such pods run until deleted)."""
     running = [NOT_DELETED, (".status.phase", "In", "Running")]
+    timed = [(f'.metadata.annotations["{RUN_SECONDS}"]', "NotIn", "forever")]
+    if run_seconds is None:
+        timed.append((f'.metadata.annotations["{RUN_SECONDS}"]', "Exists"))
     exit_template = (POD_EXIT.replace('"EXIT_CODE"', f'"{EXIT_CODE}"').replace('"EXIT_REASON"', f'"{EXIT_REASON}"')
                      .replace('"DEFAULT_CODE"', f'"{int(exit_code)}"'))
     return [
@@ -229,9 +235,8 @@ def all_stages(*, run_seconds: float = 1.0, exit_code: int = 0, restart_delay: f
               [NOT_DELETED, (".status.phase", "In", "Pending"), ("(.status.containerStatuses // []) | length", "In", "0")],
               template=POD_START),
         stage("testworld-pod-exit", "Pod",
-              [*running, (f'.metadata.annotations["{RUN_SECONDS}"]', "NotIn", "forever"),
-               (ANY_RUNNING, "In", "true"), (AWAITING_RESTART, "In", "false")],
-              template=exit_template, delay=(run_seconds, SECONDS_FROM.format(key=RUN_SECONDS))),
+              [*running, *timed, (ANY_RUNNING, "In", "true"), (AWAITING_RESTART, "In", "false")],
+              template=exit_template, delay=(run_seconds or 0.0, SECONDS_FROM.format(key=RUN_SECONDS))),
         stage("testworld-pod-restart", "Pod", [*running, (AWAITING_RESTART, "In", "true")],
               template=POD_RESTART, delay=(restart_delay, SECONDS_FROM.format(key=RESTART_DELAY))),
         stage("testworld-pod-delete", "Pod", [(".metadata.deletionTimestamp", "Exists")], delete=True),
@@ -246,7 +251,7 @@ _Literal.add_representer(str, lambda dumper, text: dumper.represent_scalar(
     "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
 
 
-def stages(*, run_seconds: float = 1.0, exit_code: int = 0, restart_delay: float = 1.0) -> str:
+def stages(*, run_seconds: float | None = 1.0, exit_code: int = 0, restart_delay: float = 1.0) -> str:
     """All stages as one multi-document YAML for ``kwok --config``."""
     docs = all_stages(run_seconds=run_seconds, exit_code=exit_code, restart_delay=restart_delay)
     return yaml.dump_all(docs, Dumper=_Literal, sort_keys=False, width=1000)

@@ -157,3 +157,17 @@ def test_a_deleted_namespace_really_goes_away(pod_world):
     pod_world.kubectl("delete", "namespace", "short-lived", "--wait=false")
     wait_for(lambda: pod_world.kubectl("get", "namespace", "short-lived", check=False).returncode != 0,
              "the namespace controller to finish the namespace")
+
+
+def test_a_world_whose_kwok_has_no_default_run_time_ends_only_annotated_pods(world_factory):
+    from testworld.kwok import Kwok, NodePool
+
+    world = world_factory(["scheduler", Kwok(nodes=[NodePool("small", 1)], run_seconds=None)], upstream_crds=False)
+    client = world.client
+    world.kubectl("create", "namespace", "w")
+    client.create(PODS, "w", pod("timed", gpus=0, annotations={stages.RUN_SECONDS: "1"}))
+    client.create(PODS, "w", pod("untimed", gpus=0))
+    phases_until_done(client, "w", "timed")
+    time.sleep(1)  # the untimed pod started with the timed one: a default of 1 s would have ended it by now
+    untimed = client.get(PODS, "w", "untimed")["status"]
+    assert untimed["phase"] == "Running" and "running" in untimed["containerStatuses"][0]["state"]
