@@ -6,7 +6,7 @@ newest and the oldest allowed versions, and tools that pin the world (the Kubefl
 pins kubernetes<36) run from their own venv so they never hold the project's
 dependencies back. Both go through `venv()`: a venv per requirement set, kept under
 `${TRAINFORGE_CACHE:-~/.cache/trainforge}/venvs/<name>-<hash of the requirements>`, so
-a rerun finds it at once and a changed set gets a new one. uv makes a cold one cheap
+a rerun finds it at once and a changed set gets a new one (the old one is removed). uv makes a cold one cheap
 (a few seconds from its download cache); it is the version `pyproject.toml` pins in
 `[tool.uv] required-version`, bootstrapped by pip into the cache exactly as the
 Makefile does (`$TRAINFORGE_UV` names one to use instead).
@@ -103,4 +103,16 @@ def venv(name: str, requirements: str, *, pip: bool = False) -> Path:
             _run([uv(), "venv", "-q", "--python", PYTHON, root], env=uv_env())
             _run([uv(), "pip", "sync", "-q", "--python", root / "bin" / "python", reqs], env=uv_env())
         (root / ".complete").touch()
+    _prune(root, name)
     return root
+
+
+def _prune(keep: Path, name: str) -> None:
+    """Drop this name's venvs for other requirement sets (a lock or a range changed): the
+    cache holds one per name, not one per commit ever tested."""
+    for old in keep.parent.glob(f"{name}-" + "?" * 16):
+        if old != keep and old.is_dir():
+            with _locked(old):
+                shutil.rmtree(old, ignore_errors=True)
+            for extra in (old.parent / f"{old.name}.txt", old.parent / f"{old.name}.lock"):
+                extra.unlink(missing_ok=True)
