@@ -80,7 +80,9 @@ def argocd_cm_patch(namespace: str = ARGOCD_NAMESPACE) -> dict[str, Any]:
 def ignore_differences() -> list[dict[str, Any]]:
     """What Kueue changes on a job of each kind, as Argo CD ignoreDifferences entries."""
     return [{"group": health.GROUP, "kind": kind, "jsonPointers": list(kueue.RUN_POLICY_POINTERS),
-             "jqPathExpressions": kueue.jq_paths(kind)} for kind in BY_KIND]
+             "jqPathExpressions": kueue.jq_paths(kind)} for kind in BY_KIND] + [
+        {"group": kueue.TRAINJOB["group"], "kind": kueue.TRAINJOB["kind"],
+         "jsonPointers": list(kueue.TRAINJOB_POINTERS), "jqPathExpressions": list(kueue.TRAINJOB_JQ)}]
 
 
 def plugin() -> dict[str, Any]:

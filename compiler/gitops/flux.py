@@ -63,7 +63,8 @@ def job_patches() -> list[dict[str, Any]]:
 def ignore_rules() -> list[dict[str, Any]]:
     """`.spec.ignore`: the Kueue-managed fields of each kind, for drift and apply."""
     return [{"paths": kueue.json_pointers(kind),
-             "target": {"group": health.GROUP, "version": "v1", "kind": kind}} for kind in BY_KIND]
+             "target": {"group": health.GROUP, "version": "v1", "kind": kind}} for kind in BY_KIND] + [
+        {"paths": list(kueue.TRAINJOB_POINTERS), "target": dict(kueue.TRAINJOB)}]
 
 
 def _path(target: Target, env: str) -> str:

@@ -21,6 +21,21 @@ POD_TEMPLATE_FIELDS = (
 )
 
 
+# Kubeflow Trainer v2's TrainJob (the trainer-v2 target) has no replica specs: Kueue flips
+# `spec.suspend`, MultiKueue sets `spec.managedBy`, and admission writes the flavor's pod
+# settings into a `runtimePatches` entry of Kueue's own (the list is keyed by manager);
+# the Trainer's webhook stamps `time` on every entry, ours included. Argo CD compares a
+# list whole, so the foreign entries and the stamps are ignored by jq. Flux applies
+# server-side, where another manager's list entry is not Flux's to diff, so it needs the
+# pointers only.
+TRAINJOB = {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}
+TRAINJOB_POINTERS = ("/spec/suspend", "/spec/managedBy")
+TRAINJOB_JQ = (
+    '.spec.runtimePatches[] | select(.manager != "trainforge.dev/compiler")',  # compiler/targets/trainer_v2 MANAGER
+    ".spec.runtimePatches[].time",
+)
+
+
 def jq_paths(kind: str) -> list[str]:
     """The pod template fields of every replica of `kind`, as Argo CD jq paths."""
     specs = BY_KIND[kind].facts.replica_specs

@@ -72,7 +72,7 @@ def test_one_application_per_environment_renders_with_kustomize(generated):
         assert {"CreateNamespace=true", "RespectIgnoreDifferences=true"} <= set(
             app["spec"]["syncPolicy"]["syncOptions"])
         assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": False}
-        assert {d["kind"] for d in app["spec"]["ignoreDifferences"]} == set(BY_KIND)
+        assert {d["kind"] for d in app["spec"]["ignoreDifferences"]} == {*BY_KIND, "TrainJob"}
 
 
 def test_the_application_path_is_a_tree_kustomize_renders(generated, project_tree):

@@ -69,9 +69,9 @@ def _apply_patches(tmp_path: Path, tree: Path, patches: list[dict]) -> list[dict
 
 def test_kueue_fields_are_ignored_for_every_replica_type_of_every_kind(kustomizations):
     rules = kustomizations["trainforge-prod"]["spec"]["ignore"]
-    # the kubeflow.org kinds (a TrainJob's Kueue fields, spec.suspend and Kueue's runtimePatches entry, are not ignored yet)
     assert [r["target"] for r in rules] == [
-        {"group": "kubeflow.org", "version": "v1", "kind": kind} for api, kind in health.kinds() if api == "kubeflow.org/v1"]
+        {"group": "kubeflow.org", "version": "v1", "kind": kind} for api, kind in health.kinds() if api == "kubeflow.org/v1"
+    ] + [{"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}]  # test_trainer_v2_health.py
     (tf,) = [r["paths"] for r in rules if r["target"]["kind"] == "TFJob"]
     assert tf[:2] == ["/spec/runPolicy/suspend", "/spec/runPolicy/managedBy"]
     for replica_type in ("Chief", "Master", "Worker", "PS", "Evaluator"):

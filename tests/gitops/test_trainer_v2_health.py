@@ -1,4 +1,4 @@
-"""Health of a Kubeflow Trainer v2 TrainJob (the trainer-v2 target) in Argo CD and Flux.
+"""A Kubeflow Trainer v2 TrainJob (the trainer-v2 target) in Argo CD and Flux: health, Kueue.
 
 A TrainJob's conditions are metav1.Conditions written by the Trainer v2.3 controller:
 `Complete` and `Failed` copied from its JobSet's Completed/Failed, `Suspended` with
@@ -6,6 +6,9 @@ reason `Suspended` or `Resumed` (status "False" after a resume), `Failed` with r
 `DeadlineExceeded` past activeDeadlineSeconds. The shipped Lua script (lupa, Lua 5.1)
 and the Flux expressions (cel-python, Flux's order) must give one answer for each, as
 they do for the v1 kinds; the generated argocd-cm and Flux Kustomizations carry the kind.
+What Kueue (and the Trainer's webhook) change on an admitted TrainJob is no drift once
+Argo CD's ignoreDifferences are applied (jq, Argo CD's diff of a custom resource), while
+a change made in the cluster still is.
 """
 
 from __future__ import annotations
@@ -102,3 +105,108 @@ def test_generated_argocd_cm_and_flux_kustomizations_carry_the_trainjob_check():
     (exprs,) = [e for e in flux.kustomization(flux.Target(path="deploy"), "prod")["spec"]["healthCheckExprs"]
                 if e["kind"] == KIND]
     assert health.run_cel(exprs, trainjob([FAILED])) == "Failed"
+
+
+# --- Kueue on a TrainJob: what the engines ignore ---------------------------------------------------
+
+KUEUE_PATCH = {"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+    {"name": "node", "template": {"spec": {"template": {"spec": {
+        "nodeSelector": {"cloud.google.com/gke-nodepool": "a3-highgpu"},
+        "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]}}}}}]}}}}
+
+
+@pytest.fixture(scope="module")
+def compiled_trainjob() -> dict:
+    from pathlib import Path
+
+    from compiler.pipeline import compile_sources
+
+    project = Path(__file__).resolve().parents[2] / "examples" / "project-v2"
+    result = compile_sources([project], env="prod")
+    (bundle,) = [b for b in result.bundles["prod"] if b.target.name == "llm-finetune"]
+    job = bundle.rendered_job()
+    job["spec"]["suspend"] = True  # as with policy.suspend: true, the case Kueue's flip matters for
+    return job
+
+
+def kueue_admits(desired: dict) -> dict:
+    """The live TrainJob after Kueue's admission through MultiKueue, and the Trainer's webhook."""
+    import copy
+
+    live = copy.deepcopy(desired)
+    live["spec"]["suspend"] = False
+    live["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    live["spec"]["runtimePatches"] = [{**p, "time": T0} for p in live["spec"]["runtimePatches"] + [KUEUE_PATCH]]
+    return live
+
+
+def normalized(obj: dict, entry: dict) -> dict:
+    """Argo CD's normalization: drop every jsonPointer, then del() every jq path."""
+    import copy
+
+    import jq
+
+    out = copy.deepcopy(obj)
+    for pointer in entry["jsonPointers"]:
+        *parents, last = pointer.strip("/").split("/")
+        node = out
+        for key in parents:
+            node = node.get(key, {})
+        node.pop(last, None)
+    for expr in entry["jqPathExpressions"]:
+        out = jq.compile(f"del({expr})").input_value(out).first()
+    return out
+
+
+def argo_drift(config, live) -> list[str]:
+    """Argo CD's diff of a custom resource: maps key by key, lists and scalars whole."""
+    if isinstance(config, dict) and isinstance(live, dict):
+        return [f"{k}.{d}".rstrip(".") for k, v in config.items() for d in (argo_drift(v, live[k]) if k in live else [""])]
+    return [] if config == live else [""]
+
+
+def _entry() -> dict:
+    from compiler.gitops import argocd
+
+    (entry,) = [e for e in argocd.ignore_differences() if e["kind"] == KIND]
+    return entry
+
+
+def test_kueue_admission_of_a_trainjob_drifts_without_ignore_differences(compiled_trainjob):
+    paths = argo_drift(compiled_trainjob, kueue_admits(compiled_trainjob))
+
+    assert sorted(paths) == ["spec.runtimePatches", "spec.suspend"]
+
+
+def test_kueue_admission_of_a_trainjob_is_no_drift_once_normalized(compiled_trainjob):
+    entry = _entry()
+
+    assert entry["group"] == "trainer.kubeflow.org"
+    assert argo_drift(normalized(compiled_trainjob, entry), normalized(kueue_admits(compiled_trainjob), entry)) == []
+
+
+def test_a_real_change_to_a_trainjob_is_still_drift(compiled_trainjob):
+    entry = _entry()
+    live = kueue_admits(compiled_trainjob)
+    live["spec"]["trainer"]["image"] = "ghcr.io/acme/other:2"
+    live["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "x"
+
+    assert sorted(argo_drift(normalized(compiled_trainjob, entry), normalized(live, entry))) == [
+        "spec.runtimePatches", "spec.trainer.image"]
+
+
+def test_flux_ignores_the_trainjobs_suspend_and_managed_by():
+    from compiler.gitops import flux
+
+    rules = flux.kustomization(flux.Target(path="deploy"), "prod")["spec"]["ignore"]
+    (rule,) = [r for r in rules if r["target"]["kind"] == KIND]
+
+    assert rule == {"paths": ["/spec/suspend", "/spec/managedBy"],
+                    "target": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": KIND}}
+
+
+def test_the_ignored_patch_entries_are_the_ones_not_written_by_the_compiler():
+    from compiler.gitops import kueue
+    from compiler.targets import trainer_v2
+
+    assert f'select(.manager != "{trainer_v2.MANAGER}")' in kueue.TRAINJOB_JQ[0]
