@@ -61,3 +61,34 @@ def test_the_models_notice_a_field_the_api_does_not_have():
            "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2, "nprocPerNode": 4}}}
 
     assert TrainerV1alpha1TrainJob.from_dict(job).to_dict() != job
+
+
+def _stock_runtime(name: str) -> dict:
+    from compiler_builders import shared_dir
+
+    folder = shared_dir() / "reference" / "crds" / "trainer-v2.3.0" / "runtimes"
+    (doc,) = [d for p in folder.glob("*.yaml") if (d := yaml.safe_load(p.read_text()))["metadata"]["name"] == name]
+    return doc
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "mpi", "jax", "xgboost"])
+def test_each_trainjob_passes_the_trainers_runtime_patch_checks_against_its_stock_runtime(prod, framework):
+    """What the Trainer v2.3.0 webhook (jobset plugin) checks, applied to the compiled output
+    with the release's runtime: the manager is a domain-prefixed path, every patched
+    replicated job and container exists in the runtime, and no env is set on `node`."""
+    job = prod[framework].rendered_job()
+    runtime = _stock_runtime(job["spec"]["runtimeRef"]["name"])
+    containers = {
+        rj["name"]: {c["name"] for c in rj["template"]["spec"]["template"]["spec"]["containers"]}
+        for rj in runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    }
+
+    (patch,) = job["spec"]["runtimePatches"]
+    domain, _, path = patch["manager"].partition("/")
+    assert "." in domain and path
+    for entry in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
+        assert entry["name"] in containers
+        pod = entry["template"]["spec"]["template"]["spec"]
+        for container in pod.get("containers", []) + pod.get("initContainers", []):
+            assert container["name"] in containers[entry["name"]]
+            assert "env" not in container or container["name"] != "node"
