@@ -48,7 +48,7 @@ def pins_of(requirements: str) -> dict[str, str]:
     return pins
 
 
-def _uv(*argv: str) -> str:
+def uv_run(*argv: str) -> str:
     proc = subprocess.run([str(pyenvs.uv()), *argv], capture_output=True, text=True, cwd=REPO, timeout=300,
                           env=pyenvs.uv_env())
     assert proc.returncode == 0, proc.stderr
@@ -58,6 +58,6 @@ def _uv(*argv: str) -> str:
 def requirements(variant: str) -> str:
     """The runtime dependencies' pins for `variant` (requirements.txt text)."""
     if variant == "locked":
-        return _uv("export", "--frozen", "--no-dev", "--no-emit-project", "--no-header", "--quiet")
+        return uv_run("export", "--frozen", "--no-dev", "--no-emit-project", "--no-header", "--quiet")
     extra = ["--resolution", "lowest-direct"] if variant == "oldest" else []
-    return _uv("pip", "compile", "pyproject.toml", "--python-version", "3.11", "--no-header", "--quiet", *extra)
+    return uv_run("pip", "compile", "pyproject.toml", "--python-version", "3.11", "--no-header", "--quiet", *extra)
