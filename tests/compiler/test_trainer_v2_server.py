@@ -171,3 +171,82 @@ def test_the_dry_run_can_fail_with_the_servers_message(trainer_plane, tmp_path, 
 
     assert proc.returncode != 0
     assert message in proc.stderr
+
+
+# --- the pods the Trainer would make, through Pod Security admission ---------------------------------
+
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def _stock_runtime(name: str) -> dict:
+    (doc,) = [d for p in (RELEASE / "runtimes").glob("*.yaml") if (d := yaml.safe_load(p.read_text()))["metadata"]["name"] == name]
+    return doc
+
+
+def trainer_pods(plane, job: dict, namespace: str) -> list[dict]:
+    """Index 0 of each replicated job's pod, built as the Trainer v2.3.0 builds it: the runtime's
+    pod template, our runtime patch merged in by a real strategic merge (`kubectl patch
+    --local`), the trainer's image, command and args on the trainer step's `node` container,
+    its env and resources on every node (the MPI launcher runs as one)."""
+    runtime = _stock_runtime(job["spec"]["runtimeRef"]["name"])
+    as_node = runtime["spec"]["mlPolicy"].get("mpi", {}).get("runLauncherAsNode", False)
+    trainer = job["spec"]["trainer"]
+    patches = {e["name"]: e["template"]["spec"]["template"]
+               for e in job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]}
+    pods = []
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        template = rjob["template"]["spec"]["template"]
+        pod = {"apiVersion": "v1", "kind": "Pod", "spec": template["spec"],
+               "metadata": {**template.get("metadata", {}), "name": f"{job['metadata']['name']}-{rjob['name']}-0-0",
+                            "namespace": namespace}}
+        if rjob["name"] in patches:
+            merged = plane.kubectl("patch", "--local", "-f", "-", "--type", "strategic", "-o", "json",
+                                   "-p", json.dumps(patches[rjob["name"]]), input=json.dumps(pod))
+            pod = json.loads(merged.stdout)
+        step = (rjob["template"].get("metadata") or {}).get("labels", {}).get(ANCESTOR)
+        for container in pod["spec"]["containers"]:
+            if container["name"] != "node":
+                continue
+            if step == "trainer":
+                container.update({k: trainer[k] for k in ("image", "command", "args") if k in trainer})
+            if step == "trainer" or (as_node and rjob["name"] == "node"):
+                container["env"] = container.get("env", []) + trainer.get("env", [])
+                if "resourcesPerNode" in trainer:
+                    container["resources"] = trainer["resourcesPerNode"]
+        pods.append(pod)
+    return pods
+
+
+@pytest.mark.parametrize(("paths", "env"), V2_ENVIRONMENTS)
+def test_the_pods_of_each_example_trainjob_are_admitted_in_its_compiled_namespace(trainer_plane, paths, env):
+    result = compile_sources(paths, env=env)
+    objects = rendered_objects(result, env)
+    checked = 0
+    for job in (o for o in objects if o["kind"] == "TrainJob"):
+        (ns,) = [o for o in objects if o["kind"] == "Namespace" and o["metadata"]["name"] == job["metadata"]["namespace"]]
+        admitted = f"v2-psa-{ns['metadata']['labels']['pod-security.kubernetes.io/enforce']}"
+        labelled = {**ns, "metadata": {**ns["metadata"], "name": admitted, "annotations": {}}}
+        status, body = trainer_plane.request("POST", "/api/v1/namespaces", labelled)
+        assert status in (201, 409), body
+        for pod in trainer_pods(trainer_plane, job, admitted):
+            status, body = trainer_plane.request("POST", f"/api/v1/namespaces/{admitted}/pods?dryRun=All", pod)
+            assert status == 201, f"{pod['metadata']['name']}: {body.get('message') if isinstance(body, dict) else body}"
+            checked += 1
+    assert checked >= 5  # torch, jax, xgboost nodes; the MPI launcher and nodes
+
+
+def test_pod_security_admission_refuses_a_trainer_pod_that_breaks_baseline(trainer_plane, tmp_path):
+    """The admission test above can fail: a hostPath volume in the runtime patch is refused."""
+    (job,) = [o for o in _every_overlay(tmp_path) if o["kind"] == "TrainJob"]
+    job["spec"]["runtimeRef"] = {"name": "torch-distributed", "kind": "ClusterTrainingRuntime"}
+    pod_spec = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0][
+        "template"]["spec"]["template"]["spec"]
+    pod_spec["volumes"].append({"name": "host", "hostPath": {"path": "/var/run"}})
+    ns = {"apiVersion": "v1", "kind": "Namespace",
+          "metadata": {"name": "v2-psa-refuses", "labels": {"pod-security.kubernetes.io/enforce": "baseline"}}}
+    assert trainer_plane.request("POST", "/api/v1/namespaces", ns)[0] in (201, 409)
+
+    (pod,) = trainer_pods(trainer_plane, job, "v2-psa-refuses")
+    status, body = trainer_plane.request("POST", "/api/v1/namespaces/v2-psa-refuses/pods?dryRun=All", pod)
+
+    assert status == 403 and "hostPath" in body["message"]
