@@ -22,7 +22,8 @@ from typing import Any, Iterator, Optional
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
 from compiler.resolve import Target
-from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE, QUANTITY
+from schemas import quantity
+from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE
 
 CONTAINER_KINDS = ("initContainers", "containers")
 SECCOMP_ANNOTATIONS = ("seccomp.security.alpha.kubernetes.io/pod", "container.seccomp.security.alpha.kubernetes.io/")
@@ -194,19 +195,15 @@ def _tolerations(target: Target) -> Iterator[Diagnostic]:
                                     "set effect: NoExecute or remove tolerationSeconds")
 
 
-_SCALE = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1), "k": Decimal(10) ** 3,
-          "M": Decimal(10) ** 6, "G": Decimal(10) ** 9, "T": Decimal(10) ** 12, "P": Decimal(10) ** 15,
-          "E": Decimal(10) ** 18, **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))}}
 NATIVE = ("cpu", "memory", "ephemeral-storage", "storage")  # and hugepages-*; other names are extended resources
 
 
 def _amount(value: Any) -> Optional[Decimal]:
     """A quantity's exact amount (None for anything else: `_pod_template_quantities` reports it)."""
-    match = QUANTITY.match(str(value)) if not isinstance(value, bool) else None
-    if match is None:
+    try:
+        return quantity.parse(value, signed=False).amount
+    except ValueError:
         return None
-    number, suffix = Decimal(match.group(1)), match.group(3) or ""
-    return number * Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else number * _SCALE[suffix]
 
 
 def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:

@@ -15,7 +15,7 @@ from compiler import admission_review, podrules, policy
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.resolve import Target
-from schemas.types import QUANTITY
+from schemas.quantity import QUANTITY
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")

@@ -26,13 +26,13 @@ a self-healing sync puts it back, empty, until the job leaves git.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Optional
 
 from compiler.bundle import Bundle, Component, JsonObject
 from overlays import MISSING, lookup, merge_ops
+from schemas import quantity as q
 from schemas.project import GpuPlacement
 from schemas.trainjob import Gang
 
@@ -92,11 +92,10 @@ def min_available(bundle: Bundle) -> int:
 
 # --- quantities: minResources is the sum of the first minMember pods' requests ----------
 
-_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$")
-_BINARY = {s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))}
-_DECIMAL = {s: Decimal(1000) ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))}
+_BINARY = [(s, q.MULTIPLIERS[s]) for s in reversed(q.BINARY_SUFFIXES)]  # Ei first
+_DECIMAL = [(s, q.MULTIPLIERS[s]) for s in ("E", "P", "T", "G", "M", "k")]
+_SMALL = [(s, q.MULTIPLIERS[s]) for s in ("", "m", "u", "n")]
 _ZERO = Decimal(0)
-_SMALL = {"": Decimal(1), "m": Decimal("1e-3"), "u": Decimal("1e-6"), "n": Decimal("1e-9")}
 
 
 @functools.lru_cache(maxsize=None, typed=True)
@@ -106,15 +105,10 @@ def _parse(value: Any) -> tuple[Decimal, str]:
     Cached: a run sees a few distinct quantities, each in every pod of every job."""
     if isinstance(value, int):
         return Decimal(value), "int"
-    number, suffix, _ = _QUANTITY.match(str(value)).groups()  # type: ignore[union-attr]
-    suffix = suffix or ""
-    if suffix in _BINARY:
-        return Decimal(number) * _BINARY[suffix], "binary"
-    if suffix in _DECIMAL:
-        return Decimal(number) * _DECIMAL[suffix], "decimal"
-    if suffix in _SMALL:
-        return Decimal(number) * _SMALL[suffix], "plain"
-    return Decimal(number) * Decimal(10) ** int(suffix[1:]), "decimal"
+    parsed = q.parse(value)
+    if parsed.format == q.BINARY_SI:
+        return parsed.amount, "binary"
+    return parsed.amount, "plain" if parsed.suffix in ("", "m", "u", "n") else "decimal"
 
 
 def _format(total: Decimal, families: set[str]) -> Any:
@@ -127,13 +121,8 @@ def _format_once(total: Decimal, families: frozenset[str]) -> Any:
     writes it), and jobs of a repository mostly add up to the same few totals."""
     if families == {"int"}:
         return int(total)
-    candidates: dict[str, Decimal] = {}
-    if "binary" in families:
-        candidates.update(reversed(list(_BINARY.items())))
-    if "decimal" in families:
-        candidates.update(reversed(list(_DECIMAL.items())))
-    candidates.update(_SMALL)
-    for suffix, unit in candidates.items():
+    candidates = (_BINARY if "binary" in families else []) + (_DECIMAL if "decimal" in families else []) + _SMALL
+    for suffix, unit in candidates:
         amount = total / unit
         if amount == amount.to_integral_value():
             return f"{int(amount)}{suffix}"

@@ -13,15 +13,11 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
 
+from schemas.quantity import QUANTITY  # every quantity in the spec is an amount: no minus sign
+
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-# Kubernetes resource.Quantity grammar: number, optional exponent or suffix. The grammar
-# allows a sign, but every quantity in the spec is an amount of something (cpu, memory,
-# storage), which the API server rejects when negative; so no minus here.
-QUANTITY = re.compile(
-    r"^\+?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$"
-)
 DURATION = re.compile(r"^(\d+)([smhd]?)$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

@@ -1,0 +1,87 @@
+"""Kubernetes resource quantities (`500m`, `16Gi`, `1e3`, `4`): one grammar, one exact parser.
+
+It sits at the bottom (schemas/) because every layer reads quantities: the spec validates
+them (`QUANTITY`, also the JSON Schema's pattern), the compiler compares a podTemplate's
+requests with its limits, the scheduling overlay adds pod requests into a PodGroup's
+`minResources`, and the controller adds and compares them as upstream does. Amounts are
+exact `Decimal`s, never floats, so `1` equals `1000m` and sums do not drift. How a total
+is printed stays with each caller; `canonical` is upstream's `Quantity.String()` for
+those that print like the operator.
+
+Each caller keeps its own tolerance for bad input: `parse` raises ValueError, and
+`signed=False` refuses a leading '-' exactly as `QUANTITY` does (amounts in the spec are
+never negative). Matching uses `re.match` with `$`, as the spec's pattern always has.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from decimal import Decimal
+from typing import NamedTuple
+
+_NUMBER = r"(\d+(\.\d*)?|\.\d+)"
+_SUFFIX = r"(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?"
+# The spec's quantities: upstream's grammar without the minus sign. Its text is the JSON
+# Schema's pattern (editors use it), so it stays plain ECMA-compatible regex.
+QUANTITY = re.compile(rf"^\+?{_NUMBER}{_SUFFIX}$")
+# Upstream's whole grammar: groups sign, number, fraction, suffix, binary suffix.
+GRAMMAR = re.compile(rf"^([+-]?){_NUMBER}{_SUFFIX}$")
+
+BINARY_SI, DECIMAL_SI, DECIMAL_EXPONENT = "BinarySI", "DecimalSI", "DecimalExponent"  # upstream's formats
+BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+DECIMAL_EXPONENTS = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+MULTIPLIERS: dict[str, Decimal] = {
+    **{suffix: Decimal(10) ** exponent for suffix, exponent in DECIMAL_EXPONENTS.items()},
+    **{suffix: Decimal(1024) ** (i + 1) for i, suffix in enumerate(BINARY_SUFFIXES)},
+}
+
+
+class Quantity(NamedTuple):
+    amount: Decimal  # exact
+    suffix: str  # as written: "", "m", "Gi", "e3", ...
+
+    @property
+    def format(self) -> str:
+        """Upstream's format of the quantity: the one its sums keep."""
+        if self.suffix in BINARY_SUFFIXES:
+            return BINARY_SI
+        return DECIMAL_SI if self.suffix in DECIMAL_EXPONENTS else DECIMAL_EXPONENT
+
+
+def parse(value: object, *, signed: bool = True) -> Quantity:
+    """A quantity written as text or a number (a YAML `4` or `0.5`); ValueError otherwise.
+
+    Integers are exact; any other value is read as its text, as the API server reads
+    a JSON number. A boolean is never a quantity."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a quantity")
+    if isinstance(value, int) and (signed or value >= 0):
+        return Quantity(Decimal(value), "")
+    match = GRAMMAR.match(str(value))
+    if match is None or (not signed and match.group(1) == "-"):
+        raise ValueError(f"{value!r} is not a quantity")
+    number, suffix = Decimal(match.group(1) + match.group(2)), match.group(4) or ""
+    try:
+        if suffix in MULTIPLIERS:
+            return Quantity(number * MULTIPLIERS[suffix], suffix)
+        return Quantity(number.scaleb(int(suffix[1:])), suffix)
+    except decimal.DecimalException as exc:  # an exponent beyond Decimal's range (1e9999999)
+        raise ValueError(f"{value!r} is out of range") from exc
+
+
+def canonical(total: Decimal, fmt: str) -> str:
+    """upstream `Quantity.String()` of `total` in format `fmt`: the largest suffix of that
+    format that keeps the number whole (DecimalExponent prints as DecimalSI here)."""
+    if fmt == BINARY_SI and total == total.to_integral_value() and abs(total) >= 1024:
+        for suffix in reversed(BINARY_SUFFIXES):
+            if total % MULTIPLIERS[suffix] == 0:
+                return f"{int(total / MULTIPLIERS[suffix])}{suffix}"
+        return str(int(total))
+    if total == 0:
+        return "0"
+    for suffix, exponent in sorted(DECIMAL_EXPONENTS.items(), key=lambda item: -item[1]):
+        scaled = total.scaleb(-exponent)
+        if scaled == scaled.to_integral_value():
+            return f"{int(scaled)}{suffix}"
+    return f"{int(total.scaleb(9).to_integral_value(rounding='ROUND_CEILING'))}n"  # finer than nano rounds up
