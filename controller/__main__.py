@@ -31,7 +31,7 @@ from controller.desired import Options
 from controller.gang import scheduler_for
 from controller.health import Probes, parse_bind_address, serve_metrics
 from controller.kube import Client
-from controller.kubelib import ConfigException
+from controller.kubelib import LOAD_ERRORS
 from controller.leader import LeaderConfig, LeaderElector, default_identity
 from controller.manager import Manager, connection_pool_size
 from controller.metrics import Metrics
@@ -126,8 +126,8 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
     try:
         client = Client.connect(kubeconfig, context=context,
                                 pool_size=connection_pool_size(workers=workers, kinds=len(enabled), pods_first=pods_first))
-    except (ConfigException, OSError, ValueError) as exc:  # no kubeconfig, a broken one, a failing exec plugin
-        raise click.ClickException(f"cannot load the cluster config: {exc}") from exc
+    except LOAD_ERRORS as exc:  # no kubeconfig, a broken one, a failing exec plugin
+        raise click.ClickException("cannot load the cluster config: " + " ".join(str(exc).split())) from exc
     try:
         preflight.check(client, enabled, scheduler_for(gang_scheduler_name), namespace)
     except preflight.MissingAPI as exc:

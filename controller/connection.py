@@ -29,7 +29,7 @@ from urllib.request import proxy_bypass_environment
 
 import urllib3
 
-from controller.kubelib import ConfigException
+from controller.kubelib import LOAD_ERRORS
 
 log = logging.getLogger("controller.connection")
 
@@ -115,7 +115,7 @@ class Connection:
             self._renewed_at = time.monotonic()
             try:
                 cfg = self._load()
-            except (ConfigException, OSError, ValueError) as exc:  # the 401 stands; said once per interval
+            except LOAD_ERRORS as exc:  # the 401 stands; said once per interval
                 log.warning("could not reload credentials after a 401: %s", exc)
                 return False
             fresh = _auth_headers(cfg)

@@ -92,5 +92,10 @@ with _lock:
 
 from kubernetes.client.configuration import Configuration  # noqa: E402
 from kubernetes.config import ConfigException, load_incluster_config, load_kube_config  # noqa: E402
+from yaml import YAMLError  # noqa: E402  (the loaders parse kubeconfigs with PyYAML)
 
-__all__ = ["ConfigException", "Configuration", "load_incluster_config", "load_kube_config"]
+# what loading a config raises for bad input: the loaders' own error, a missing or
+# unreadable file, a malformed value or exec plugin answer, a file that is not YAML
+LOAD_ERRORS = (ConfigException, OSError, ValueError, YAMLError)
+
+__all__ = ["LOAD_ERRORS", "ConfigException", "Configuration", "load_incluster_config", "load_kube_config"]

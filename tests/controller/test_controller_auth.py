@@ -15,6 +15,7 @@ import json
 import select
 import socket
 import socketserver
+import subprocess
 import sys
 import threading
 import time
@@ -305,3 +306,14 @@ def test_no_proxy_keeps_the_server_off_the_proxy(control_plane, tmp_path, tunnel
         assert _Tunnel.seen == []
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("text", ["apiVersion: v1\nkind: Config\nclusters: []\n", "users: [unclosed\n"],
+                         ids=["a kubeconfig without a current context", "a kubeconfig that is not YAML"])
+def test_a_kubeconfig_that_cannot_be_loaded_is_one_line_and_exit_1(tmp_path, text) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "controller", "--kubeconfig", str(path)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: cannot load the cluster config: ") and proc.stderr.count("\n") == 1, proc.stderr
