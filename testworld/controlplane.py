@@ -625,9 +625,14 @@ class ControlPlane:
         deadline = time.monotonic() + timeout
         for path, plurals in wanted.items():
             while True:
-                proc = self.kubectl("get", "--raw", path, check=False)
-                if proc.returncode == 0:
-                    served = {r["name"] for r in json.loads(proc.stdout).get("resources", [])}
+                if self._ssl is not None:  # our own server: a plain GET, not a kubectl process per poll
+                    status, body = self.raw_get(path)
+                    ok, text = status == 200, body.decode(errors="replace")
+                else:
+                    proc = self.kubectl("get", "--raw", path, check=False)
+                    ok, text = proc.returncode == 0, proc.stdout
+                if ok:
+                    served = {r["name"] for r in json.loads(text).get("resources", [])}
                     if plurals <= served:
                         break
                 if time.monotonic() > deadline:
