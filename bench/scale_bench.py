@@ -26,6 +26,7 @@ import argparse
 import datetime
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -98,16 +99,27 @@ def _idle(pid: int, *, quiet: float = 3.0, timeout: float = 60.0) -> None:
         last = now
 
 
-def measure(world: Any, make: Callable[[Path, Client, str], Controller], *, jobs: int, pods_per_job: int,
-            run_seconds: float, timeout: float) -> Run:
+def _profiler(pid: int, out: Optional[Path]) -> Optional[subprocess.Popen[bytes]]:
+    """py-spy recording `pid` into `out` (collapsed stacks of the thread holding the GIL: where its CPU goes) until it exits."""
+    if out is None:
+        return None
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([spy, "record", "-p", str(pid), "-r", "50", "--format", "raw", "--gil", "--nonblocking",
+                             "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: int, pods_per_job: int,
+            run_seconds: float, timeout: float, profile: Optional[Path] = None) -> Run:
     """One controller in `world`: start it, apply the jobs, time the lifecycle, read its figures."""
     client = Client.connect(str(world.kubeconfig), pool_size=THREADS + 8)
     namespace = f"scale-{uuid.uuid4().hex[:6]}"
     kt.create_namespace(client, namespace)
     kubeconfig = world.plane.add_user(USER, ["system:masters"])
-    controller = make(kubeconfig, client, namespace)
+    controller = make(world.world, kubeconfig, namespace)
     say(f"{controller.label}: starting")
     controller.start()
+    spy = _profiler(controller.pid, profile if isinstance(controller, Ours) else None)
     total = jobs * pods_per_job
     life = Lifecycle(client, namespace, jobs=jobs, pods=total)
     server = world.server_cpu
@@ -140,6 +152,8 @@ def measure(world: Any, make: Callable[[Path, Client, str], Controller], *, jobs
         life.stop()
         controller.stop()
         client.close()
+        if spy is not None:
+            spy.wait(timeout=60)  # it writes its file once the controller is gone
 
 
 def _ratio_rows(ours: Run, base: Run, tag: str) -> list[report.Row]:
@@ -250,24 +264,25 @@ class ScaleWorld:
         return sorted(self.world.dir.glob("audit*.log"))  # the log and what it rotated into
 
 
-def run_in_world(args: argparse.Namespace, make: Callable[[Path, Client, str], Controller], jobs: int) -> Run:
+def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Controller], jobs: int) -> Run:
     """`make`'s controller at `jobs` jobs in a world of its own."""
     started = time.monotonic()
     with ScaleWorld(args.nodes) as world:
         say(f"world with {args.nodes} nodes ready in {time.monotonic() - started:.0f} s")
         timeout = args.timeout or 300 + jobs * args.pods_per_job / 20
+        profile = args.py_spy / f"train-controller-{jobs}-jobs.txt" if args.py_spy else None
         run = measure(world, make, jobs=jobs, pods_per_job=args.pods_per_job, run_seconds=args.run_seconds,
-                      timeout=timeout)
+                      timeout=timeout, profile=profile)
     say(f"{run.summary()}")
     return run
 
 
-def ours() -> Callable[[Path, Client, str], Controller]:
-    return lambda kubeconfig, client, namespace: Ours(kubeconfig, namespace)
+def ours() -> Callable[[Any, Path, str], Controller]:
+    return lambda world, kubeconfig, namespace: Ours(kubeconfig, namespace)
 
 
-def upstream(qps: Optional[int]) -> Callable[[Path, Client, str], Controller]:
-    return lambda kubeconfig, client, namespace: Upstream(kubeconfig, client, namespace, qps=qps)
+def upstream(qps: Optional[int]) -> Callable[[Any, Path, str], Controller]:
+    return lambda world, kubeconfig, namespace: Upstream(world, kubeconfig, namespace, qps=qps)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -288,6 +303,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="also run ours alone at this many jobs (the issue asks 10,000; 0: skip)")
     parser.add_argument("--timeout", type=float, default=0.0,
                         help="seconds to wait for each milestone (default 300 + 0.05 per pod)")
+    parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
+                        help="record train-controller with py-spy (collapsed stacks) into DIR; py-spy from PyPI")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
 

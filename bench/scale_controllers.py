@@ -13,16 +13,13 @@ sampling can miss a peak).
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Protocol
-
-from controller.kube import Client
+from typing import Any, Optional, Protocol
 
 REPO = Path(__file__).resolve().parents[1]
 WORKERS = 4  # train-controller's default --workers; upstream gets as many --controller-threads
@@ -58,65 +55,60 @@ class Controller(Protocol):
 
 
 class Ours:
-    """`train-controller --namespace NS` in its own process, ready once its workers run."""
+    """`train-controller --namespace NS` in its own process (a testworld ManagedProcess: it dies
+    with the benchmark), ready once its workers run."""
 
     label = "train-controller"
 
     def __init__(self, kubeconfig: Path, namespace: str, *, workers: int = WORKERS,
                  ready_timeout: float = 120.0) -> None:
-        self.kubeconfig, self.namespace, self.workers = kubeconfig, namespace, workers
+        from testworld.controlplane import ManagedProcess
+
+        self.dir = Path(tempfile.mkdtemp(prefix="trainforge-scale-ours-"))
+        argv = [sys.executable, "-m", "controller", f"--kubeconfig={kubeconfig}", f"--namespace={namespace}",
+                f"--workers={workers}"]
+        self.process = ManagedProcess("train-controller", argv, self.dir / "controller.log", REPO)
         self.ready_timeout = ready_timeout
-        self.log = Path(tempfile.mkdtemp(prefix="trainforge-scale-ours-")) / "controller.log"
-        self.proc: Optional[subprocess.Popen[bytes]] = None
 
     @property
     def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
+        assert self.process.pid is not None
+        return self.process.pid
 
     def start(self) -> Ours:
-        argv = [sys.executable, "-m", "controller", f"--kubeconfig={self.kubeconfig}",
-                f"--namespace={self.namespace}", f"--workers={self.workers}"]
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        self.process.start()
         deadline = time.monotonic() + self.ready_timeout
-        while b"train-controller started" not in self.log.read_bytes():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+        while b"train-controller started" not in self.process.log_path.read_bytes():
+            if self.process.exited() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"train-controller did not start; log {self.log}:\n"
-                                   f"{self.log.read_bytes()[-2000:].decode(errors='replace')}")
+                raise RuntimeError(f"train-controller did not start; log {self.process.log_path}:\n"
+                                   f"{self.process.tail()}")
             time.sleep(0.1)
         return self
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.process.stop(30)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Upstream:
     """The upstream operator (testworld.upstream), `qps=None` for its default client rate limit."""
 
-    def __init__(self, kubeconfig: Path, client: Client, namespace: str, *, qps: Optional[int],
+    def __init__(self, world: Any, kubeconfig: Path, namespace: str, *, qps: Optional[int],
                  workers: int = WORKERS) -> None:
         from testworld import upstream
 
-        self.version = upstream.PRIMARY
+        self.world, self.version = world, upstream.PRIMARY
         limit = [f"--kube-api-qps={qps}", f"--kube-api-burst={2 * qps}"] if qps else []
         self.label = f"upstream {self.version}" + (f" --kube-api-qps={qps}" if qps else " (default 20 qps)")
-        self.operator = upstream.Operator(kubeconfig, client, namespace, threads=workers, extra_args=limit)
+        self.operator = upstream.Operator(namespace, threads=workers, extra_args=limit, kubeconfig=kubeconfig)
 
     @property
     def pid(self) -> int:
         return self.operator.pid
 
     def start(self) -> Upstream:
-        self.operator.start()
+        self.operator.start(self.world)
         return self
 
     def stop(self) -> None:
@@ -124,7 +116,7 @@ class Upstream:
 
 
 def upstream_binary() -> Path:
-    """The v1.9.4 binary, built once (testworld.upstream) if it is not cached yet."""
+    """The v1.9.4 binary, built once (testworld.gobuild) if it is not cached yet."""
     from testworld import upstream
 
     return upstream.build(upstream.PRIMARY)
