@@ -12,8 +12,8 @@ watch showed its creates, minutes after the next event settled the job).
 
 Workers and the timer thread wait on two conditions of one lock, and a new key wakes one
 worker (client-go's `cond.Signal`): with a single condition and `notify_all`, every add
-woke all workers and the timer, and all but one went back to sleep. At 1,000 jobs x 8
-pods (~40,000 adds) that herd was ~19% of the controller's GIL-holding samples.
+woke all workers and the timer, and all but one went back to sleep: 19% of the
+controller's GIL-holding py-spy samples in `make bench-scale` at 200 jobs x 8 pods.
 """
 
 from __future__ import annotations
