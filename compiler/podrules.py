@@ -19,6 +19,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Iterator, Optional
 
+from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
 from compiler.resolve import Target
@@ -32,7 +33,8 @@ LABEL_FIX = "use at most 63 letters, digits, '-', '_' or '.', starting and endin
 
 
 def _pod(target: Target) -> dict[str, Any]:
-    return as_dict(target.spec.podTemplate.get("spec"))
+    """What the podTemplate's spec writes (its deletions and other directives left out)."""
+    return as_dict(strategic.written(target.spec.podTemplate.get("spec")))
 
 
 def _bad_mount_path(path: str) -> str:
@@ -133,7 +135,7 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
 
 
 def _labels(target: Target) -> Iterator[Diagnostic]:
-    meta = as_dict(target.spec.podTemplate.get("metadata"))
+    meta = as_dict(strategic.written(target.spec.podTemplate.get("metadata")))
     pairs = [(("podTemplate", "metadata", "labels"), as_dict(meta.get("labels"))),
              (("podTemplate", "spec", "nodeSelector"), as_dict(_pod(target).get("nodeSelector")))]
     for at, labels in pairs:

@@ -160,6 +160,8 @@ def patch_loc(loc: Loc, merged: dict[str, Any], patch: dict[str, Any]) -> tuple[
                 return out, False
             out, node_m, node_p = out + (j,), item, items_p[j]
         else:
+            if isinstance(node_p, dict) and node_p.get("$patch") == "replace" and step not in node_p:
+                return out, False  # the map the patch replaced is where the setting went
             if not isinstance(node_p, dict) or step not in node_p:
                 rest = loc[i:]
                 cut = next((k for k, s in enumerate(rest) if isinstance(s, int)), len(rest))

@@ -72,7 +72,9 @@ class Target:
 
 
 def deep_merge(base: Any, override: Any) -> Any:
-    if isinstance(base, dict) and isinstance(override, dict):
+    # an override map with `$patch` (delete or replace, in an environment's podTemplate) says
+    # what the map is, so the job's own fields must not be mixed into it
+    if isinstance(base, dict) and isinstance(override, dict) and "$patch" not in override:
         merged = dict(base)
         for key, value in override.items():
             merged[key] = deep_merge(base[key], value) if key in base else value

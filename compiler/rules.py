@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from compiler import admission_review, podrules, policy
+from compiler import admission_review, podrules, policy, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.resolve import Target
@@ -136,7 +136,9 @@ def _pod_template(target: Target) -> Iterator[Diagnostic]:
                 prefer_key=True,
             )
         elif key == "spec":
-            yield from _pod_template_quantities(target, value)
+            yield from _pod_template_quantities(target, strategic.written(value))
+    for problem in strategic.problems(target.spec.podTemplate):
+        yield target.view.error(("podTemplate",) + problem.loc, problem.message, problem.fix, prefer_key=True)
 
 
 def _pod_template_quantities(target: Target, spec: dict) -> Iterator[Diagnostic]:
