@@ -82,3 +82,23 @@ def test_a_job_seen_first_as_succeeded_counts_as_running_and_a_failed_one_is_kep
     assert "b" in life.running_at and "b" in life.succeeded_at
     assert life._job_state(job("c", "Created", "Failed")) == "Failed"
     assert life.failed == {"c"} and "c" not in life.running_at
+
+
+@pytest.mark.controlplane
+def test_the_scale_benchmark_runs_both_controllers_on_a_tiny_world(tmp_path: Path, capsys) -> None:
+    from bench import scale_bench
+
+    md = tmp_path / "scale.md"
+    argv = ["--jobs", "3", "--pods-per-job", "2", "--nodes", "3", "--run-seconds", "1", "--default-limit-jobs", "0",
+            "--timeout", "180", "--markdown", str(md)]
+    assert scale_bench.main(argv) == 0  # two worlds of its own: ours, then the upstream operator v1.9.4
+    out = capsys.readouterr().out
+    for row in ("apply -> all 6 pods created", "apply -> all 3 jobs Running", "apply -> all 3 jobs Succeeded",
+                "API requests per job, audit log", "controller CPU per 1,000 pods", "controller peak RSS",
+                "kube-apiserver + etcd CPU per 1,000 pods"):
+        assert row in out
+    assert "baseline: upstream v1.9.4 --kube-api-qps=5000" in out
+    text = md.read_text()
+    assert "| ratio |" in text and "load average (1 min)" in text
+    # every run counted its controller's own pods and services by the audit log
+    assert "create pods 6" in text and "create services 6" in text
