@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from compiler import podsecurity, strategic
-from compiler.bundle import Bundle, JsonObject
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import Facts, ReplicaPlan
 from compiler.resolve import Target
+from schemas.bundle import Bundle, JsonObject
 from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
 
 SHM_VOLUME = "dshm"

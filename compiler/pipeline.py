@@ -16,12 +16,12 @@ from typing import Optional
 from pydantic import ValidationError
 
 from compiler import policy, rules
-from compiler.bundle import Bundle
 from compiler.diagnostics import Diagnostic, has_errors, ordered
-from compiler.targets import api
 from compiler.resolve import Target, targets_for
 from compiler.sources import collect
+from compiler.targets import api
 from compiler.validation import diagnostics_from
+from schemas.bundle import Bundle
 from schemas.project import DEFAULT_PROJECT, Project
 from schemas.trainjob import TrainJob
 

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from compiler import namespaces, serialize
-from compiler.bundle import Bundle, Component
 from compiler.pipeline import Result
+from schemas.bundle import Bundle, Component
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 COMPONENT_API = "kustomize.config.k8s.io/v1alpha1"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from compiler.bundle import Bundle, JsonObject, escape, json_copy
+from schemas.bundle import Bundle, JsonObject, escape, json_copy
 
 Step = Callable[[Bundle], Bundle]
 MISSING = object()

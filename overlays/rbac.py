@@ -21,8 +21,8 @@ user's rules.
 
 from __future__ import annotations
 
-from compiler.bundle import Bundle, Component, JsonObject
 from overlays import merge_ops
+from schemas.bundle import Bundle, Component, JsonObject
 from schemas.trainjob import PolicyRule, ServiceAccount
 
 NAME = "rbac"

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Optional
 
-from compiler.bundle import Bundle, Component, JsonObject
 from overlays import MISSING, lookup, merge_ops
 from schemas import quantity as q
+from schemas.bundle import Bundle, Component, JsonObject
 from schemas.project import GpuPlacement
 from schemas.trainjob import Gang
 

@@ -14,8 +14,8 @@ into sidecars a `podTemplate` may add.
 
 from __future__ import annotations
 
-from compiler.bundle import Bundle, Component, JsonObject
 from overlays import container_index, merge_ops
+from schemas.bundle import Bundle, Component, JsonObject
 from schemas.trainjob import Volume
 
 NAME = "storage"

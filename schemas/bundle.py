@@ -4,24 +4,60 @@ A `Bundle` is immutable. The base job is what lowering produced; each overlay ad
 `Component` (new objects such as a ServiceAccount or PVC, and JSON6902 patches against
 the job). JSON6902 rather than strategic merge because kustomize treats custom
 resources with plain JSON merge semantics, which would replace whole container lists.
-`rendered()` applies the patches exactly as `kubectl kustomize` does, so
+`rendered_job()` applies the patches exactly as `kubectl kustomize` does (`patching`), so
 `train-compile render` and the kustomize tree in git always agree (a test holds them to
 it).
+
+Why it sits in schemas/ although it is no spec model: the compiler builds bundles and the
+overlays transform them, and the fixed layout has no package below both but this one;
+here neither depends on the other (the import-linter contracts hold overlays to that).
+What the compiler puts in a bundle (its resolved Target, framework adapter and target
+API) is typed by the small Protocols below: the surface the overlays read, nothing more.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
-
-from compiler.frameworks.base import Adapter
-from compiler.resolve import Target
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 if TYPE_CHECKING:
-    from compiler.targets.base import TargetApi
+    from schemas.project import Environment
+    from schemas.trainjob import Resources, TrainJobSpec
 
 JsonObject = dict[str, Any]
+
+
+class JobTarget(Protocol):
+    """One job in one environment (compiler.resolve.Target)."""
+
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    spec: "TrainJobSpec"
+    environment: "Environment"
+
+
+class KindFacts(Protocol):
+    replica_specs: str  # e.g. pytorchReplicaSpecs
+
+
+class FrameworkAdapter(Protocol):
+    """A framework adapter (compiler.frameworks.base.Adapter): the kind's facts."""
+
+    facts: KindFacts
+
+
+class LoweredApi(Protocol):
+    """The target API the job was lowered to (compiler.targets.base.TargetApi)."""
+
+    scheduling_policy: bool
+
+    def pod_templates(self, bundle: "Bundle") -> list[tuple[str, str]]: ...
+
+    def program_container(self, bundle: "Bundle") -> str: ...
+
+    def role_resources(self, bundle: "Bundle") -> dict[str, Optional["Resources"]]: ...
 
 
 @dataclass(frozen=True)
@@ -33,10 +69,10 @@ class Component:
 
 @dataclass(frozen=True)
 class Bundle:
-    target: Target
-    adapter: Adapter
+    target: JobTarget
+    adapter: FrameworkAdapter
     job: JsonObject
-    api: "TargetApi"  # the target the job was lowered to: where its pod templates are
+    api: LoweredApi  # the target the job was lowered to: where its pod templates are
     components: tuple[Component, ...] = field(default_factory=tuple)
 
     @property
@@ -62,7 +98,7 @@ class Bundle:
         return next((c for c in self.components if c.name == name), None)
 
     def rendered_job(self) -> JsonObject:
-        from compiler import patching  # it needs json_copy from here
+        from schemas import patching  # it needs json_copy from here
 
         job = json_copy(self.job)
         for component in self.components:

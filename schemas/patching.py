@@ -7,14 +7,16 @@ operation only: `add` at a path whose parents exist, ending in a mapping key or 
 (append to a list). Those are applied here directly, with the same meaning (the value
 copied, a key replaced if present); any other operation, or a path that does not walk
 cleanly, goes to `jsonpatch` itself, one operation at a time and on the same document,
-so its result and its errors stay exactly the library's.
+so its result and its errors stay exactly the library's. It sits beside schemas/bundle.py
+because `Bundle.rendered_job()` is what applies patches, and overlays must not reach
+into compiler/ for it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from compiler.bundle import JsonObject, json_copy
+from schemas.bundle import JsonObject, json_copy
 
 
 def apply(doc: Any, operations: Iterable[JsonObject]) -> Any:

@@ -30,7 +30,7 @@ import copy
 from dataclasses import replace
 from typing import Any
 
-from compiler.bundle import Bundle
+from schemas.bundle import Bundle
 
 ANNOTATION = "argocd.argoproj.io/sync-wave"
 PREREQUISITE_WAVE = "-1"

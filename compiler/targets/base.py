@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 if TYPE_CHECKING:
-    from compiler.bundle import Bundle
     from compiler.diagnostics import Diagnostic
     from compiler.resolve import Target
+    from schemas.bundle import Bundle
     from schemas.trainjob import Resources
 
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from compiler.targets.base import TargetApi, gpus_in
 
 if TYPE_CHECKING:
-    from compiler.bundle import Bundle
     from compiler.diagnostics import Diagnostic
     from compiler.resolve import Target
+    from schemas.bundle import Bundle
     from schemas.trainjob import Resources
 
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from compiler import podsecurity, strategic
-from compiler.bundle import Bundle, JsonObject, json_copy
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import TrainerV2Capable
 from compiler.lowering import SHM_VOLUME, env_vars, resource_requirements
 from compiler.resolve import Target
 from compiler.targets.base import TargetApi, gpus_in
+from schemas.bundle import Bundle, JsonObject, json_copy
 from schemas.trainjob import Resources, RuntimeRef
 
 GROUP = "trainer.kubeflow.org"

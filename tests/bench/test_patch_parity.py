@@ -1,4 +1,4 @@
-"""`compiler.patching` (the `add` fast path) must do exactly what `jsonpatch` does.
+"""`schemas.patching` (the `add` fast path) must do exactly what `jsonpatch` does.
 
 It exists for speed only (`train-compile render`), so the patches of every job of a
 compiled benchmark tree and of the examples, and a list of operations it must leave to
@@ -15,9 +15,9 @@ import jsonpointer
 import pytest
 
 from bench import specs
-from compiler import patching
-from compiler.bundle import json_copy
 from compiler.pipeline import compile_sources
+from schemas import patching
+from schemas.bundle import json_copy
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -16,9 +16,9 @@ import jsonschema
 import yaml
 
 from compiler import rules, serialize, tree
-from compiler.bundle import Bundle, Component
 from compiler.lowering import lower
 from compiler.resolve import targets_for
+from schemas.bundle import Bundle, Component
 from schemas.loader import load_text
 from schemas.project import DEFAULT_PROJECT, Project
 from schemas.trainjob import TrainJob
