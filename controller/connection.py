@@ -34,6 +34,7 @@ from controller.kubelib import LOAD_ERRORS
 log = logging.getLogger("controller.connection")
 
 RENEW_INTERVAL = 5.0  # seconds: at most one reload per interval however many requests get a 401
+AUTH_TTL = 1.0  # seconds a credential header is reused before the Configuration is asked again (Connection.auth)
 
 
 def _auth_headers(cfg: Any) -> dict[str, str]:
@@ -88,6 +89,8 @@ class Connection:
         self._pool_size = pool_size
         self._lock = threading.Lock()  # the refresh hooks are not thread-safe (an exec plugin runs in them)
         self._renewed_at = -RENEW_INTERVAL
+        self._auth: dict[str, str] = {}
+        self._auth_until = 0.0
         self._use(load())
 
     def _use(self, cfg: Any) -> None:
@@ -100,16 +103,28 @@ class Connection:
         self.pool = None if proxied else self.manager.connection_from_url(self.host)
 
     def auth(self) -> dict[str, str]:
-        """Headers with the current credentials (refreshed by the loader when due)."""
+        """Headers with the current credentials (refreshed by the loader when due).
+
+        Asked of the Configuration at most once per AUTH_TTL: for a kubeconfig token its
+        refresh hook rewrites every setting on each call, and with kubernetes 37 that
+        re-reads the proxy environment, ~90 us a request (controller CPU per pod created
+        is ~850 us for 4 requests). Credentials the loaders refresh are renewed minutes
+        before they expire, so a second's reuse changes nothing; a 401 bypasses it."""
+        now = time.monotonic()
+        if now < self._auth_until:
+            return self._auth
         with self._lock:
-            return _auth_headers(self.cfg)
+            self._auth, self._auth_until = _auth_headers(self.cfg), now + AUTH_TTL
+            return self._auth
 
     def renew(self, sent: dict[str, str]) -> bool:
         """After a 401 for a request sent with `sent`: load the config again; True when the
         credentials changed, so resending can help."""
         with self._lock:
-            if _auth_headers(self.cfg) != sent:
-                return True  # another thread renewed already
+            current = _auth_headers(self.cfg)
+            if current != sent:  # another thread renewed already, or the loader's hook just did
+                self._auth, self._auth_until = current, time.monotonic() + AUTH_TTL
+                return True
             if time.monotonic() - self._renewed_at < RENEW_INTERVAL:
                 return False
             self._renewed_at = time.monotonic()
@@ -123,6 +138,7 @@ class Connection:
                 return False
             old = self.manager
             self._use(cfg)
+            self._auth, self._auth_until = fresh, time.monotonic() + AUTH_TTL
             old.clear()
             log.info("credentials reloaded after a 401")
             return True
