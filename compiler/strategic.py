@@ -104,6 +104,19 @@ def written(patch: Any) -> Any:
     return patch
 
 
+def directives(patch: Any, loc: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Where the patch has a directive (a `$` key), relative to the patch."""
+    if isinstance(patch, dict):
+        for key, value in patch.items():
+            if isinstance(key, str) and key.startswith("$"):
+                yield loc + (key,)
+            else:
+                yield from directives(value, loc + (key,))
+    elif isinstance(patch, list):
+        for i, item in enumerate(patch):
+            yield from directives(item, loc + (i,))
+
+
 # --- directives the merge does not apply: refused where they are written --------------------
 
 class Problem(NamedTuple):

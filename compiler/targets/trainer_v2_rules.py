@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
+from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
 from compiler.resolve import Target
@@ -216,6 +217,13 @@ def _scheduling(target: Target) -> Iterator[Diagnostic]:
 def _pod_template(target: Target) -> Iterator[Diagnostic]:
     _, stock = _runtime_of(target)
     program = {CONTAINER, adapter_for(target.spec.framework).facts.container}
+    for at in strategic.directives(target.spec.podTemplate):
+        yield _error(
+            target, ("podTemplate",) + at,
+            "runtimePatches reach Trainer as plain fields (its CRD has no place for a strategic-merge"
+            " directive), so a directive would change only what trainforge writes, never the runtime's pod template",
+            f"set the fields the pods should have instead, {OWN_RUNTIME}",
+        )
     yield from _walk(target, ("podTemplate",), target.spec.podTemplate, PATCHABLE, stock, program)
 
 
@@ -244,6 +252,8 @@ def _walk(target: Target, loc: Loc, value: Any, allowed: Any, stock: Optional[St
                 yield from _walk(target, at, item, allowed[0], stock, program)
         return
     for key, item in (value.items() if isinstance(value, dict) else ()):
+        if str(key).startswith("$"):
+            continue  # a directive: refused above
         if key not in allowed:
             yield _error(
                 target, loc + (key,),

@@ -309,6 +309,11 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
             "8:38: spec.podTemplate.spec.containers[0].name: runtimePatches can only patch containers the runtime"
             " has, and the stock runtime's jobs have one container, node"],
             id="a sidecar the stock runtime does not have"),
+        pytest.param("pytorch", "podTemplate: {spec: {securityContext: {$patch: delete}}}\n", [
+            "8:42: spec.podTemplate.spec.securityContext.$patch: runtimePatches reach Trainer as plain fields (its CRD"
+            " has no place for a strategic-merge directive), so a directive would change only what trainforge"
+            " writes, never the runtime's pod template"],
+            id="a strategic-merge directive, which never reaches the runtime"),
     ],
 )
 def test_what_v2_cannot_express_is_a_positioned_error(tmp_path, framework, spec, expected):
