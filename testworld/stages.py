@@ -29,9 +29,10 @@ Lifecycle, as the kubelet reports it:
   after run-seconds -> each running container ``terminated`` (exitCode, reason, startedAt,
   finishedAt, containerID). restartPolicy Never, or OnFailure with 0: the pod is Succeeded
   (all 0) or Failed, Ready False with reason PodCompleted. Always, or OnFailure with a
-  non-zero code: the pod stays Running, Ready False (ContainersNotReady) ...
+  non-zero code: the pod stays Running, Ready False (ContainersNotReady), the container
+  ``waiting`` in ``CrashLoopBackOff`` with the exit in ``lastState.terminated`` ...
   after restart-delay -> the container runs again: ``restartCount`` + 1, ``lastState.terminated``
-  holds the previous exit, ready again.
+  still holds the previous exit, ready again.
   a pod with a deletionTimestamp is deleted (kwok's stock pod-delete behaviour).
 """
 
@@ -50,9 +51,8 @@ NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
 # jq selectors (each must yield "true"/"false", a string or a number, compared as text)
 NOT_DELETED = (".metadata.deletionTimestamp", "DoesNotExist")
-AWAITING_RESTART = (  # any container the kubelet would restart?
-    '.spec.restartPolicy as $p | [(.status.containerStatuses // [])[] | select(.state.terminated != null) '
-    '| select($p == "Always" or ($p == "OnFailure" and .state.terminated.exitCode != 0))] | length > 0'
+AWAITING_RESTART = (  # any container in the kubelet's back-off, waiting to be restarted?
+    '[(.status.containerStatuses // [])[] | select(.state.waiting.reason == "CrashLoopBackOff")] | length > 0'
 )
 ANY_RUNNING = "[(.status.containerStatuses // [])[] | select(.state.running != null)] | length > 0"
 # jq for a delay: an annotation in seconds as a Go duration ("1.5" -> "1.5s"); null: the stage's default
@@ -132,6 +132,7 @@ startTime: {{ $now | Quote }}
 # DEFAULT_CODE, EXIT_CODE and EXIT_REASON are filled in by stages()
 POD_EXIT = """\
 {{ $now := Now }}
+{{ $pod := printf "%s_%s(%s)" .metadata.name .metadata.namespace .metadata.uid }}
 {{ $ann := or .metadata.annotations dict }}
 {{ $policy := .spec.restartPolicy }}
 {{ $codes := splitList "," (toString (or (index $ann "EXIT_CODE") "DEFAULT_CODE")) }}
@@ -150,15 +151,23 @@ POD_EXIT = """\
 {{ $why := ternary "Completed" "Error" (eq $code 0) }}
 {{ if $reason }}{{ $why = $reason }}{{ end }}
 {{ $t := dict "exitCode" $code "reason" $why "startedAt" (dig "state" "running" "startedAt" $now $p) "finishedAt" $now "containerID" (dig "containerID" "" $p) }}
-{{ $p = dict "name" .name "image" .image "imageID" (dig "imageID" "" $p) "containerID" (dig "containerID" "" $p) "ready" false "started" false "restartCount" $n "state" (dict "terminated" $t) "lastState" (dig "lastState" dict $p) }}
+{{ $state := dict "terminated" $t }}
+{{ $last := dig "lastState" dict $p }}
+{{ if or (eq $policy "Always") (and (eq $policy "OnFailure") (ne $code 0)) }}
+{{ $state = dict "waiting" (dict "reason" "CrashLoopBackOff" "message" (printf "back-off 10s restarting failed container=%s pod=%s" .name $pod)) }}
+{{ $last = dict "terminated" $t }}
+{{ end }}
+{{ $p = dict "name" .name "image" .image "imageID" (dig "imageID" "" $p) "containerID" (dig "containerID" "" $p) "ready" false "started" false "restartCount" $n "state" $state "lastState" $last }}
 {{ end }}
 {{ if $p }}
 {{ $out = append $out $p }}
 {{ $term := dig "state" "terminated" "" $p }}
-{{ if not $term }}{{ $live = true }}{{ else }}
+{{ if $term }}
 {{ $unready = append $unready .name }}
-{{ if or (eq $policy "Always") (and (eq $policy "OnFailure") (ne (int $term.exitCode) 0)) }}{{ $live = true }}
-{{ else if ne (int $term.exitCode) 0 }}{{ $failed = true }}{{ end }}
+{{ if ne (int $term.exitCode) 0 }}{{ $failed = true }}{{ end }}
+{{ else }}
+{{ $live = true }}
+{{ if dig "state" "waiting" "" $p }}{{ $unready = append $unready .name }}{{ end }}
 {{ end }}
 {{ end }}
 {{ end }}
@@ -180,16 +189,14 @@ phase: {{ ternary "Failed" "Succeeded" $failed }}
 POD_RESTART = """\
 {{ $now := Now }}
 {{ $uid := .metadata.uid }}
-{{ $policy := .spec.restartPolicy }}
 {{ $out := list }}
 {{ $ready := true }}
 {{ range (or .status.containerStatuses list) }}
 {{ $p := . }}
-{{ $term := dig "state" "terminated" "" $p }}
-{{ if and $term (or (eq $policy "Always") (and (eq $policy "OnFailure") (ne (int $term.exitCode) 0))) }}
+{{ if eq (dig "state" "waiting" "reason" "" $p) "CrashLoopBackOff" }}
 {{ $n := add1 (int (dig "restartCount" 0 $p)) }}
-{{ $p = dict "name" .name "image" .image "imageID" (dig "imageID" "" $p) "containerID" (printf "containerd://%s" (printf "%s/%s/%d" $uid .name $n | sha256sum)) "ready" true "started" true "restartCount" $n "state" (dict "running" (dict "startedAt" $now)) "lastState" (dict "terminated" $term) }}
-{{ else if $term }}{{ $ready = false }}
+{{ $p = dict "name" .name "image" .image "imageID" (dig "imageID" "" $p) "containerID" (printf "containerd://%s" (printf "%s/%s/%d" $uid .name $n | sha256sum)) "ready" true "started" true "restartCount" $n "state" (dict "running" (dict "startedAt" $now)) "lastState" (dig "lastState" dict $p) }}
+{{ else if dig "state" "terminated" "" $p }}{{ $ready = false }}
 {{ end }}
 {{ $out = append $out $p }}
 {{ end }}

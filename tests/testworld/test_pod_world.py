@@ -88,22 +88,35 @@ def test_a_pod_is_scheduled_onto_a_gpu_node_runs_and_exits_with_the_annotated_co
 def test_on_failure_restarts_the_container_as_the_kubelet_does(pod_world, pod_namespace):
     client = pod_world.client
     annotations = {stages.RUN_SECONDS: "0.5", stages.EXIT_CODE: "1,137,0", stages.RESTART_DELAY: "0.5"}
+    rv = client.list(PODS, namespace=pod_namespace)["metadata"]["resourceVersion"]
     client.create(PODS, pod_namespace, pod("flaky", restart="OnFailure", annotations=annotations))
-    counts: list[int] = []
-
-    def finished() -> dict[str, Any] | None:
-        current = client.get(PODS, pod_namespace, "flaky")
-        for c in (current.get("status") or {}).get("containerStatuses") or []:
-            if not counts or counts[-1] != c["restartCount"]:
-                counts.append(c["restartCount"])
-        return current if current["status"].get("phase") == "Succeeded" else None
-
-    final = wait_for(finished, "the flaky pod to succeed on its third run")
-    assert counts == [0, 1, 2]
-    [container] = final["status"]["containerStatuses"]
-    assert container["restartCount"] == 2
-    assert container["state"]["terminated"]["exitCode"] == 0
+    history = []
+    for event in client.watch(PODS, namespace=pod_namespace, resource_version=rv, timeout_seconds=60):
+        if event["type"] == "MODIFIED":
+            history.append(event["object"])
+            if event["object"]["status"].get("phase") == "Succeeded":
+                break
+    # each version's (phase, restartCount, state, exit code in state or lastState), deduplicated in order
+    states = []
+    for version in history:
+        for c in version["status"].get("containerStatuses") or []:
+            state = next(iter(c["state"]))
+            code = (c["state"].get("terminated") or (c.get("lastState") or {}).get("terminated") or {}).get("exitCode")
+            row = (version["status"]["phase"], c["restartCount"], state, code)
+            if not states or states[-1] != row:
+                states.append(row)
+    assert states == [
+        ("Running", 0, "running", None),
+        ("Running", 0, "waiting", 1),     # CrashLoopBackOff, the exit in lastState.terminated
+        ("Running", 1, "running", 1),     # restarted: restartCount + 1, lastState kept
+        ("Running", 1, "waiting", 137),
+        ("Running", 2, "running", 137),
+        ("Succeeded", 2, "terminated", 0),
+    ], states
+    [container] = history[-1]["status"]["containerStatuses"]
     assert container["lastState"]["terminated"]["exitCode"] == 137
+    waiting = next(c for v in history for c in v["status"].get("containerStatuses") or [] if "waiting" in c["state"])
+    assert waiting["state"]["waiting"]["reason"] == "CrashLoopBackOff"
 
 
 def test_never_does_not_restart_and_always_restarts_even_after_exit_0(pod_world, pod_namespace):
