@@ -59,9 +59,11 @@ def check(target: Target) -> Iterator[Diagnostic]:
             continue  # the same podTemplate entry breaks every replica type alike
         seen.add(detail)
         image = entry is not None and "image" in containers[entry] and "image" in message.lower()
+        deleted = entry is not None and containers[entry].get("$patch") == "delete"
         yield target.view.error(
             at + (("image",) if image else ()),
             f"the {facts.kind} this compiles to is refused by the Training Operator: {message}",
+            f"remove the $patch: delete of the '{own}' container" if deleted else
             f"keep the '{own}' container and its image (spec.image sets it); drop image from podTemplate",
             prefer_key=not image)
 

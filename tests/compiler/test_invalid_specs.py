@@ -17,6 +17,7 @@ import pytest
 from compiler_builders import EXAMPLES, job_text, run_cli
 
 LONG_NAME = "a" * 64
+PT = "podTemplate:\n  spec:\n"  # lines 8-9: a podTemplate case's own lines start at 10
 
 
 def bomb() -> str:
@@ -257,6 +258,57 @@ CASES = [
               "        resources: {limits: {memory: -1Gi, cpu: 0.5}}\n"),
      "13:40: error: spec.podTemplate.spec.initContainers[0].resources.limits.memory: memory limit '-1Gi' is not"
      " a Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
+    # --- podTemplate's strategic-merge directives that would not act as written: compiler/strategic.py
+    ("an unknown directive is refused, not written into the job",
+     job_text(PT + "    containers:\n      - name: pytorch\n        $replace: true\n"),
+     "12:11: error: spec.podTemplate.spec.containers[0].$replace: unknown directive '$replace' (no pod field"
+     " starts with $); use $patch: delete, $patch: replace or $retainKeys"),
+    ("an unknown $patch value is refused",
+     job_text(PT + "    securityContext:\n      $patch: merge\n"),
+     "11:9: error: spec.podTemplate.spec.securityContext.$patch: unknown $patch value 'merge'; maps and keyed"
+     " lists merge by default; remove it"),
+    ("a delete in a list that is replaced as a whole is refused",
+     job_text(PT + "    tolerations:\n      - key: a\n        $patch: delete\n"),
+     "12:11: error: spec.podTemplate.spec.tolerations[0].$patch: $patch is not applied inside tolerations,"
+     " which podTemplate replaces as a whole; write it as it should be, without directives: it replaces what"
+     " was there"),
+    ("a delete without the merge key is refused",
+     job_text(PT + "    containers:\n      - $patch: delete\n"),
+     "11:11: error: spec.podTemplate.spec.containers[0].$patch: $patch: delete in containers needs the item's"
+     " name; add name: <the item to delete>"),
+    ("fields beside a delete are refused, as they would be ignored",
+     job_text(PT + "    containers:\n      - name: debug\n        image: busybox\n        $patch: delete\n"),
+     "12:11: error: spec.podTemplate.spec.containers[0].image: $patch: delete removes this item, so 'image'"
+     " beside it would be ignored; keep only name and $patch"),
+    ("replacing one item of a keyed list is refused",
+     job_text(PT + "    volumes:\n      - name: data\n        $patch: replace\n        emptyDir: {}\n"),
+     "12:11: error: spec.podTemplate.spec.volumes[0].$patch: $patch: replace on one item of a keyed list is not"
+     " applied alike (kustomize ignores the item, the API server empties the whole list); set the fields the"
+     " item must lose to null beside the new ones (e.g. emptyDir: null), or replace the whole list with a"
+     " `- $patch: replace` item"),
+    ("a directive inside a replaced map is refused",
+     job_text(PT + "    securityContext:\n      $patch: replace\n      seLinuxOptions: {$patch: delete}\n"),
+     "12:26: error: spec.podTemplate.spec.securityContext.seLinuxOptions.$patch: $patch is not applied inside a"
+     " map with $patch: replace; write it as it should be, without directives: it replaces what was there"),
+    ("a $setElementOrder is refused with the way to order a list",
+     job_text(PT + "    containers:\n      - name: pytorch\n        $setElementOrder/env: [{name: B}, {name: A}]\n"),
+     "12:11: error: spec.podTemplate.spec.containers[0].$setElementOrder/env: $setElementOrder is not supported:"
+     " the compiler keeps the template's order and appends new items (kustomize writes the directive out as a"
+     " field); to set the order of env, list all of it in that order with a `- $patch: replace` item"),
+    ("a $deleteFromPrimitiveList is refused, as lists of strings are replaced whole",
+     job_text(PT + "    containers:\n      - name: pytorch\n        $deleteFromPrimitiveList/args: [--a]\n"),
+     "12:11: error: spec.podTemplate.spec.containers[0].$deleteFromPrimitiveList/args: $deleteFromPrimitiveList"
+     " is not supported: podTemplate replaces lists of strings (args, command, capabilities) as a whole; write"
+     " args as it should be"),
+    ("a $retainKeys must list every field the map sets",
+     job_text(PT + "    securityContext:\n      $retainKeys: [fsGroup]\n      runAsUser: 1000\n"),
+     "12:9: error: spec.podTemplate.spec.securityContext.runAsUser: 'runAsUser' is set here but not listed in"
+     " $retainKeys, which clears every field it does not list; add runAsUser to $retainKeys"),
+    ("a directive on the whole pod spec is refused",
+     job_text(PT + "    $retainKeys: [containers]\n    containers: [{name: pytorch}]\n"),
+     "10:7: error: spec.podTemplate.spec.$retainKeys: $retainKeys on podTemplate.spec would drop the pod template lowering"
+     " writes (the framework container, its image, ports and env); put it on the field it is about, e.g."
+     " spec.securityContext or a container"),
     # --- what upstream's admission (or MPI/MXJob reconciler) would refuse at sync: compiler/admission_review.py
     ("an emptied image of the framework's container is refused as the Training Operator's webhook would",
      job_text('podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        image: ""\n'),

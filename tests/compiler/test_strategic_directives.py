@@ -9,8 +9,8 @@ compiler keeps the template's items first and appends new ones (so a podTemplate
 can use `$(VAR)` from spec.env), so keyed lists are compared by key. `$retainKeys`
 kustomize writes out as a field; the API server applies it, so those cases are held to
 `kubectl patch --local --type strategic`, which runs the API server's strategic merge.
-Directives neither engine applies alike are refused at their position (see the CLI cases
-at the end), and the pod security checks judge the merged template.
+Directives neither engine applies alike are refused at their position (the cases are in
+test_invalid_specs.py), and the pod security checks judge the merged template.
 """
 
 from __future__ import annotations
@@ -279,73 +279,23 @@ def test_a_replaced_security_context_loses_what_restricted_needed_and_is_named_a
     ]
 
 
-# --- refused where written -------------------------------------------------------------------
+# --- what a directive adds to the built job ---------------------------------------------------
 
-PT = "podTemplate:\n  spec:\n"  # lines 8-9; the case's own lines start at 10
-
-REFUSED = [
-    ("an unknown directive is refused, not written into the job",
-     PT + "    containers:\n      - name: pytorch\n        $replace: true\n",
-     "12:11: error: spec.podTemplate.spec.containers[0].$replace: unknown directive '$replace' (no pod field"
-     " starts with $); use $patch: delete, $patch: replace or $retainKeys"),
-    ("an unknown $patch value is refused",
-     PT + "    securityContext:\n      $patch: merge\n",
-     "11:9: error: spec.podTemplate.spec.securityContext.$patch: unknown $patch value 'merge'; maps and keyed"
-     " lists merge by default; remove it"),
-    ("a delete in a list that is replaced as a whole is refused",
-     PT + "    tolerations:\n      - key: a\n        $patch: delete\n",
-     "12:11: error: spec.podTemplate.spec.tolerations[0].$patch: $patch is not applied inside tolerations,"
-     " which podTemplate replaces as a whole; write it as it should be, without directives: it replaces what"
-     " was there"),
-    ("a delete without the merge key is refused",
-     PT + "    containers:\n      - $patch: delete\n",
-     "11:11: error: spec.podTemplate.spec.containers[0].$patch: $patch: delete in containers needs the item's"
-     " name; add name: <the item to delete>"),
-    ("fields beside a delete are refused, as they would be ignored",
-     PT + "    containers:\n      - name: debug\n        image: busybox\n        $patch: delete\n",
-     "12:11: error: spec.podTemplate.spec.containers[0].image: $patch: delete removes this item, so 'image'"
-     " beside it would be ignored; keep only name and $patch"),
-    ("replacing one item of a keyed list is refused",
-     PT + "    volumes:\n      - name: data\n        $patch: replace\n        emptyDir: {}\n",
-     "12:11: error: spec.podTemplate.spec.volumes[0].$patch: $patch: replace on one item of a keyed list is not"
-     " applied alike (kustomize ignores the item, the API server empties the whole list); set the fields the"
-     " item must lose to null beside the new ones (e.g. emptyDir: null), or replace the whole list with a"
-     " `- $patch: replace` item"),
-    ("a directive inside a replaced map is refused",
-     PT + "    securityContext:\n      $patch: replace\n      seLinuxOptions: {$patch: delete}\n",
-     "12:26: error: spec.podTemplate.spec.securityContext.seLinuxOptions.$patch: $patch is not applied inside a"
-     " map with $patch: replace; write it as it should be, without directives: it replaces what was there"),
-    ("$setElementOrder is refused with the way to order a list",
-     PT + "    containers:\n      - name: pytorch\n        $setElementOrder/env: [{name: B}, {name: A}]\n",
-     "12:11: error: spec.podTemplate.spec.containers[0].$setElementOrder/env: $setElementOrder is not supported:"
-     " the compiler keeps the template's order and appends new items (kustomize writes the directive out as a"
-     " field); to set the order of env, list all of it in that order with a `- $patch: replace` item"),
-    ("$deleteFromPrimitiveList is refused",
-     PT + "    containers:\n      - name: pytorch\n        $deleteFromPrimitiveList/args: [--a]\n",
-     "12:11: error: spec.podTemplate.spec.containers[0].$deleteFromPrimitiveList/args: $deleteFromPrimitiveList"
-     " is not supported: podTemplate replaces lists of strings (args, command, capabilities) as a whole; write"
-     " args as it should be"),
-    ("$retainKeys must list the fields the map sets",
-     PT + "    securityContext:\n      $retainKeys: [fsGroup]\n      runAsUser: 1000\n",
-     "12:9: error: spec.podTemplate.spec.securityContext.runAsUser: 'runAsUser' is set here but not listed in"
-     " $retainKeys, which clears every field it does not list; add runAsUser to $retainKeys"),
-    ("a directive on the whole pod spec is refused",
-     PT + "    $retainKeys: [containers]\n    containers: [{name: pytorch}]\n",
-     "10:7: error: spec.podTemplate.spec.$retainKeys: $retainKeys on podTemplate.spec would drop the pod template lowering"
-     " writes (the framework container, its image, ports and env); put it on the field it is about, e.g."
-     " spec.securityContext or a container"),
-]
+PT = "podTemplate:\n  spec:\n"
 
 
-@pytest.mark.parametrize(("spec", "expected"), [pytest.param(s, e, id=i) for i, s, e in REFUSED])
-def test_a_misplaced_or_unknown_directive_is_refused_where_it_is_written(tmp_path, monkeypatch, spec, expected):
+def test_deleting_the_framework_container_is_refused_as_the_operators_webhook_would(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    Path("job.yaml").write_text(job_text(spec), encoding="utf-8")
+    Path("job.yaml").write_text(job_text(PT + "    containers:\n      - name: pytorch\n        $patch: delete\n"))
 
     run = run_cli("validate", "job.yaml")
 
+    refused = ("job.yaml:11:11: error: spec.podTemplate.spec.containers[0]: the PyTorchJob this compiles to is"
+               " refused by the Training Operator: spec.pytorchReplicaSpecs[Master].template.spec.containers:"
+               " Required value: {}; remove the $patch: delete of the 'pytorch' container")
     assert run.exit_code == 1
-    assert run.errors() == [f"job.yaml:{expected}"]
+    assert run.errors() == [refused.format("must be specified"),
+                            refused.format("must have at least one container with name pytorch")]
 
 
 def test_a_pod_template_with_directives_builds_without_any_directive_in_the_output(tmp_path, monkeypatch):
