@@ -188,6 +188,13 @@ CASES: dict[str, Case] = {
             {"name": "sidecar", "image": BUSYBOX, "securityContext": {"privileged": True}})}}}),
     "a plain sidecar container is restricted-ready only with the defaults": Case(
         containers({"name": "sidecar", "image": BUSYBOX})),
+    # --- strategic-merge directives: the pods are what the merge leaves
+    "a privileged sidecar deleted again with $patch: delete is gone": Case(containers(
+        {"name": "sidecar", "image": BUSYBOX, "securityContext": {"privileged": True}},
+        {"name": "sidecar", "$patch": "delete"})),
+    "a pod securityContext an environment replaces with $patch: replace is judged as replaced": Case(
+        pod_level(seLinuxOptions={"type": "spc_t"}, runAsNonRoot=True),
+        spec={"environments": {"default": {"podTemplate": pod_level(**{"$patch": "replace", "runAsUser": 1000})}}}),
     # --- every framework's roles
     "a plain pytorch job on one node": Case({}),
     "a two-node pytorch job (the operator adds init-pytorch to Worker pods)": Case({}, spec={"nodes": 2}),
