@@ -327,7 +327,10 @@ class Reconciler:
                       hold: bool = False) -> bool:
         """PUT `status` unless the cache holds it already; with --pods-first a plain pass's write
         (`hold`) waits out a pod burst, and any other write replaces what was held for the job."""
-        status.setdefault("replicaStatuses", {})
+        if not status.get("replicaStatuses"):
+            # upstream's field is a Go map with omitempty: an empty one is not written at all
+            # (a job suspended at creation has none); the parity test holds us to that
+            status.pop("replicaStatuses", None)
         changed = _comparable(status) != _comparable(job.get("status") or {})
         if key is not None and self.held is not None:
             if hold and changed and self.held.in_burst():

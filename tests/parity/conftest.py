@@ -1,0 +1,102 @@
+"""One World for the whole parity run: control plane, garbage collector, kube-scheduler,
+kwok, the upstream operator (v1.9.4, and v1.8.1 for MXJob) and train-controller, each
+operator watching a namespace of its own. Every case runs once, all at once, in the
+session fixture `parity`; the tests then judge each case's result."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from testworld.controlplane import env_true  # noqa: E402
+
+if TYPE_CHECKING:
+    from parity_runner import Result
+    from testworld.world import World
+
+WORKERS = 4  # train-controller's default --workers; the upstream operator gets as many threads
+QPS = ("--kube-api-qps=1000", "--kube-api-burst=2000")
+LOGS = Path(tempfile.gettempdir()) / "trainforge-parity-logs"
+
+
+@dataclass
+class Namespaces:
+    """A part that creates the three namespaces before the operators start."""
+    names: tuple[str, ...]
+    name: str = "namespaces"
+
+    def build(self) -> None:
+        pass
+
+    def start(self, world: World) -> None:
+        for ns in self.names:
+            world.kubectl("create", "namespace", ns)
+
+    def stop(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def parity_world() -> Iterator[tuple[World, object]]:
+    if env_true("USE_EXISTING_CLUSTER"):
+        pytest.skip("the parity test runs both operators in a world of its own")
+    from parity_harness import Sides
+    from testworld import upstream
+    from testworld.kwok import POD_WORLD_NODES, Kwok, NodePool
+    from testworld.train_controller import TrainController
+    from testworld.world import World, WorldError
+
+    # both sides' pods share the nodes: room for all of them twice over, so neither waits
+    NODES = [NodePool(p.prefix, p.count * 6, cpu=p.cpu, memory=p.memory, pods=p.pods, gpus=p.gpus,
+                      gpu_resource=p.gpu_resource, labels=p.labels, taints=p.taints) for p in POD_WORLD_NODES]
+    sides = Sides(up="parity-upstream", up_mx="parity-upstream-mx", ours="parity-ours")
+    world = World(["gc", "scheduler", Kwok(nodes=NODES), Namespaces((sides.up, sides.up_mx, sides.ours)),
+                   # its client's default 20 requests/s would make it minutes late on ~60 jobs
+                   upstream.Operator(sides.up, version=upstream.PRIMARY, threads=WORKERS, extra_args=QPS),
+                   upstream.Operator(sides.up_mx, version=upstream.MXJOB, threads=WORKERS),
+                   TrainController(sides.ours, workers=WORKERS)])
+    try:
+        world.start()
+    except WorldError as err:
+        if env_true("TRAINFORGE_SKIP_CONTROLPLANE"):
+            pytest.skip(f"TRAINFORGE_SKIP_CONTROLPLANE=1 and the parity world is unavailable: {err}")
+        pytest.fail(f"the parity world did not start: {err}", pytrace=False)
+    try:
+        yield world, sides
+    finally:
+        shutil.rmtree(LOGS, ignore_errors=True)  # every part's log of the last run, for a failing case
+        shutil.copytree(world.dir, LOGS, ignore=lambda d, names: [n for n in names if not n.endswith(".log")])
+        world.stop()
+
+
+@pytest.fixture(scope="session")
+def parity(parity_world) -> dict[str, Result]:
+    """Every case's result, from one concurrent run of all of them."""
+    from controller.kube import Client
+    from parity_cases import all_cases
+    from parity_deviations import explain
+    from parity_harness import Harness
+    from parity_runner import REPORT, Runner, report
+
+    world, sides = parity_world
+    client = Client.connect(str(world.kubeconfig), pool_size=32)  # one thread per case
+    harness = Harness(client, sides)
+    try:
+        results = Runner(harness, explain).run_all(all_cases())
+    finally:
+        harness.stop()
+        client.close()
+    REPORT.write_text(report(results, explain))
+    problem = world.dead()
+    if problem:
+        pytest.fail(f"a part of the parity world died during the run: {problem}", pytrace=False)
+    return results

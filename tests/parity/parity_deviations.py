@@ -1,0 +1,46 @@
+"""The differences from upstream that are deliberate, each with the sentence of
+controller/README.md that documents it (the test checks the sentence is there).
+
+A difference matches a deviation when the case id, the step and the path each match its
+regular expressions; `explain` returns the first that does, or None (a failing test).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from parity_cases import Case
+
+
+@dataclass(frozen=True)
+class Deviation:
+    name: str
+    path: str    # regex over the path in the compared view
+    readme: str  # a phrase controller/README.md must contain (whitespace-normalised)
+    up: str = ".*"    # regex over repr() of upstream's value
+    case: str = ".*"  # regex over the case id
+    step: str = ".*"  # regex over the step
+
+
+KNOWN: list[Deviation] = [
+    Deviation(
+        "selector-after-success", path=r"^replicaStatuses\.\w+\.selector$", up=r"^'<missing>'$",
+        readme="we set `selector` for every replica type on every pass"),
+    Deviation(
+        "mpi-helper-label",
+        path=r"^(ConfigMap|ServiceAccount|Role|RoleBinding)/[^.]+\.metadata\.labels\.training\.kubeflow\.org/operator-name$",
+        up=r"^'<missing>'$", readme="carry the `training.kubeflow.org/operator-name: mpijob-controller` label"),
+    Deviation(
+        "exitcode-completion-time", path=r"^completionTime$", up=r"^False$", case=r"ExitCode",
+        readme="A job failed by an `ExitCode` exit below 128 gets `completionTime`"),
+]
+
+
+def explain(case: Case, difference: Any) -> Deviation | None:
+    for dev in KNOWN:
+        if re.search(dev.path, difference.path) and re.search(dev.up, repr(difference.up)) and \
+                re.search(dev.case, case.id) and re.search(dev.step, difference.step):
+            return dev
+    return None

@@ -1,0 +1,309 @@
+"""Runs every case on both sides at once and collects, per case, every difference found.
+
+One thread per case: apply to both sides, compare the created objects, then walk the
+case's lifecycle step by step (kwok ends the pods; the steps that are the test's own, a
+suspend, a scale, a pod deleted behind the operator's back, happen on both sides at
+once), comparing the job's status after each step. Cases run concurrently so the whole
+table costs about as long as its longest lifecycle.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable
+
+from controller.kinds import KINDS
+from controller.kube import PODS
+from controller.reconcile import job_resource
+
+import parity_views as pv
+from controller.status import TYPE_LABEL
+from parity_cases import DECIDERS, EXIT, RUN, Case, replica_specs
+from parity_harness import Harness
+
+
+@dataclass
+class Difference:
+    step: str
+    path: str
+    up: Any
+    ours: Any
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.path}: upstream {self.up!r} / ours {self.ours!r}"
+
+
+@dataclass
+class Result:
+    case: Case
+    differences: list[Difference] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)  # the steps compared, in order
+    error: str = ""
+    seconds: float = 0.0
+    stuck: str = ""  # why the pod lifecycle was not played
+    last_status: Any = None
+
+
+Explain = Callable[[Case, Difference], Any]
+REPORT = Path(tempfile.gettempdir()) / "trainforge-parity-report.txt"  # every case of the last run
+
+
+class Runner:
+    """`explain(case, difference)` says whether a difference is a documented deviation:
+    a comparison is done once every difference left is one (or none is left)."""
+
+    def __init__(self, harness: Harness, explain: Explain) -> None:
+        self.h = harness
+        self.sides = harness.sides
+        self.explain = explain
+
+    def keys(self, case: Case) -> list[tuple[str, str, str]]:
+        return [(self.sides.up_for(case.kind), case.kind, case.name), (self.sides.ours, case.kind, case.name)]
+
+    def run_all(self, cases: list[Case]) -> dict[str, Result]:
+        results = {c.id: Result(c) for c in cases}
+        threads = [threading.Thread(target=self._run, args=(results[c.id],), name=c.id, daemon=True) for c in cases]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results
+
+    def _run(self, result: Result) -> None:
+        began = time.monotonic()
+        try:
+            self.case(result)
+        except Exception:  # noqa: BLE001 - a case's crash is its result, the other cases go on
+            result.error = traceback.format_exc()
+        result.seconds = time.monotonic() - began
+
+    # ------------------------------------------------------------------ one case
+    def case(self, r: Result) -> None:
+        case = r.case
+        self.h.apply(case.docs, self.up_ns(case))
+        self.h.apply(case.docs, self.sides.ours)
+        self.compare_children(r, "created", created=True)
+        self.compare_status(r, "created", expect_change=True)
+        for n, step in enumerate(case.steps, 1):
+            if r.stuck and step[0] not in ("objects",):
+                continue  # no pod lifecycle without a node: only the objects are compared
+            getattr(self, "step_" + step[0].replace("-", "_"))(r, f"step {n} {' '.join(map(str, step))}", *step[1:])
+        self.compare_history(r)
+
+    def up_ns(self, case: Case) -> str:
+        return self.sides.up_for(case.kind)
+
+    def both(self, case: Case) -> list[str]:
+        return [self.up_ns(case), self.sides.ours]
+
+    def step_running(self, r: Result, step: str) -> None:
+        case = r.case
+
+        def phases() -> tuple[Any, Any]:
+            return tuple(self.phases(ns, case) for ns in self.both(case))  # type: ignore[return-value]
+
+        want = self.expected_pods(case)  # not fewer: a pod being replaced is not running yet
+        # and no pod created or deleted for 5 s: kwok v0.8.0 deletes a recreated pod by its name a
+        # few more times after its predecessor's deletion, which the operators then recreate
+        up, _ = self.h.settle(phases, self.keys(case), done=lambda a, b: len(a) == want and a == b and
+                              all(p in ("Running", STUCK) and not gone for _, p, gone in a), min_quiet=5.0,
+                              quiet=60.0)
+        stuck = [name for name, p, _ in up if p == STUCK]
+        if stuck:  # e.g. a PersistentVolumeClaim the example expects, or a gang scheduler that is not here
+            r.stuck = f"pods that cannot be scheduled here: {', '.join(stuck)}"
+            return
+        running = sum(1 for _, p, gone in up if p == "Running" and not gone)
+
+        def counted(view: dict[str, Any]) -> bool:  # the status has seen every running pod
+            return sum((s or {}).get("active", 0) for s in (view["replicaStatuses"] or {}).values()) == running
+
+        self.compare_status(r, step, expect_change=False, need=counted)
+
+    def step_exit(self, r: Result, step: str, selector: str, code: str) -> None:
+        case = r.case
+        ended = []
+        for ns in self.both(case):
+            pods = self.select(ns, case, selector)
+            for pod in pods:
+                self.h.client.patch(PODS, ns, pod["metadata"]["name"],
+                                    {"metadata": {"annotations": {RUN: "0", EXIT: code}}})
+            ended.append(sorted(p["metadata"]["name"] for p in pods))
+        self.record(r, f"{step}: pods ended", ended[0], ended[1])  # the same on both sides, or the step is moot
+        self.compare_status(r, step, expect_change=bool(ended[0]))
+
+    def step_terminal(self, r: Result, step: str) -> None:
+        self.compare_status(r, step, expect_change=False, need=terminal)
+
+    def step_objects(self, r: Result, step: str) -> None:
+        self.compare_children(r, step)
+
+    def step_suspend(self, r: Result, step: str, value: bool) -> None:
+        case = r.case
+        for ns in self.both(case):
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name,
+                                {"spec": {"runPolicy": {"suspend": value}}})
+        self.compare_status(r, step, expect_change=True)
+
+    def step_delete_pod(self, r: Result, step: str, selector: str) -> None:
+        case = r.case
+        for ns in self.both(case):
+            for pod in self.select(ns, case, selector):
+                # at once (kubectl delete --force): kwok v0.8.0 would otherwise keep deleting the
+                # pod's same-named replacement for a few seconds, differently on each side
+                self.h.client.call("DELETE", PODS, verb="delete", namespace=ns, name=pod["metadata"]["name"],
+                                   body={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+        self.compare_children(r, step)
+
+    def step_scale(self, r: Result, step: str, replicas: int) -> None:
+        case = r.case
+        for ns in self.both(case):
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {"replicas": replicas}},
+                                sub="scale")
+        self.compare_children(r, step)
+
+    def step_gone(self, r: Result, step: str) -> None:
+        case = r.case
+        keys = self.keys(case)
+        with self.h.cond:
+            self.h.settle(lambda: tuple(self.h._track(*k).deleted for k in keys), keys,  # type: ignore[arg-type]
+                          done=lambda a, b: a and b, quiet=15.0, timeout=60.0)
+            gone = [self.h._track(*k).deleted for k in keys]
+        self.record(r, step, {"deleted": gone[0]}, {"deleted": gone[1]})
+
+    # ------------------------------------------------------------------ helpers
+    def phases(self, ns: str, case: Case) -> list[tuple[str, str, bool]]:
+        return sorted((p["metadata"]["name"], STUCK if unschedulable(p) else (p.get("status") or {}).get("phase", ""),
+                       bool(p["metadata"].get("deletionTimestamp"))) for p in self.h.pods(ns, case.kind, case.name))
+
+    def expected_pods(self, case: Case) -> int:
+        """How many pods the job's spec asks for now (upstream's defaults: 1 replica, MPI workers 0)."""
+        job = self.h.job(self.up_ns(case), case.kind, case.name) or case.job
+        return sum(int(spec["replicas"]) if spec.get("replicas") is not None else
+                   (0 if case.kind == "MPIJob" and rtype == "Worker" else 1)
+                   for rtype, spec in replica_specs(job).items())
+
+    def select(self, ns: str, case: Case, selector: str) -> list[dict[str, Any]]:
+        # a pod already told to end is not ended again (kwok may not have got to it yet)
+        pods = [p for p in self.h.pods(ns, case.kind, case.name) if not p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") in ("Pending", "Running")
+                and (p["metadata"].get("annotations") or {}).get(RUN) != "0"]
+        if selector == "all":
+            return pods
+        if selector == "master":
+            return [p for p in pods if p["metadata"]["name"] in (f"{case.name}-master-0", f"{case.name}-launcher")]
+        if selector == "followers":  # every pod but those whose end decides the job's success
+            deciders = DECIDERS[case.kind]
+            types = {p["metadata"]["labels"].get(TYPE_LABEL) for p in self.h.pods(ns, case.kind, case.name)}
+            if not types & set(deciders):
+                return []
+            return [p for p in pods if p["metadata"]["labels"].get(TYPE_LABEL) not in deciders]
+        if selector == "worker":
+            return [p for p in pods if p["metadata"]["name"].startswith(f"{case.name}-worker-")]
+        return [p for p in pods if p["metadata"]["name"] == f"{case.name}-{selector}"]
+
+    def agree(self, r: Result, step: str, up: Any, ours: Any) -> bool:
+        return all(self.explain(r.case, Difference(step, path, a, b)) for path, a, b in pv.diff(up, ours))
+
+    def compare_children(self, r: Result, step: str, *, created: bool = False) -> None:
+        """After creation: once both made the same objects. Later: once they agree and both
+        have done nothing for 3 s (a cleanup or a recreate is over)."""
+        case = r.case
+        up_ns, ours_ns = self.both(case)
+        step = f"{step}: objects"
+
+        def views() -> tuple[Any, Any]:
+            return self.h.children(up_ns, case.kind, case.name), self.h.children(ours_ns, case.kind, case.name)
+
+        up, ours = self.h.settle(views, self.keys(case), min_quiet=0.0 if created else 3.0,
+                                 done=lambda a, b: (bool(a) or not created) and self.agree(r, step, a, b))
+        self.record(r, step, up, ours)
+
+    def compare_status(self, r: Result, step: str, *, expect_change: bool, need: Any = None) -> None:
+        """Once both statuses agree (and differ from the last step's, or meet `need`)."""
+        case = r.case
+        up_ns, ours_ns = self.both(case)
+        before = r.last_status
+        step = f"{step}: status"
+
+        def views() -> tuple[Any, Any]:
+            a, b = self.h.job(up_ns, case.kind, case.name), self.h.job(ours_ns, case.kind, case.name)
+            return pv.status_view(a or {}, up_ns), pv.status_view(b or {}, ours_ns)
+
+        def settled(a: Any, b: Any) -> bool:
+            if not a["conditions"] or (expect_change and a == before) or (need is not None and not need(a)):
+                return False
+            return self.agree(r, step, a, b)
+
+        up, ours = self.h.settle(views, self.keys(case), done=settled)
+        r.last_status = up
+        self.record(r, step, up, ours)
+
+    def compare_history(self, r: Result) -> None:
+        """The sequences of condition lists both sides went through (consecutive repeats folded)."""
+        case = r.case
+        seqs = []
+        for ns in self.both(case):
+            with self.h.cond:
+                history = list(self.h._track(ns, case.kind, case.name).history)
+            seq: list[Any] = []
+            for view in history:
+                conds = [(c["type"], c["status"], c["reason"]) for c in view["conditions"]]
+                if conds and (not seq or seq[-1] != conds):
+                    seq.append(conds)
+            seqs.append(seq)
+        # ours may skip a state upstream passed through (a status write that came a little
+        # later, when the pods had moved on), but must show nothing upstream never showed
+        if not is_subsequence(seqs[1], seqs[0]):
+            self.record(r, "condition history", seqs[0], seqs[1])
+        else:
+            r.steps.append("condition history")
+
+    def record(self, r: Result, step: str, up: Any, ours: Any) -> None:
+        r.steps.append(step)
+        for path, a, b in pv.diff(up, ours):
+            r.differences.append(Difference(step, path, a, b))
+
+
+STUCK = "<unschedulable>"
+
+
+def unschedulable(pod: dict[str, Any]) -> bool:
+    """kube-scheduler said no, or the pod asks for a scheduler that does not run here."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Pending" or pod["spec"].get("nodeName"):
+        return False
+    if pod["spec"].get("schedulerName", "default-scheduler") != "default-scheduler":
+        return True
+    # not for want of room (the nodes free up as pods end) but for good: a claim nobody created
+    return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and "Insufficient" not in c.get("message", "")
+               and "persistentvolumeclaim" in c.get("message", "") for c in status.get("conditions") or [])
+
+
+def is_subsequence(short: list[Any], long: list[Any]) -> bool:
+    rest = iter(long)
+    return all(any(item == other for other in rest) for item in short)
+
+
+def terminal(view: dict[str, Any]) -> bool:
+    return any(c["type"] in ("Succeeded", "Failed") and c["status"] == "True" for c in view["conditions"])
+
+
+def report(results: dict[str, Result], explain: Explain) -> str:
+    """Every case, its time, the steps compared and each difference (explained or not)."""
+    lines = []
+    for cid, r in results.items():
+        lines.append(f"== {cid} ({r.seconds:.1f} s, {len(r.steps)} comparisons){'  ' + r.case.note if r.case.note else ''}")
+        if r.stuck:
+            lines.append(f"   lifecycle not played: {r.stuck}")
+        if r.error:
+            lines.append(r.error)
+        for d in r.differences:
+            why = explain(r.case, d)
+            lines.append(f"   {'known: ' + why.name if why else 'UNEXPLAINED'}: {d}")
+    return "\n".join(lines) + "\n"
