@@ -153,12 +153,18 @@ def _pod_template_quantities(target: Target, spec: dict) -> Iterator[Diagnostic]
                 for name, amount in (amounts.items() if isinstance(amounts, dict) else ()):
                     # numbers too (cpu: 0.5 is one); True, a list or a negative amount are not
                     if isinstance(amount, bool) or not isinstance(amount, (int, float, str)) \
-                            or not QUANTITY.match(str(amount)):
+                            or not QUANTITY.fullmatch(str(amount)):
                         yield target.view.error(
                             ("podTemplate", "spec", field, i, "resources", kind, name),
-                            f"{name} {kind[:-1]} '{amount}' is not a Kubernetes quantity",
+                            f"{name} {kind[:-1]} {_shown(amount)} is not a Kubernetes quantity",
                             "write an amount such as 4, 500m or 16Gi",
                         )
+
+
+def _shown(amount: object) -> str:
+    """The amount in quotes; escaped where white space around it (a YAML block scalar's
+    final line break) would otherwise break the one-line message."""
+    return repr(amount) if isinstance(amount, str) and amount != amount.strip() else f"'{amount}'"
 
 
 def _target_api(target: Target) -> Iterator[Diagnostic]:

@@ -10,7 +10,9 @@ those that print like the operator.
 
 Each caller keeps its own tolerance for bad input: `parse` raises ValueError, and
 `signed=False` refuses a leading '-' exactly as `QUANTITY` does (amounts in the spec are
-never negative). Matching uses `re.match` with `$`, as the spec's pattern always has.
+never negative). Matching is `fullmatch`: Python's `$` also matches before a final
+newline, which the same pattern in ECMA (editors) or Go (the API server, the CRDs) does not,
+so `"4\n"` passed review and was refused at sync.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def parse(value: object, *, signed: bool = True) -> Quantity:
         raise ValueError(f"{value!r} is not a quantity")
     if isinstance(value, int) and (signed or value >= 0):
         return Quantity(Decimal(value), "")
-    match = GRAMMAR.match(str(value))
+    match = GRAMMAR.fullmatch(str(value))
     if match is None or (not signed and match.group(1) == "-"):
         raise ValueError(f"{value!r} is not a quantity")
     number, suffix = Decimal(match.group(1) + match.group(2)), match.group(4) or ""

@@ -61,10 +61,13 @@ def _quantity(value: object) -> object:
         raise ValueError(f"{value} is negative; resources are amounts, use 0 or more")
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, str) and QUANTITY.match(value):
+    if isinstance(value, str) and QUANTITY.fullmatch(value):
         return value
     if isinstance(value, float):
         raise ValueError(f"{value} is not a Kubernetes quantity; quote it, e.g. \"{value}\" or use 500m")
+    if isinstance(value, str) and QUANTITY.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} has white space around it (a YAML block scalar keeps its last line break),"
+                         f" which the API server refuses; write {value.strip()}")
     raise ValueError(
         f"'{value}' is not a Kubernetes quantity; write e.g. 4, \"500m\", 16Gi or 1.5"
     )

@@ -138,6 +138,10 @@ CASES = [
     ("an unquoted fractional cpu asks to be quoted",
      job_text("resources: {cpu: 1.5}\n"),
      '8:20: error: spec.resources.cpu: 1.5 is not a Kubernetes quantity; quote it, e.g. "1.5" or use 500m'),
+    ("a cpu with a final line break (a YAML block scalar keeps one) is refused with what to write",
+     job_text('resources: {cpu: "4\\n"}\n'),
+     "8:20: error: spec.resources.cpu: '4\\n' has white space around it (a YAML block scalar keeps its last"
+     " line break), which the API server refuses; write 4"),
     ("a negative memory size is refused",
      job_text('resources: {memory: "-1Gi"}\n'),
      "8:23: error: spec.resources.memory: -1Gi is negative; resources are amounts, use 0 or more"),
@@ -253,6 +257,11 @@ CASES = [
               "        resources: {requests: {cpu: abc}}\n"),
      "14:39: error: spec.podTemplate.spec.containers[0].resources.requests.cpu: cpu request 'abc' is not a"
      " Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
+    ("a request with a final line break (a YAML block scalar keeps one) is refused, in one line",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
+              '        resources: {requests: {cpu: "4\\n"}}\n'),
+     "12:39: error: spec.podTemplate.spec.containers[0].resources.requests.cpu: cpu request '4\\n' is not a"
+     " Kubernetes quantity; write an amount such as 4, 500m or 16Gi"),
     ("a negative podTemplate limit is refused; a fractional number is a quantity",
      job_text("podTemplate:\n  spec:\n    initContainers:\n      - name: warm\n        image: busybox\n"
               "        resources: {limits: {memory: -1Gi, cpu: 0.5}}\n"),
@@ -280,6 +289,11 @@ CASES = [
      job_text(PT + "    containers:\n      - name: debug\n        image: busybox\n        $patch: delete\n"),
      "12:11: error: spec.podTemplate.spec.containers[0].image: $patch: delete removes this item, so 'image'"
      " beside it would be ignored; keep only name and $patch"),
+    ("deleting and setting one name in a list is refused, as kustomize would drop both",
+     job_text(PT + "    volumes:\n      - {name: data, $patch: delete}\n      - {name: data, emptyDir: {}}\n"),
+     "12:11: error: spec.podTemplate.spec.volumes[1].name: volumes deletes and sets name 'data' in one patch,"
+     " which kustomize and the API server merge differently (kustomize drops both); drop the delete and set the"
+     " fields the item must lose to null (e.g. emptyDir: null)"),
     ("replacing one item of a keyed list is refused",
      job_text(PT + "    volumes:\n      - name: data\n        $patch: replace\n        emptyDir: {}\n"),
      "12:11: error: spec.podTemplate.spec.volumes[0].$patch: $patch: replace on one item of a keyed list is not"

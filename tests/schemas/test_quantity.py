@@ -44,12 +44,12 @@ def test_a_quantity_parses_to_its_exact_amount_and_upstream_format(value, amount
 
 
 @pytest.mark.parametrize("value", [
-    "", "Gi", "1Gb", "1K", "1ki", "1.2.3", "1e", "1e1.5", "0x10", "1_000", " 4", "--1", True, False, None, [1],
+    "", "Gi", "1Gb", "1K", "1ki", "1.2.3", "1e", "1e1.5", "0x10", "1_000", " 4", "4\n", "--1", True, False, None, [1],
     float("inf"), "1e9999999",
 ], ids=[
     "empty text", "a suffix alone", "a unit that is not a suffix", "upper-case K", "lower-case ki",
     "two decimal points", "an exponent without digits", "a fractional exponent", "hexadecimal",
-    "an underscore", "leading space", "two signs", "true", "false", "null", "a list", "infinity",
+    "an underscore", "leading space", "a final line break", "two signs", "true", "false", "null", "a list", "infinity",
     "an exponent beyond any amount",
 ])
 def test_what_is_not_a_quantity_is_refused_with_a_value_error(value) -> None:
@@ -63,19 +63,19 @@ def test_unsigned_parsing_refuses_a_minus_sign_as_the_spec_pattern_does(value) -
     assert q.parse(value).amount <= 0
     with pytest.raises(ValueError):
         q.parse(value, signed=False)
-    assert not q.QUANTITY.match(str(value))
+    assert not q.QUANTITY.fullmatch(str(value))
 
 
 def test_the_spec_pattern_and_the_parser_agree_on_every_unsigned_text() -> None:
     texts = [f"{sign}{number}{suffix}" for sign in ("", "+", "-") for number in ("0", "1", "1.5", ".5", "5.", "x")
-             for suffix in ("", "m", "k", "K", "Ki", "Gi", "e3", "E-2", "E", "e", "i")]
+             for suffix in ("", "m", "k", "K", "Ki", "Gi", "e3", "E-2", "E", "e", "i", "\n", " ")]
     for text in texts:
         try:
             q.parse(text, signed=False)
             parsed = True
         except ValueError:
             parsed = False
-        assert parsed == bool(q.QUANTITY.match(text)), text
+        assert parsed == bool(q.QUANTITY.fullmatch(text)), text
 
 
 @pytest.mark.parametrize("total, fmt, text", [

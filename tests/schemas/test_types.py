@@ -40,6 +40,8 @@ def test_quantities_follow_the_kubernetes_grammar(value, expected):
                      id="a unit Kubernetes does not know"),
         pytest.param(1.5, '1.5 is not a Kubernetes quantity; quote it, e.g. "1.5" or use 500m',
                      id="an unquoted fraction"),
+        pytest.param("16Gi\n", "'16Gi\\n' has white space around it (a YAML block scalar keeps its last line break),"
+                     " which the API server refuses; write 16Gi", id="a final line break"),
         pytest.param(True, "a quantity cannot be a boolean; write a number such as 4 or 16Gi", id="a boolean"),
         pytest.param(-1, "-1 is negative; resources are amounts, use 0 or more", id="a negative number"),
         pytest.param("-2Gi", "-2Gi is negative; resources are amounts, use 0 or more", id="a negative size"),
