@@ -219,6 +219,7 @@ def _list(loc: tuple[Any, ...], field: str, items: list[Any], literal: str) -> I
     if key is None and not literal:
         literal = f"{field}, which podTemplate replaces as a whole"
     replaced = key is not None and any(_is_marker(item) for item in items)
+    deleted = {str(item.get(key)) for item in items if _directive(item) == "delete" and key in item} if key else set()
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
@@ -229,6 +230,11 @@ def _list(loc: tuple[Any, ...], field: str, items: list[Any], literal: str) -> I
         elif item.get(PATCH) == "delete" and key not in item:
             yield Problem(loc + (i, PATCH), f"$patch: delete in {field} needs the item's {key}",
                           f"add {key}: <the item to delete>")
+        elif item.get(PATCH) is None and key in item and str(item[key]) in deleted:
+            yield Problem(loc + (i, key), f"{field} deletes and sets {key} {item[key]!r} in one patch, which"
+                          " kustomize and the API server do not apply in order (a delete after the item keeps it)",
+                          "keep one of them; to swap an item's fields, set the old ones to null beside the new"
+                          " (e.g. emptyDir: null)")
         else:
             yield from _map(loc + (i,), item, "a list with a `- $patch: replace` item" if replaced else "",
                             item_key=key or "")

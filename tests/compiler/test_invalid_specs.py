@@ -289,11 +289,11 @@ CASES = [
      job_text(PT + "    containers:\n      - name: debug\n        image: busybox\n        $patch: delete\n"),
      "12:11: error: spec.podTemplate.spec.containers[0].image: $patch: delete removes this item, so 'image'"
      " beside it would be ignored; keep only name and $patch"),
-    ("deleting and setting one name in a list is refused, as kustomize would drop both",
-     job_text(PT + "    volumes:\n      - {name: data, $patch: delete}\n      - {name: data, emptyDir: {}}\n"),
-     "12:11: error: spec.podTemplate.spec.volumes[1].name: volumes deletes and sets name 'data' in one patch,"
-     " which kustomize and the API server merge differently (kustomize drops both); drop the delete and set the"
-     " fields the item must lose to null (e.g. emptyDir: null)"),
+    ("deleting and setting one name in a list is refused, as neither engine applies them in order",
+     job_text(PT + "    containers:\n      - {name: debug, image: busybox}\n      - {name: debug, $patch: delete}\n"),
+     "11:12: error: spec.podTemplate.spec.containers[0].name: containers deletes and sets name 'debug' in one"
+     " patch, which kustomize and the API server do not apply in order (a delete after the item keeps it); keep"
+     " one of them; to swap an item's fields, set the old ones to null beside the new (e.g. emptyDir: null)"),
     ("replacing one item of a keyed list is refused",
      job_text(PT + "    volumes:\n      - name: data\n        $patch: replace\n        emptyDir: {}\n"),
      "12:11: error: spec.podTemplate.spec.volumes[0].$patch: $patch: replace on one item of a keyed list is not"

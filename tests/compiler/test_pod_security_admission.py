@@ -189,9 +189,9 @@ CASES: dict[str, Case] = {
     "a plain sidecar container is restricted-ready only with the defaults": Case(
         containers({"name": "sidecar", "image": BUSYBOX})),
     # --- strategic-merge directives: the pods are what the merge leaves
-    "a privileged sidecar deleted again with $patch: delete is gone": Case(containers(
-        {"name": "sidecar", "image": BUSYBOX, "securityContext": {"privileged": True}},
-        {"name": "sidecar", "$patch": "delete"})),
+    "a privileged sidecar an environment deletes with $patch: delete is gone": Case(
+        containers({"name": "sidecar", "image": BUSYBOX, "securityContext": {"privileged": True}}),
+        spec={"environments": {"default": {"podTemplate": containers({"name": "sidecar", "$patch": "delete"})}}}),
     "a pod securityContext an environment replaces with $patch: replace is judged as replaced": Case(
         pod_level(seLinuxOptions={"type": "spc_t"}, runAsNonRoot=True),
         spec={"environments": {"default": {"podTemplate": pod_level(**{"$patch": "replace", "runAsUser": 1000})}}}),

@@ -70,6 +70,8 @@ KUSTOMIZE_CASES = [
      {"spec": {"volumes": [{"name": "data", **DELETE}],
                "containers": [{"name": "pytorch", "volumeMounts": [{"mountPath": "/data", **DELETE}]}]}}),
     ("a port is deleted by containerPort", container(ports=[{"containerPort": 9090, **DELETE}])),
+    ("a volume's source is swapped by setting the old one to null",
+     pod(volumes=[{"name": "data", "emptyDir": None, "persistentVolumeClaim": {"claimName": "shared"}}])),
     ("an image pull secret is deleted by name", pod(imagePullSecrets=[{"name": "reg-a", **DELETE}])),
     ("deleting a name the template does not have changes nothing", pod(containers=[{"name": "nope", **DELETE}])),
     ("one list deletes an item, merges another and adds a third",
@@ -224,20 +226,19 @@ def _job(folder: Path, doc: dict[str, Any]) -> dict[str, Any]:
 # --- the pod security checks judge the merged template -------------------------------------
 
 
-def _errors(tmp_path: Path, pod_template: dict[str, Any], level: str) -> list[str]:
-    result = compile_docs(tmp_path, job_doc("pytorch", podTemplate=pod_template),
-                          project=project_doc(policy={"podSecurity": level}))
-    return [d.text() for d in result.diagnostics if d.severity == "error"]
-
-
-def test_a_deleted_privileged_container_is_not_flagged(tmp_path):
+def test_a_privileged_container_an_environment_deletes_is_not_flagged_there(tmp_path):
     debug = {"name": "debug", "image": "busybox", "securityContext": {"privileged": True}}
+    doc = job_doc("pytorch", podTemplate=pod(containers=[debug]),
+                  environments={"prod": {"podTemplate": pod(containers=[{"name": "debug", **DELETE}])}})
+    project = project_doc(policy={"podSecurity": "baseline"},
+                          environments={"dev": {"policy": {"podSecurity": "privileged"}}, "prod": {}})
 
-    flagged = _errors(tmp_path / "a", pod(containers=[debug]), "baseline")
-    deleted = _errors(tmp_path / "b", pod(containers=[debug, {"name": "debug", **DELETE}]), "baseline")
+    result = compile_docs(tmp_path, doc, project=project)
 
-    assert len(flagged) == 1 and "privileged: true in container 'debug'" in flagged[0]
-    assert deleted == []
+    assert [d.text() for d in result.diagnostics if d.severity == "error"] == []
+    names = {env: [c["name"] for c in bundle.rendered_job()["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+                   ["spec"]["containers"]] for env, (bundle,) in result.bundles.items()}
+    assert names == {"dev": ["pytorch", "debug"], "prod": ["pytorch"]}
 
 
 def _environments(tmp_path: Path, level: str, base: dict[str, Any], prod: dict[str, Any]) -> list[Any]:
