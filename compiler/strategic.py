@@ -41,6 +41,14 @@ MERGE_KEYS: dict[str, str] = {
     "schedulingGates": "name",
     "topologySpreadConstraints": "topologyKey",
 }
+# the pod template's other list fields (replaced as a whole), for the one check that needs to
+# know a field is a list: kustomize refuses a `{$patch: ...}` map written in its place
+ATOMIC_LISTS = frozenset({
+    "tolerations", "args", "command", "envFrom", "readinessGates", "finalizers", "sysctls", "supplementalGroups",
+    "nameservers", "searches", "options", "resizePolicy", "claims", "add", "drop", "nodeSelectorTerms",
+    "matchExpressions", "matchFields", "preferredDuringSchedulingIgnoredDuringExecution",
+    "requiredDuringSchedulingIgnoredDuringExecution", "items", "sources", "matchLabelKeys", "values",
+})
 PATCH, RETAIN = "$patch", "$retainKeys"
 
 
@@ -164,7 +172,11 @@ def _map(loc: tuple[Any, ...], node: dict[Any, Any], literal: str, skip: tuple[s
     for key, value in node.items():
         if isinstance(key, str) and key.startswith("$") or directive == "delete":
             continue
-        if isinstance(value, dict):
+        if isinstance(value, dict) and PATCH in value and not inner and (key in MERGE_KEYS or key in ATOMIC_LISTS):
+            yield Problem(loc + (key, PATCH), f"{key} is a list, and kustomize refuses a $patch map in its place",
+                          f"write {key}: null to remove it, or {key}: [{{$patch: replace}}] to empty it"
+                          if key in MERGE_KEYS else f"write {key}: null to remove it, or {key}: [] to empty it")
+        elif isinstance(value, dict):
             yield from _map(loc + (key,), value, inner)
         elif isinstance(value, list):
             yield from _list(loc + (key,), str(key), value, inner)

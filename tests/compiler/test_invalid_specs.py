@@ -294,6 +294,10 @@ CASES = [
      "11:12: error: spec.podTemplate.spec.containers[0].name: containers deletes and sets name 'debug' in one"
      " patch, which kustomize and the API server do not apply in order (a delete after the item keeps it); keep"
      " one of them; to swap an item's fields, set the old ones to null beside the new (e.g. emptyDir: null)"),
+    ("a $patch map written where a list belongs is refused, as kustomize refuses it",
+     job_text(PT + "    tolerations: {$patch: delete}\n"),
+     "10:21: error: spec.podTemplate.spec.tolerations.$patch: tolerations is a list, and kustomize refuses a"
+     " $patch map in its place; write tolerations: null to remove it, or tolerations: [] to empty it"),
     ("replacing one item of a keyed list is refused",
      job_text(PT + "    volumes:\n      - name: data\n        $patch: replace\n        emptyDir: {}\n"),
      "12:11: error: spec.podTemplate.spec.volumes[0].$patch: $patch: replace on one item of a keyed list is not"
