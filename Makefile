@@ -14,7 +14,7 @@ export TRAINFORGE_UV := $(UV)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: venv lock install-check demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale clean
+.PHONY: venv lock install-check demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale parity parity-assets clean
 
 $(UV):
 	@$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
@@ -53,10 +53,19 @@ k8s-assets:
 world-assets: $(STAMP)
 	@$(BIN)/python -m testworld build
 
-test: $(STAMP) k8s-assets
+test: $(STAMP) k8s-assets parity-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
 	@echo "--- the controller tests again, in upstream's order (train-controller --no-pods-first)"
 	TRAINFORGE_TEST_UPSTREAM_ORDER=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault" tests/controller
+
+# the differential test against the upstream Go operator (tests/parity, part of make test):
+# the operator v1.9.4 and v1.8.1 (MXJob), kwok, kube-scheduler and the GC, built once into ~/.cache/trainforge/
+PARITY_PARTS := k8s kube-scheduler kube-controller-manager kwok training-operator training-operator-mxjob
+parity-assets: $(STAMP)
+	@$(BIN)/python -m testworld build $(PARITY_PARTS)
+
+parity: parity-assets
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/parity
 
 test-fast: $(STAMP)
 	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"
