@@ -7,8 +7,10 @@ kind, so kustomize knows which lists merge by which key). The results must be eq
 except for the order inside keyed lists: kustomize puts the patch's items first, the
 compiler keeps the template's items first and appends new ones (so a podTemplate env var
 can use `$(VAR)` from spec.env), so keyed lists are compared by key. `$retainKeys`
-kustomize writes out as a field; the API server applies it, so those cases are held to
-`kubectl patch --local --type strategic`, which runs the API server's strategic merge.
+kustomize writes out as a field, and a `- $patch: replace` list that an existing item does
+not have yet it writes as the marker itself (dropping the items); the API server applies
+both, so those cases are held to `kubectl patch --local --type strategic`, which runs the
+API server's strategic merge.
 Directives neither engine applies alike are refused at their position (the cases are in
 test_invalid_specs.py), and the pod security checks judge the merged template.
 """
@@ -122,6 +124,9 @@ API_SERVER_CASES = [
     ("$retainKeys swaps a volume's source (emptyDir for a PVC)",
      pod(volumes=[{"name": "data", "$retainKeys": ["name", "persistentVolumeClaim"],
                    "persistentVolumeClaim": {"claimName": "shared"}}])),
+    ("a `- $patch: replace` list a container does not have yet is written as its items (kustomize writes the"
+     " marker into the object instead)",
+     pod(containers=[{"name": "debug", "volumeMounts": [REPLACE, {"name": "data", "mountPath": "/data"}]}])),
     ("$retainKeys beside a delete in one container",
      container(securityContext={"$retainKeys": ["runAsUser"], "runAsUser": 1000}, env=[{"name": "C", **DELETE}])),
 ]
@@ -176,7 +181,7 @@ def test_the_compiler_merges_as_kubectl_kustomize_does(kustomized, case_id):
 
 
 @pytest.mark.parametrize("case_id", [case_id for case_id, _ in API_SERVER_CASES])
-def test_retain_keys_merges_as_the_api_servers_strategic_merge_does(tmp_path, case_id):
+def test_what_kustomize_cannot_judge_merges_as_the_api_servers_strategic_merge_does(tmp_path, case_id):
     patch = dict(API_SERVER_CASES)[case_id]
     (tmp_path / "base.json").write_text(json.dumps(_pod_templates([BASE])[0]))
 
@@ -187,7 +192,7 @@ def test_retain_keys_merges_as_the_api_servers_strategic_merge_does(tmp_path, ca
     assert proc.returncode == 0, proc.stderr
     ours = strategic.merge(BASE, patch)
     assert list(strategic.problems(patch)) == []
-    assert "$retainKeys" not in json.dumps(ours)
+    assert "$" not in json.dumps(ours)
     assert normalized(ours) == normalized(json.loads(proc.stdout)["template"])
 
 
