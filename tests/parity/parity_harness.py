@@ -27,7 +27,8 @@ from controller.reconcile import job_resource
 import parity_views as pv
 
 CHILDREN = {"Pod": PODS, "Service": SERVICES, "ConfigMap": CONFIGMAPS, "ServiceAccount": SERVICEACCOUNTS,
-            "Role": ROLES, "RoleBinding": ROLEBINDINGS}
+            "Role": ROLES, "RoleBinding": ROLEBINDINGS,
+            "HorizontalPodAutoscaler": Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")}
 OTHER = {"PersistentVolumeClaim": Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
          "PodGroup": Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup"),
          "PodGroup/x-k8s": Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")}

@@ -108,6 +108,9 @@ class Runner:
         def phases() -> tuple[Any, Any]:
             return tuple(self.phases(ns, case) for ns in self.both(case))  # type: ignore[return-value]
 
+        if (case.job["spec"].get("runPolicy") or {}).get("suspend") and not any(s[0] == "suspend" for s in case.steps):
+            r.stuck = "the job is suspended (runPolicy.suspend, as Kueue keeps it until admitted)"
+            return
         want = self.expected_pods(case)  # not fewer: a pod being replaced is not running yet
         # and no pod created or deleted for 5 s: kwok v0.8.0 deletes a recreated pod by its name a
         # few more times after its predecessor's deletion, which the operators then recreate

@@ -67,8 +67,9 @@ def service_view(svc: dict[str, Any], ns: str) -> dict[str, Any]:
 
 
 def helper_view(obj: dict[str, Any], ns: str) -> dict[str, Any]:
-    """MPI's ConfigMap, ServiceAccount, Role and RoleBinding: everything but server fields."""
-    body = {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind")}
+    """MPI's ConfigMap, ServiceAccount, Role and RoleBinding, an elastic job's HPA: everything
+    but server fields (and the HPA's status, which the HPA controller would own)."""
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion", "kind", "status")}
     return scrub({"metadata": _meta(obj), **body}, ns)
 
 
