@@ -24,6 +24,7 @@ from compiler import admission
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.resolve import Target
+from compiler.targets import api
 
 _CONTAINER = re.compile(r"\[(\w+)\]\.template\.spec\.containers(?:\[(\d+)\])?")
 
@@ -35,7 +36,7 @@ def _own_entry(containers: list[Any], own: str) -> int | None:
 def check(target: Target) -> Iterator[Diagnostic]:
     pod = target.spec.podTemplate.get("spec")
     containers = pod.get("containers") if isinstance(pod, dict) else None
-    if target.api != "kubeflow-v1" or not isinstance(containers, list):
+    if not api(target.api).upstream_admission or not isinstance(containers, list):
         return
     from compiler.lowering import pod_template  # lowering imports the rules' modules
 

@@ -23,6 +23,7 @@ from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
 from compiler.resolve import Target
+from compiler.targets import api
 from schemas import quantity
 from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE
 
@@ -111,8 +112,8 @@ def _framework_container(target: Target) -> str:
 def _containers(target: Target) -> Iterator[Diagnostic]:
     """Containers the podTemplate adds need a valid name and an image; the framework's own
     container is merged by name and has its image already."""
-    if target.api != "kubeflow-v1":
-        return  # a Trainer v2 runtime has its own containers; compiler/targets checks what patches them
+    if not api(target.api).whole_pod_templates:
+        return  # a runtime has its own containers; the target's check says what may patch them
     own = _framework_container(target)
     seen: set[str] = set()
     for kind in CONTAINER_KINDS:
@@ -216,7 +217,7 @@ def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:
     from compiler.policy import patch_loc
     from compiler.podsecurity import containers
 
-    if not target.spec.podTemplate or target.api != "kubeflow-v1":
+    if not target.spec.podTemplate or not api(target.api).whole_pod_templates:
         return
     fw = adapter(target.spec.framework)
     for plan in fw.plan(target.spec):

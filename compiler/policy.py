@@ -20,6 +20,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
 from compiler.lowering import pod_template
 from compiler.resolve import Target
+from compiler.targets import api
 from schemas.loader import Document, Loc
 from schemas.project import Project
 
@@ -198,10 +199,10 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
     plans = [p for p in fw.plan(spec) if p.replicas > 0]
     types = {p.replica_type for p in plans}
     where = _pod_security_where(target)
+    operator_init_containers = api(target.api).operator_init_containers
     for plan in plans:
         template = pod_template(spec, plan, fw.facts, target)
-        injected = podsecurity.operator_init_containers(fw.facts.kind, plan.replica_type, types) \
-            if target.api == "kubeflow-v1" else []  # the Training Operator's; Trainer v2 runtimes differ
+        injected = operator_init_containers(fw.facts.kind, plan.replica_type, types)
         if injected:  # checked as the operator will create them (a copy: the template is the job's)
             template = {**template, "spec": {**template["spec"], "initContainers": [
                 *(template["spec"].get("initContainers") or []), *({"name": n} for n in injected)]}}

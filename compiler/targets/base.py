@@ -5,9 +5,11 @@ Operator's `kubeflow.org/v1` kinds) or `trainer-v2` (Kubeflow Trainer v2 TrainJo
 rest of the compiler asks the target, through this table entry, instead of testing its
 name: which frameworks it can run, what it cannot express (positioned diagnostics), how
 a resolved job is lowered, where the lowered object keeps its pod templates (the
-overlays patch those) and whether gang scheduling and the priority class live in the job
-(`runPolicy.schedulingPolicy`) or in the runtime. Adding a target is one module plus one
-line in `compiler/targets/__init__.py`.
+overlays patch those), whether gang scheduling and the priority class live in the job
+(`runPolicy.schedulingPolicy`) or in the runtime, and which review rules hold for its pods
+(whole pod templates or patches of a runtime's, upstream's admission rules, the init
+containers an operator adds). Adding a target is one module plus one line in
+`compiler/targets/__init__.py`; the review facts have no defaults, so a new target states them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,16 @@ class TargetApi:
     pod_names: Callable[["Target"], list[str]]
     # (role, pods, GPUs per pod) of the rendered job, for summaries (make demo)
     pods: Callable[["Bundle"], list[tuple[str, int, int]]]
+    # the pods are made from the whole pod templates lowering writes (podTemplate merged in:
+    # its containers and resources are the pods'), so compiler/podrules checks those; False:
+    # podTemplate patches a runtime's templates, and the target's own `check` says what it may
+    whole_pod_templates: bool
+    # upstream's admission rules (compiler/admission.py: the Training Operator's webhook and
+    # reconciler checks) judge the lowered job at sync time (compiler/admission_review.py)
+    upstream_admission: bool
+    # (kind, replica type, the job's replica types) -> init containers the operator adds to
+    # those pods without a securityContext; the pod security review checks them too
+    operator_init_containers: Callable[[str, str, set[str]], list[str]]
     # the job carries runPolicy.schedulingPolicy (PriorityClass, gang) and the pods their
     # scheduler; False: the runtime decides both (Trainer v2's podGroupPolicy)
     scheduling_policy: bool = True

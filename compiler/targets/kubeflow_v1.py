@@ -2,13 +2,16 @@
 
 Lowering is `compiler/lowering.py`; every framework runs here and everything the spec
 says is expressible, so `check` has nothing to add to the common rules. Pod templates
-sit under `spec.<x>ReplicaSpecs.<ReplicaType>.template`, one per replica type.
+sit under `spec.<x>ReplicaSpecs.<ReplicaType>.template`, one per replica type, and the
+operator makes each pod from its template whole, so the late-refusal rules, upstream's
+admission rules and the operator's own init containers all apply to them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional
 
+from compiler import podsecurity
 from compiler.targets.base import TargetApi, gpus_in
 
 if TYPE_CHECKING:
@@ -75,4 +78,7 @@ API = TargetApi(
     role_resources=role_resources,
     pod_names=pod_names,
     pods=pods,
+    whole_pod_templates=True,
+    upstream_admission=True,
+    operator_init_containers=podsecurity.operator_init_containers,
 )

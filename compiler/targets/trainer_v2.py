@@ -175,5 +175,10 @@ API = TargetApi(
     role_resources=role_resources,
     pod_names=pod_names,
     pods=pods,
+    # the runtime's templates are the pods'; runtimePatches may change only what
+    # trainer_v2_rules.PATCHABLE lists, and the Trainer's webhook, not the Training Operator's, reviews it
+    whole_pod_templates=False,
+    upstream_admission=False,
+    operator_init_containers=lambda kind, replica_type, replica_types: [],  # the Training Operator's; runtimes differ
     scheduling_policy=False,
 )
