@@ -16,6 +16,7 @@ a failed or no start).
 
 from __future__ import annotations
 
+import os
 import ssl
 import time
 import urllib.error
@@ -141,6 +142,18 @@ class ProcessPart:
                                 f"last log lines:\n{tail}\nsee {self.log_path}")
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
+
+    def stats(self) -> tuple[float, float]:
+        """(user + system CPU seconds, resident MB) of the running process, from /proc."""
+        pid = self.proc.pid if self.proc else None
+        if pid is None:
+            raise PartError(f"{self.name} is not running")
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            rss = next((int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:")), 0.0)
+        return cpu, rss
 
     def dead(self) -> str | None:
         """A description of the process if it exited on its own, else None."""

@@ -80,12 +80,16 @@ class Harness:
     def _track(self, ns: str, kind: str, name: str) -> Track:
         return self.tracks.setdefault((ns, kind, name), Track())
 
-    def _job_event(self, etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def _ours(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The event's object if it is in one of the three namespaces."""
         obj = new or old
-        assert obj is not None
-        meta = obj["metadata"]
-        if meta.get("namespace") not in self._wanted:
+        return obj if obj is not None and obj["metadata"].get("namespace") in self._wanted else None
+
+    def _job_event(self, etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        obj = self._ours(old, new)
+        if obj is None:
             return
+        meta = obj["metadata"]
         with self.cond:
             track = self._track(meta["namespace"], obj["kind"], meta["name"])
             track.changed = time.monotonic()
@@ -99,11 +103,10 @@ class Harness:
             self.cond.notify_all()
 
     def _child_event(self, etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        obj = new or old
-        assert obj is not None
-        meta = obj["metadata"]
-        if meta.get("namespace") not in self._wanted:
+        obj = self._ours(old, new)
+        if obj is None:
             return
+        meta = obj["metadata"]
         # a crash-looping pod changes its status for ever: only what an operator does counts
         # as activity (a child created or deleted, or marked for deletion)
         marked = bool(new and new["metadata"].get("deletionTimestamp")) and not (
