@@ -5,18 +5,19 @@ Kubernetes merges lists in a pod spec by key (containers by `name`, ports by
 and no maintained Python port exists, so this covers the pod-template subset the spec
 needs: maps merge recursively, `null` deletes a key, keyed lists merge item by item
 (new items after the template's own, so a podTemplate env var can refer to spec.env
-ones), other lists are replaced. The patch is applied in the compiler, so the output in
+ones), metadata.finalizers merge as a set, other lists are replaced. The patch is applied in the compiler, so the output in
 git is the final job with no patch left for reviewers to evaluate in their heads.
 
 Directives are the ones kustomize (`kubectl kustomize`, what users check a patch with)
 and the API server's strategic merge agree on, and `$retainKeys`: `$patch: delete` on a
 map or on a keyed list's item (every item with that key goes), `$patch: replace` on a
 map or as an item of a keyed list (`- $patch: replace`: the list is the patch's items),
-and `$retainKeys: [fields]` (the map keeps only those; the API server honours it, kustomize
-writes it out as a field). Everything else starting with `$` is refused by `problems`
+`$retainKeys: [fields]` (the map keeps only those) and `$deleteFromPrimitiveList/finalizers`
+(the API server honours both, kustomize writes them out as fields). Everything else starting with `$` is refused by `problems`
 with the reason (kustomize and the API server disagree on it, or write it into the
 object), so nothing here is ever copied into the output. tests/compiler/
-test_strategic_directives.py holds `merge` to `kubectl kustomize` and `kubectl patch`.
+test_strategic_directives.py holds `merge` to `kubectl kustomize` and `kubectl patch`,
+test_strategic_merge_keys.py the key tables to the API server's OpenAPI.
 """
 
 from __future__ import annotations
@@ -40,16 +41,19 @@ MERGE_KEYS: dict[str, str] = {
     "resourceClaims": "name",
     "schedulingGates": "name",
     "topologySpreadConstraints": "topologyKey",
+    "ownerReferences": "uid",
 }
+# lists of strings the API types merge as sets (ObjectMeta's finalizers): union, template's first
+SETS = frozenset({"finalizers"})
 # the pod template's other list fields (replaced as a whole), for the one check that needs to
 # know a field is a list: kustomize refuses a `{$patch: ...}` map written in its place
 ATOMIC_LISTS = frozenset({
-    "tolerations", "args", "command", "envFrom", "readinessGates", "finalizers", "sysctls", "supplementalGroups",
+    "tolerations", "args", "command", "envFrom", "readinessGates", "sysctls", "supplementalGroups",
     "nameservers", "searches", "options", "resizePolicy", "claims", "add", "drop", "nodeSelectorTerms",
     "matchExpressions", "matchFields", "preferredDuringSchedulingIgnoredDuringExecution",
     "requiredDuringSchedulingIgnoredDuringExecution", "items", "sources", "matchLabelKeys", "values",
 })
-PATCH, RETAIN = "$patch", "$retainKeys"
+PATCH, RETAIN, DELETE_FROM = "$patch", "$retainKeys", "$deleteFromPrimitiveList/"
 
 
 def _directive(value: Any) -> Any:
@@ -74,6 +78,10 @@ def merge(base: Any, patch: Any, field: str = "") -> Any:
                 out.pop(key, None)
             else:
                 out[key] = merge(out.get(key), value, key)
+        for key, gone in patch.items():
+            field = key[len(DELETE_FROM):] if isinstance(key, str) and key.startswith(DELETE_FROM) else None
+            if field in SETS and isinstance(out.get(field), list) and isinstance(gone, list):
+                out[field] = [v for v in out[field] if v not in gone]
         retain = patch.get(RETAIN)
         if isinstance(retain, list):
             out = {k: v for k, v in out.items() if k in retain}
@@ -82,6 +90,9 @@ def merge(base: Any, patch: Any, field: str = "") -> Any:
         if any(_is_marker(item) for item in patch):
             return [merge(None, item) for item in patch if not _is_marker(item)]
         return _merge_list(base if isinstance(base, list) else [], patch, MERGE_KEYS[field])
+    if isinstance(patch, list) and field in SETS:
+        have = list(base) if isinstance(base, list) else []
+        return have + [v for i, v in enumerate(patch) if v not in have and v not in patch[:i]]
     return copy.deepcopy(patch)
 
 
@@ -166,13 +177,16 @@ def _map(loc: tuple[Any, ...], node: dict[Any, Any], literal: str, skip: tuple[s
             yield from _patch_value(loc, node, item_key)
         elif key == RETAIN:
             yield from _retain(loc, node, value)
+        elif key.startswith(DELETE_FROM) and key[len(DELETE_FROM):] in SETS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                yield Problem(loc + (key,), f"{key} must be a list of the values to remove", "write e.g. [example.com/x]")
         else:
             yield from _unknown(loc + (key,), key)
     inner = literal or ("a map with $patch: replace" if directive == "replace" else "")
     for key, value in node.items():
         if isinstance(key, str) and key.startswith("$") or directive == "delete":
             continue
-        if isinstance(value, dict) and PATCH in value and not inner and (key in MERGE_KEYS or key in ATOMIC_LISTS):
+        if isinstance(value, dict) and PATCH in value and not inner and key in (*MERGE_KEYS, *ATOMIC_LISTS, *SETS):
             yield Problem(loc + (key, PATCH), f"{key} is a list, and kustomize refuses a $patch map in its place",
                           f"write {key}: null to remove it, or {key}: [{{$patch: replace}}] to empty it"
                           if key in MERGE_KEYS else f"write {key}: null to remove it, or {key}: [] to empty it")
@@ -218,9 +232,8 @@ def _unknown(loc: tuple[Any, ...], key: str) -> Iterator[Problem]:
                       f"to set the order of {field or 'a list'}, list all of it in that order with a"
                       " `- $patch: replace` item")
     elif name == "$deleteFromPrimitiveList":
-        yield Problem(loc, "$deleteFromPrimitiveList is not supported: podTemplate replaces lists of"
-                      " strings (args, command, capabilities) as a whole",
-                      f"write {field or 'the list'} as it should be")
+        yield Problem(loc, f"$deleteFromPrimitiveList is only for metadata.finalizers: podTemplate replaces"
+                      f" {field or 'this list'} as a whole", f"write {field or 'the list'} as it should be")
     else:
         yield Problem(loc, f"unknown directive '{key}' (no pod field starts with $)",
                       "use $patch: delete, $patch: replace or $retainKeys")

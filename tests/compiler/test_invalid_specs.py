@@ -313,11 +313,10 @@ CASES = [
      "12:11: error: spec.podTemplate.spec.containers[0].$setElementOrder/env: $setElementOrder is not supported:"
      " the compiler keeps the template's order and appends new items (kustomize writes the directive out as a"
      " field); to set the order of env, list all of it in that order with a `- $patch: replace` item"),
-    ("a $deleteFromPrimitiveList is refused, as lists of strings are replaced whole",
+    ("a $deleteFromPrimitiveList on args is refused, as podTemplate replaces args whole",
      job_text(PT + "    containers:\n      - name: pytorch\n        $deleteFromPrimitiveList/args: [--a]\n"),
      "12:11: error: spec.podTemplate.spec.containers[0].$deleteFromPrimitiveList/args: $deleteFromPrimitiveList"
-     " is not supported: podTemplate replaces lists of strings (args, command, capabilities) as a whole; write"
-     " args as it should be"),
+     " is only for metadata.finalizers: podTemplate replaces args as a whole; write args as it should be"),
     ("a $retainKeys must list every field the map sets",
      job_text(PT + "    securityContext:\n      $retainKeys: [fsGroup]\n      runAsUser: 1000\n"),
      "12:9: error: spec.podTemplate.spec.securityContext.runAsUser: 'runAsUser' is set here but not listed in"

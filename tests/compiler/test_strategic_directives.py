@@ -32,7 +32,7 @@ from test_examples_render import KUBECTL
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
 BASE: dict[str, Any] = {
-    "metadata": {"labels": {"team": "nlp"}, "annotations": {"a": "1", "b": "2"}},
+    "metadata": {"labels": {"team": "nlp"}, "annotations": {"a": "1", "b": "2"}, "finalizers": ["x.io/a", "x.io/b"]},
     "spec": {
         "initContainers": [{"name": "warm", "image": "busybox"}],
         "containers": [
@@ -82,6 +82,7 @@ KUSTOMIZE_CASES = [
     ("the pod's securityContext map is deleted", pod(securityContext=DELETE)),
     ("a nested map is deleted", pod(securityContext={"seLinuxOptions": DELETE})),
     ("annotations are deleted, labels kept", {"metadata": {"annotations": DELETE}}),
+    ("finalizers merge as a set", {"metadata": {"finalizers": ["x.io/b", "x.io/c"]}}),
     ("deleting a map the template does not have changes nothing", pod(affinity=DELETE)),
     ("a container's securityContext is replaced, not merged",
      container(securityContext={**REPLACE, "runAsNonRoot": True, "allowPrivilegeEscalation": False})),
@@ -127,15 +128,19 @@ API_SERVER_CASES = [
     ("a `- $patch: replace` list a container does not have yet is written as its items (kustomize writes the"
      " marker into the object instead)",
      pod(containers=[{"name": "debug", "volumeMounts": [REPLACE, {"name": "data", "mountPath": "/data"}]}])),
+    ("$deleteFromPrimitiveList removes finalizers, and new ones are added",
+     {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x.io/a"], "finalizers": ["x.io/c"]}}),
     ("$retainKeys beside a delete in one container",
      container(securityContext={"$retainKeys": ["runAsUser"], "runAsUser": 1000}, env=[{"name": "C", **DELETE}])),
 ]
 
 
 def normalized(value: Any, field: str = "") -> Any:
-    """Keyed lists as {key: item}: their order is the one thing the engines may differ on."""
+    """Keyed lists as {key: item}, sets sorted: their order is the one thing the engines may differ on."""
     if isinstance(value, dict):
         return {k: normalized(v, k) for k, v in value.items()}
+    if isinstance(value, list) and field in strategic.SETS:
+        return sorted(value)  # a set: kustomize puts the patch's values first, the API server last
     if isinstance(value, list):
         items = [normalized(item) for item in value]
         key = strategic.MERGE_KEYS.get(field)
