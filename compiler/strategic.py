@@ -46,12 +46,13 @@ MERGE_KEYS: dict[str, str] = {
 # lists of strings the API types merge as sets (ObjectMeta's finalizers): union, template's first
 SETS = frozenset({"finalizers"})
 # the pod template's other list fields (replaced as a whole), for the one check that needs to
-# know a field is a list: kustomize refuses a `{$patch: ...}` map written in its place
+# know a field is a list: kustomize refuses a `{$patch: ...}` map written in its place (names
+# that are a list everywhere in a pod template: not dnsConfig.options, flexVolume's is a map)
 ATOMIC_LISTS = frozenset({
     "tolerations", "args", "command", "envFrom", "readinessGates", "sysctls", "supplementalGroups",
-    "nameservers", "searches", "options", "resizePolicy", "claims", "add", "drop", "nodeSelectorTerms",
-    "matchExpressions", "matchFields", "preferredDuringSchedulingIgnoredDuringExecution",
-    "requiredDuringSchedulingIgnoredDuringExecution", "items", "sources", "matchLabelKeys", "values",
+    "nameservers", "searches", "resizePolicy", "claims", "add", "drop", "nodeSelectorTerms",
+    "matchExpressions", "matchFields", "preferredDuringSchedulingIgnoredDuringExecution", "items", "sources",
+    "matchLabelKeys", "values",
 })
 PATCH, RETAIN, DELETE_FROM = "$patch", "$retainKeys", "$deleteFromPrimitiveList/"
 
@@ -79,9 +80,9 @@ def merge(base: Any, patch: Any, field: str = "") -> Any:
             else:
                 out[key] = merge(out.get(key), value, key)
         for key, gone in patch.items():
-            field = key[len(DELETE_FROM):] if isinstance(key, str) and key.startswith(DELETE_FROM) else None
-            if field in SETS and isinstance(out.get(field), list) and isinstance(gone, list):
-                out[field] = [v for v in out[field] if v not in gone]
+            named = key[len(DELETE_FROM):] if isinstance(key, str) and key.startswith(DELETE_FROM) else None
+            if named in SETS and isinstance(out.get(named), list) and isinstance(gone, list):
+                out[named] = [v for v in out[named] if v not in gone]
         retain = patch.get(RETAIN)
         if isinstance(retain, list):
             out = {k: v for k, v in out.items() if k in retain}

@@ -22,7 +22,8 @@ ROOT = "io.k8s.api.core.v1.PodTemplateSpec"
 
 
 def list_fields(definitions: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
-    """field name -> {(patch strategy, merge key)} over every list a PodTemplateSpec reaches."""
+    """field name -> {(patch strategy, merge key)} over every field a PodTemplateSpec reaches
+    (a field that is no list: ("not a list", ""))."""
     seen, todo, out = set(), [ROOT], defaultdict(set)
     while todo:
         name = todo.pop()
@@ -33,6 +34,8 @@ def list_fields(definitions: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
             items = prop.get("items", {})
             if prop.get("type") == "array":
                 out[field].add((prop.get("x-kubernetes-patch-strategy", ""), prop.get("x-kubernetes-patch-merge-key", "")))
+            else:
+                out[field].add(("not a list", ""))
             for ref in (prop.get("$ref"), items.get("$ref"), (prop.get("additionalProperties") or {}).get("$ref")):
                 if ref:
                     todo.append(ref.rsplit("/", 1)[-1])
