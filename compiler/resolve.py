@@ -73,11 +73,13 @@ class Target:
 
 def deep_merge(base: Any, override: Any) -> Any:
     # an override map with `$patch` (delete or replace, in an environment's podTemplate) says
-    # what the map is, so the job's own fields must not be mixed into it
+    # what the map is, so the job's own fields must not be mixed into it; with `$retainKeys`
+    # the job's fields it does not list are cleared here already
     if isinstance(base, dict) and isinstance(override, dict) and "$patch" not in override:
-        merged = dict(base)
+        retain = override.get("$retainKeys")
+        merged = {k: v for k, v in base.items() if not isinstance(retain, list) or k in retain}
         for key, value in override.items():
-            merged[key] = deep_merge(base[key], value) if key in base else value
+            merged[key] = deep_merge(merged[key], value) if key in merged else value
         return merged
     return override
 

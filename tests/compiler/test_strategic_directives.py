@@ -271,6 +271,19 @@ def _environments(tmp_path: Path, level: str, base: dict[str, Any], prod: dict[s
     return [d for d in compile_docs(tmp_path, doc, project=project).diagnostics if d.severity == "error"]
 
 
+def test_an_environments_retain_keys_clears_the_jobs_own_fields_too(tmp_path):
+    doc = job_doc("pytorch", podTemplate=pod(securityContext={"runAsUser": 0, "fsGroup": 2}),
+                  environments={"prod": {"podTemplate": pod(securityContext={"$retainKeys": ["fsGroup"], "fsGroup": 3})}})
+    project = project_doc(policy={"podSecurity": "privileged"}, environments={"dev": {}, "prod": {}})
+
+    result = compile_docs(tmp_path, doc, project=project)
+
+    assert [d.text() for d in result.diagnostics if d.severity == "error"] == []
+    contexts = {env: bundle.rendered_job()["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+                ["securityContext"] for env, (bundle,) in result.bundles.items()}
+    assert contexts == {"dev": {"runAsUser": 0, "fsGroup": 2}, "prod": {"fsGroup": 3}}
+
+
 def _last_line(folder: Path, key: str) -> int:
     return max(n for n, line in enumerate((folder / "jobs.yaml").read_text().splitlines(), 1) if f'"{key}"' in line)
 
