@@ -14,7 +14,7 @@ export TRAINFORGE_UV := $(UV)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: venv lock install-check demo test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale parity parity-assets clean
+.PHONY: venv lock install-check demo demo-gitops e2e e2e-assets test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale parity parity-assets clean
 
 $(UV):
 	@$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
@@ -53,7 +53,21 @@ k8s-assets:
 world-assets: $(STAMP)
 	@$(BIN)/python -m testworld build
 
-test: $(STAMP) k8s-assets parity-assets
+# what the GitOps end to end needs (tests/e2e, make demo-gitops): the engines built from the
+# Go module proxy, redis-server from Debian (apt-get when missing), cached in ~/.cache/trainforge/
+E2E_PARTS := k8s kube-scheduler kube-controller-manager kwok kustomize kustomize-controller source-controller argocd redis-server
+e2e-assets: $(STAMP)
+	@$(BIN)/python -m testworld build $(E2E_PARTS)
+
+# real Flux and Argo CD sync the compiled examples from a git repo on 127.0.0.1 (part of make test)
+e2e: e2e-assets
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/e2e
+
+# watch the same loop: the jobs go Created, Running, Succeeded; everything is stopped at the end
+demo-gitops: e2e-assets
+	@$(BIN)/python -m testworld demo-gitops
+
+test: $(STAMP) k8s-assets e2e-assets parity-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
 	@echo "--- the controller tests again, in upstream's order (train-controller --no-pods-first)"
 	TRAINFORGE_TEST_UPSTREAM_ORDER=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault" tests/controller

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import gobuild
+from .flux import install_crds
 from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:
@@ -173,10 +174,10 @@ class ArgoCD:
 
     def start(self, world: World) -> None:
         self.world = world
-        world.install_crds([gobuild.build(ARGOCD) / "crds"])
+        install_crds(world, [gobuild.build(ARGOCD) / "crds"])
         world.kubectl("create", "namespace", NAMESPACE)
         world.kubectl("apply", "--server-side", "--field-manager=testworld", "-f", "-",
-                      input="\n---\n".join(json.dumps(o) for o in _settings()))
+                      input=json.dumps({"apiVersion": "v1", "kind": "List", "items": _settings()}))
         redis = _Redis()
         self.procs = [redis]
         redis.start(world)
@@ -186,7 +187,10 @@ class ArgoCD:
             "--metrics-address", LOOPBACK]))
         self.procs.append(_ArgoProcess("argocd-application-controller", [
             f"--kubeconfig={world.kubeconfig}", "--namespace", NAMESPACE, "--repo-server", f"{LOOPBACK}:{repo_port}",
-            "--repo-server-plaintext", "--redis", f"{LOOPBACK}:{redis.port}"]))
+            "--repo-server-plaintext", "--redis", f"{LOOPBACK}:{redis.port}",
+            # v3 keeps each resource's health in redis only (for its API server); the tests,
+            # with no API server, read it from the Application's status.resources instead
+            "--persist-resource-health"]))
         for proc in self.procs[1:]:
             proc.start(world)
 

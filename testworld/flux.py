@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import gobuild
+from .controlplane import ControlPlaneError
 from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:
@@ -62,6 +63,19 @@ KUSTOMIZE_CONTROLLER = gobuild.register(gobuild.Build(
     "kustomize-controller", "github.com/fluxcd/kustomize-controller", VERSION,
     ("github.com/fluxcd/kustomize-controller",), recipe="wrapper", smoke=("--help",),
     cold="~8 min", custom=_with_crds))
+
+
+def install_crds(world: World, paths: list[Path], attempts: int = 3) -> None:
+    """``world.install_crds``, again when ``kubectl wait`` caught a CRD before the server
+    gave it any status (".status.conditions accessor error": a race seen under load)."""
+    for attempt in range(attempts):
+        try:
+            world.install_crds(paths)
+            return
+        except ControlPlaneError as err:
+            if "accessor error" not in str(err) or attempt == attempts - 1:
+                raise
+            time.sleep(1)
 
 
 def apply(world: World, body: dict[str, Any]) -> None:
@@ -114,7 +128,7 @@ class Flux:
 
     def start(self, world: World) -> None:
         self.world = world
-        world.install_crds(self.crd_files())
+        install_crds(world, self.crd_files())
         world.kubectl("create", "namespace", NAMESPACE)
         storage = world.dir / "flux-storage"
         storage.mkdir(exist_ok=True)

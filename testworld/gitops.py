@@ -193,6 +193,10 @@ class Loop:
             if got[0] == sha and got[1] == sync and got[2] == health and got[3] not in ("Running", None) \
                     and (ok is None or ok(obj)):
                 return obj
-            return Missing(f"revision/sync/health/operation {got}; {(status.get('operationState') or {}).get('message')}")
+            unsynced = [f"{r.get('kind')}/{r.get('namespace')}/{r.get('name')} {r.get('status')} "
+                        f"{(r.get('health') or {}).get('status', '')}" for r in status.get("resources") or []
+                        if r.get("status") != "Synced" or (r.get("health") or {}).get("status") not in (None, "Healthy")]
+            return Missing(f"revision/sync/health/operation {got}; {(status.get('operationState') or {}).get('message')}; "
+                           f"not synced or not healthy: {unsynced}")
         return wait_for(self.world.client, RESOURCES["Application"], check, namespace=ARGOCD_NAMESPACE,
                         timeout=timeout, what=f"Application {app} at {sha[:8]} {sync}/{health}")
