@@ -40,7 +40,7 @@ from bench import audit_count, report, server_cost
 from bench import kube_tools as kt
 from bench.scale_controllers import Controller, Ours, Upstream, WORKERS, proc_figures, upstream_binary
 from bench.scale_lifecycle import Lifecycle, Milestones, pytorch_job
-from controller.kube import Client
+from controller.kube import EVENTS, Client
 
 REPO = Path(__file__).resolve().parents[1]
 USER = "trainforge-bench-controller"  # the controller's identity, the audit log's filter
@@ -69,6 +69,11 @@ class Run:
     requests: Counter[tuple[str, str]]
     server_cpu: Optional[float]  # kube-apiserver + etcd, same window
     loads: list[float] = field(default_factory=list)  # 1-min load average at apply, each milestone, the end
+    events: Counter[str] = field(default_factory=Counter)  # Events on the jobs by reason, repeats included
+
+    @property
+    def event_writes_per_job(self) -> float:
+        return sum(n for (_, res), n in self.requests.items() if res in ("events", "events.k8s.io/events")) / self.jobs
 
     @property
     def writes_per_job(self) -> float:
@@ -87,6 +92,16 @@ class Run:
                 "loads": [round(x, 1) for x in self.loads]}
 
 
+def job_events(client: Client, namespace: str) -> Counter[str]:
+    """Events recorded on the namespace's jobs, by reason, an aggregated Event by its count: what
+    a user's `kubectl describe` shows (a recorder that drops Events under load shows less)."""
+    out: Counter[str] = Counter()
+    for event in client.list(EVENTS, namespace=namespace)["items"]:
+        if (event.get("involvedObject") or {}).get("kind") == "PyTorchJob":
+            out[event.get("reason", "")] += int(event.get("count") or 1)
+    return out
+
+
 def _idle(pid: int, *, quiet: float = 3.0, timeout: float = 60.0) -> None:
     """Until the process used under 1% of a core for `quiet` seconds (its last writes sent)."""
     deadline = time.monotonic() + timeout
@@ -100,7 +115,8 @@ def _idle(pid: int, *, quiet: float = 3.0, timeout: float = 60.0) -> None:
 
 
 def _profiler(pid: int, out: Optional[Path]) -> Optional[subprocess.Popen[bytes]]:
-    """py-spy recording `pid` into `out` (collapsed stacks of the thread holding the GIL: where its CPU goes) until it exits."""
+    """py-spy recording `pid` into `out` until it exits: collapsed stacks of the thread holding
+    the GIL, i.e. where its CPU goes."""
     if out is None:
         return None
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -147,7 +163,7 @@ def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: i
         loads.append(load())
         requests = audit_count.count(world.audit_logs(), USER, since=since)
         return Run(controller.label, jobs, total, life.milestones(), end.cpu - cpu0, end.peak_rss_mb, idle.rss_mb,
-                   requests, None if server0 is None else server1 - server0, loads)
+                   requests, None if server0 is None else server1 - server0, loads, job_events(client, namespace))
     finally:
         life.stop()
         controller.stop()
@@ -168,6 +184,9 @@ def _ratio_rows(ours: Run, base: Run, tag: str) -> list[report.Row]:
         R(f"API requests per job, audit log (all verbs; {tag})", ours.requests_per_job, base.requests_per_job, "",
           "<= 1.0x"),
         R(f"... of which writes per job ({tag})", ours.writes_per_job, base.writes_per_job, ""),
+        R(f"... of which Event writes per job ({tag})", ours.event_writes_per_job, base.event_writes_per_job, ""),
+        R(f"API requests per job other than Events ({tag})", ours.requests_per_job - ours.event_writes_per_job,
+          base.requests_per_job - base.event_writes_per_job, ""),
         R(f"controller CPU per 1,000 pods (s; {tag})", ours.cpu * per_k, base.cpu * 1000 / base.pods, "s",
           "<= 1.0x"),
         R(f"controller peak RSS (MB; {tag})", ours.peak_rss_mb, base.peak_rss_mb, "MB",
@@ -204,7 +223,8 @@ def _notes(runs: list[Run]) -> list[str]:
         loads = " -> ".join(f"{x:.1f}" for x in r.loads)
         top = ", ".join(f"{verb} {res} {n}" for (verb, res), n in r.requests.most_common(8))
         notes.append(f"{r.label}, {r.jobs:,} jobs: load average (1 min) at apply, each milestone, idle: {loads}; "
-                     f"idle RSS {r.idle_rss_mb:.0f} MB; requests: {top}")
+                     f"idle RSS {r.idle_rss_mb:.0f} MB; requests: {top}; Events on the jobs by reason (repeats "
+                     f"counted): {dict(r.events.most_common())}")
     return notes
 
 
