@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import gobuild
 from .flux import install_crds
-from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
+from .composite import Composite
+from .part import LOOPBACK, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:
     from .world import World
@@ -156,21 +157,15 @@ class _ArgoProcess(ProcessPart):
         return http_ok(f"http://{LOOPBACK}:{self.metrics}/healthz")
 
 
-class ArgoCD:
+class ArgoCD(Composite):
     """redis, the repo server and the application controller: a ``Part`` named ``argocd``."""
 
     name = "argocd"
+    builds = (ARGOCD, REDIS, "kustomize")
 
     def __init__(self) -> None:
-        self.procs: list[ProcessPart] = []
+        super().__init__()
         self.world: World | None = None
-
-    def build(self) -> None:
-        for entry in (ARGOCD, REDIS, "kustomize"):
-            try:
-                gobuild.build(entry)
-            except gobuild.BuildError as err:
-                raise PartError(f"argocd: {err}") from err
 
     def start(self, world: World) -> None:
         self.world = world
@@ -193,13 +188,6 @@ class ArgoCD:
             "--persist-resource-health"]))
         for proc in self.procs[1:]:
             proc.start(world)
-
-    def stop(self) -> None:
-        for proc in reversed(self.procs):
-            proc.stop()
-
-    def dead(self) -> str | None:
-        return next((problem for p in self.procs if (problem := p.dead())), None)
 
     def refresh(self, app: str) -> None:
         """Make the controller re-read git now (what the UI's Refresh button does)."""

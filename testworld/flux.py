@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import gobuild
 from .controlplane import ControlPlaneError
-from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
+from .composite import Composite
+from .part import LOOPBACK, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:
     from .world import World
@@ -106,21 +107,15 @@ class _Controller(ProcessPart):
         return http_ok(f"http://{LOOPBACK}:{self.health}/readyz")
 
 
-class Flux:
+class Flux(Composite):
     """source-controller and kustomize-controller, a ``Part`` named ``flux``."""
 
     name = "flux"
+    builds = (SOURCE_CONTROLLER, KUSTOMIZE_CONTROLLER)
 
     def __init__(self) -> None:
-        self.controllers: list[_Controller] = []
+        super().__init__()
         self.world: World | None = None
-
-    def build(self) -> None:
-        for entry in (SOURCE_CONTROLLER, KUSTOMIZE_CONTROLLER):
-            try:
-                gobuild.build(entry)
-            except gobuild.BuildError as err:
-                raise PartError(f"flux: {err}") from err
 
     @staticmethod
     def crd_files() -> list[Path]:
@@ -133,20 +128,11 @@ class Flux:
         storage = world.dir / "flux-storage"
         storage.mkdir(exist_ok=True)
         addr = f"{LOOPBACK}:{free_port()}"
-        self.controllers = [
-            _Controller("source-controller", [f"--storage-path={storage}", f"--storage-addr={addr}",
-                                              f"--storage-adv-addr={addr}"]),
-            _Controller("kustomize-controller"),
-        ]
-        for controller in self.controllers:
+        for controller in (_Controller("source-controller", [f"--storage-path={storage}", f"--storage-addr={addr}",
+                                                             f"--storage-adv-addr={addr}"]),
+                           _Controller("kustomize-controller")):
+            self.procs.append(controller)
             controller.start(world)
-
-    def stop(self) -> None:
-        for controller in reversed(self.controllers):
-            controller.stop()
-
-    def dead(self) -> str | None:
-        return next((problem for c in self.controllers if (problem := c.dead())), None)
 
     # ------------------------------------------------------------------ objects
     def git_repository(self, name: str, url: str, *, branch: str = "main", interval: str = "10m") -> None:
