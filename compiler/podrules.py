@@ -212,13 +212,13 @@ def _amount(value: Any) -> Optional[Decimal]:
 def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:
     """A podTemplate that changes requests or limits can leave a request above its limit, or an
     extended resource (GPUs) whose request and limit differ: the API server refuses both."""
+    if not target.spec.podTemplate or not api(target.api).whole_pod_templates:
+        return  # before the imports below: they were most of this rule's cost on a spec without podTemplate
     from compiler.frameworks import adapter
     from compiler.lowering import pod_template
     from compiler.policy import patch_loc
     from compiler.podsecurity import containers
 
-    if not target.spec.podTemplate or not api(target.api).whole_pod_templates:
-        return
     fw = adapter(target.spec.framework)
     for plan in fw.plan(target.spec):
         template = pod_template(target.spec, plan, fw.facts, target)
