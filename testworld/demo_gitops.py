@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import gitops
+from . import gitops, gobuild
 from .part import PartError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -29,22 +29,25 @@ def _say(text: str) -> None:
 
 
 def _build_with_progress(world: gitops.World) -> None:
-    for part in world.parts.values():
+    steps = [("control plane", lambda: gobuild.build("k8s")), *((p.name, p.build) for p in world.parts.values())]
+    for name, build in steps:
         done = threading.Event()
         started = time.monotonic()
 
-        def tick(name: str = part.name) -> None:
+        def tick(name: str = name) -> None:
             while not done.wait(1.0):
                 print(f"\r  building {name} ... {time.monotonic() - started:4.0f}s", end="", file=sys.stderr, flush=True)
 
         ticker = threading.Thread(target=tick, daemon=True)
         ticker.start()
         try:
-            part.build()
+            build()
+        except gobuild.BuildError as err:
+            raise PartError(f"{name}: {err}") from err
         finally:
             done.set()
             ticker.join()
-        print(f"\r  {part.name}: ready ({time.monotonic() - started:.0f}s)" + " " * 20, file=sys.stderr, flush=True)
+        print(f"\r  {name}: ready ({time.monotonic() - started:.0f}s)" + " " * 20, file=sys.stderr, flush=True)
 
 
 def _jobs_table(world: gitops.World) -> str:
