@@ -5,6 +5,7 @@ session fixture `parity`; the tests then judge each case's result."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 WORKERS = 4  # train-controller's default --workers; the upstream operator gets as many threads
 QPS = ("--kube-api-qps=1000", "--kube-api-burst=2000")
 LOGS = Path(tempfile.gettempdir()) / "trainforge-parity-logs"
+# TRAINFORGE_TEST_UPSTREAM_ORDER=1 runs ours in upstream's order, as it does for tests/controller
+ORDER = ("--no-pods-first",) if os.environ.get("TRAINFORGE_TEST_UPSTREAM_ORDER") == "1" else ()
 
 
 @dataclass
@@ -63,7 +66,7 @@ def parity_world() -> Iterator[tuple[World, object]]:
                    # its client's default 20 requests/s would make it minutes late on ~60 jobs
                    upstream.Operator(sides.up, version=upstream.PRIMARY, threads=WORKERS, extra_args=QPS),
                    upstream.Operator(sides.up_mx, version=upstream.MXJOB, threads=WORKERS),
-                   TrainController(sides.ours, workers=WORKERS)])
+                   TrainController(sides.ours, workers=WORKERS, extra_args=ORDER)])
     try:
         world.start()
     except WorldError as err:
