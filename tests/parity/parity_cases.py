@@ -3,10 +3,11 @@ of lifecycle scenarios, each a list of objects to apply to both sides plus the p
 kwok plays for them.
 
 kwok (testworld) runs a pod for its annotation `testworld.trainforge.dev/run-seconds` and
-then ends it with `testworld.trainforge.dev/exit-code`; the annotations go into the pod
-templates, so both operators' pods live the same life. A pod without them runs until the
-case ends. Job names are unique across cases because all cases share the two namespaces
-(they run at once); a second upstream example with a name already taken gets `-2`.
+then ends it with `testworld.trainforge.dev/exit-code`. Every pod template here says
+`forever`, and the steps end pods by setting run-seconds 0 and an exit code on the same
+pods of both sides, so both operators' pods live the same life. Job names are unique
+across cases because all cases share the namespaces (they run at once); a second upstream
+example with a name already taken gets `-2`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """Runs every case on both sides at once and collects, per case, every difference found.
 
 One thread per case: apply to both sides, compare the created objects, then walk the
-case's lifecycle step by step (kwok ends the pods; the steps that are the test's own, a
-suspend, a scale, a pod deleted behind the operator's back, happen on both sides at
-once), comparing the job's status after each step. Cases run concurrently so the whole
-table costs about as long as its longest lifecycle.
+case's lifecycle step by step (pods ended through kwok, a suspend, a scale, a pod deleted
+behind the operator's back: each done to both sides at once), comparing the job's status
+after each step and the objects where a step changes them. A comparison ends as soon as
+every difference left is a documented one (parity_deviations), so a passing run waits
+only for the operators; a real difference waits until both sides have been quiet for a
+while. Cases whose pods cannot be scheduled here are compared as created. Cases run
+concurrently, so the whole table costs about as long as its longest lifecycle.
 """
 
 from __future__ import annotations
