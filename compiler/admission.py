@@ -317,7 +317,7 @@ _MPI_TYPES = ("Launcher", "Worker")
 
 def reconciler_errors(job: Mapping[str, Any], kind: str) -> list[str]:
     """Upstream's reconcile-time check of an MPIJob or MXJob: [] or [its first error]."""
-    return _mpi(job) if kind == "MPIJob" else _mx(job)
+    return RECONCILER_CHECKS[kind](job)
 
 
 def _replica_map(job: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
@@ -371,3 +371,7 @@ def _mx(job: Mapping[str, Any]) -> list[str]:
                 or not any(c.get("name") == "mxnet" for c in containers)):
             return ["MXJobSpec is not valid"]
     return []
+
+
+# kind -> its reconciler's check, beside KIND_RULES (the kinds the webhook checks)
+RECONCILER_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {"MPIJob": _mpi, "MXJob": _mx}

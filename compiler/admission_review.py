@@ -22,6 +22,7 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
+from compiler.lowering import pod_template
 from compiler.resolve import Target
 from compiler.targets import api
 
@@ -37,8 +38,6 @@ def check(target: Target) -> Iterator[Diagnostic]:
     containers = pod.get("containers") if isinstance(pod, dict) else None
     if not api(target.api).upstream_admission or not isinstance(containers, list):
         return
-    from compiler.lowering import pod_template  # lowering imports the rules' modules
-
     fw = adapter(target.spec.framework)
     facts = fw.facts
     own = facts.container

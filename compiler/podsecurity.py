@@ -311,14 +311,3 @@ def harden(template: dict[str, Any]) -> dict[str, Any]:
                 capabilities.setdefault("drop", ["ALL"])
     return template
 
-
-def operator_init_containers(kind: str, replica_type: str, replica_types: set[str]) -> list[str]:
-    """Init containers the Training Operator (and train-controller, its drop-in) adds to the
-    pods it makes from a template, without a securityContext: PyTorch Worker pods beside a
-    Master get `init-pytorch`, the MPI launcher gets `kubectl-delivery` (upstream defaults;
-    an operator given its own init container template may differ, which no spec shows)."""
-    if kind == "PyTorchJob" and replica_type == "Worker" and "Master" in replica_types:
-        return ["init-pytorch"]
-    if kind == "MPIJob" and replica_type == "Launcher":
-        return ["kubectl-delivery"]
-    return []

@@ -18,12 +18,12 @@ from typing import Any, Iterator
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
+from compiler.frameworks.base import OperatorInit
 from compiler.lowering import pod_template
 from compiler.resolve import Target
 from compiler.targets import api
 from schemas.loader import Document, Loc
 from schemas.project import Project
-
 
 
 def _where(target: Target) -> str:
@@ -219,23 +219,22 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
                 _fix(target, finding),
                 prefer_key=True,
             )
-        if operator_refusals:
-            yield _operator_refusal(target, plan.replica_type, injected, sorted(operator_refusals), level, where)
+        if operator_refusals and fw.operator_init is not None:
+            yield _operator_refusal(target, fw.operator_init, plan.replica_type, injected,
+                                    sorted(operator_refusals), level=level, where=where)
 
 
-def _operator_refusal(target: Target, replica_type: str, injected: list[str], controls: list[str],
-                      level: str, where: str) -> Diagnostic:
+def _operator_refusal(target: Target, init: OperatorInit, replica_type: str, injected: list[str],
+                      controls: list[str], *, level: str, where: str) -> Diagnostic:
+    """At the spec field whose choice brings the init container in (the framework adapter's
+    `operator_init`); a framework as a whole is pointed at by its key, a count by its value."""
     names = ", ".join(f"'{n}'" for n in injected)
-    if target.spec.framework == "pytorch":
-        loc, fix = ("nodes",), "run it elastic (Worker pods only), on one node, or in an environment at baseline"
-    else:
-        loc, fix = ("framework",), "run MPI jobs in an environment whose policy.podSecurity is baseline"
     return target.view.error(
-        loc,
+        init.refusal_at,
         f"pod security level '{level}'{where} refuses the {replica_type} pods: the Training Operator adds init"
         f" container {names} without a securityContext ({', '.join(controls)})",
-        fix,
-        prefer_key=loc == ("framework",),
+        init.refusal_fix,
+        prefer_key=init.refusal_at == ("framework",),
     )
 
 

@@ -1,7 +1,7 @@
 """Cross-field rules: what one field cannot know about another.
 
 The models check each field alone; these rules need the framework table, the whole
-spec or the environment (roles a framework accepts, elastic only for PyTorch, GPU
+spec or the environment (roles a framework accepts, elastic only where its adapter says, GPU
 types the environment knows, names that stay within 63 characters once the operator
 appends `-worker-12`). Each rule is a small function `(target) -> diagnostics`
 registered in `RULES`, so adding one is one function and one line.
@@ -13,8 +13,10 @@ from typing import Callable, Iterator
 
 from compiler import admission_review, podrules, policy, strategic
 from compiler.diagnostics import Diagnostic
-from compiler.frameworks import adapter
+from compiler.frameworks import ADAPTERS, adapter
+from compiler.frameworks.base import Facts
 from compiler.resolve import Target
+from compiler.targets import api
 from schemas.quantity import QUANTITY
 
 NAME_LIMIT = 63
@@ -22,7 +24,8 @@ POD_TEMPLATE_KEYS = ("metadata", "spec")
 
 
 def _roles(target: Target) -> Iterator[Diagnostic]:
-    facts = adapter(target.spec.framework).facts
+    fw = adapter(target.spec.framework)
+    facts, launcher = fw.facts, fw.launcher
     for role, entry in target.spec.roles.items():
         if role not in facts.allowed_roles:
             allowed = ", ".join(facts.allowed_roles) or "none"
@@ -32,24 +35,30 @@ def _roles(target: Target) -> Iterator[Diagnostic]:
                 f"allowed roles for {facts.name}: {allowed}",
                 prefer_key=True,
             )
-        elif facts.name == "mpi" and role == "launcher":
+        elif launcher is not None and role == launcher.role:
             if entry.replicas != 1 or entry.command is not None or entry.args is not None:
                 yield target.view.error(
                     ("roles", role),
-                    "the MPI launcher takes only resources",
+                    f"{launcher.title} takes only resources",
                     "drop replicas, command and args; the launcher runs spec.command",
                     prefer_key=True,
                 )
+
+
+def _frameworks_with(fact: Callable[[Facts], bool]) -> list[str]:
+    """The frameworks whose facts have it, in table order: what a message offers instead."""
+    return [fw.name for fw in ADAPTERS.values() if fact(fw.facts)]
 
 
 def _elastic(target: Target) -> Iterator[Diagnostic]:
     spec = target.spec
     if spec.elastic is None:
         return
-    if spec.framework != "pytorch":
+    if not adapter(spec.framework).facts.elastic:
+        able = _frameworks_with(lambda facts: facts.elastic)
         yield target.view.error(
-            ("elastic",), f"elastic training is pytorch only, not {spec.framework}",
-            "remove elastic or use framework: pytorch", prefer_key=True,
+            ("elastic",), f"elastic training is {' and '.join(able)} only, not {spec.framework}",
+            f"remove elastic or use framework: {' or '.join(able)}", prefer_key=True,
         )
     elif not spec.elastic.minNodes <= spec.nodes <= spec.elastic.maxNodes:
         yield target.view.error(
@@ -62,10 +71,11 @@ def _elastic(target: Target) -> Iterator[Diagnostic]:
 
 def _processes(target: Target) -> Iterator[Diagnostic]:
     spec = target.spec
-    if isinstance(spec.processesPerNode, int) and spec.framework not in ("pytorch", "mpi"):
+    if isinstance(spec.processesPerNode, int) and not adapter(spec.framework).facts.processes_per_node:
+        able = _frameworks_with(lambda facts: facts.processes_per_node)
         yield target.view.error(
             ("processesPerNode",),
-            f"processesPerNode only applies to pytorch and mpi, not {spec.framework}",
+            f"processesPerNode only applies to {' and '.join(able)}, not {spec.framework}",
             "remove it; start several processes from your command instead",
         )
 
@@ -169,15 +179,11 @@ def _shown(amount: object) -> str:
 
 def _target_api(target: Target) -> Iterator[Diagnostic]:
     """What the environment's target cannot express (compiler/targets)."""
-    from compiler.targets import api  # the targets import lowering, which imports policy
-
     yield from api(target.api).check(target)
 
 
 def generated_names(target: Target) -> list[str]:
     """Every object name the operator (or, under trainer-v2, JobSet) will derive from the job name."""
-    from compiler.targets import api  # the targets import lowering, which imports policy
-
     # a new PVC's name `{job}-{volume}` is a DNS subdomain (253 characters): never over
     return [target.name, *api(target.api).pod_names(target)]
 

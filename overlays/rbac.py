@@ -8,15 +8,15 @@ empty Role and its binding would be two objects to review that grant nothing. Ev
 template gets `serviceAccountName`. Without `create`, `serviceAccount.name` only sets
 that pod field.
 
-MPIJob launcher: the upstream operator always creates its own Role and RoleBinding
-`{job}-launcher` (get/list/watch pods, exec into the workers) and binds them to the
-launcher template's `serviceAccountName`, creating a ServiceAccount `{job}-launcher`
-only when that name is unset. Giving the launcher the job's own ServiceAccount would
-hand those exec rights to every worker too, since they share it. So with `create` the
-launcher gets a ServiceAccount of its own, `{job}-launcher` (the operator's default
-name, so the operator finds it and creates none), with the same pull secrets and the
-user's rules; the operator's exec Role binds to it alone, and workers keep only the
-user's rules.
+MPIJob launcher (the framework adapter's `launcher`): the upstream operator always creates
+its own Role and RoleBinding `{job}-launcher` (get/list/watch pods, exec into the workers)
+and binds them to the launcher template's `serviceAccountName`, creating a ServiceAccount
+`{job}-launcher` only when that name is unset. Giving the launcher the job's own
+ServiceAccount would hand those exec rights to every worker too, since they share it. So
+with `create` the launcher gets a ServiceAccount of its own, `{job}-launcher` (the
+operator's default name, so the operator finds it and creates none), with the same pull
+secrets and the user's rules; the operator's exec Role binds to it alone, and workers keep
+only the user's rules.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from schemas.trainjob import PolicyRule, ServiceAccount
 
 NAME = "rbac"
 RBAC_API = "rbac.authorization.k8s.io/v1"
-LAUNCHER = "Launcher"
 
 
 def _metadata(bundle: Bundle, name: str) -> JsonObject:
@@ -85,8 +84,11 @@ def account_names(bundle: Bundle) -> dict[str, str]:
         return {}
     own = sa.name or bundle.target.name
     names = {rtype: own for rtype, _ in bundle.pod_templates()}
-    if sa.create and bundle.kind == "MPIJob" and LAUNCHER in names:
-        names[LAUNCHER] = f"{bundle.target.name}-launcher"
+    launcher = bundle.adapter.launcher
+    # the operator's kind only (a Trainer v2 runtime makes no exec Role of its own)
+    if sa.create and launcher is not None and bundle.kind == bundle.adapter.facts.kind \
+            and launcher.replica_type in names:
+        names[launcher.replica_type] = f"{bundle.target.name}-{launcher.names[0]}"
     return names
 
 

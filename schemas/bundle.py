@@ -39,13 +39,22 @@ class JobTarget(Protocol):
 
 
 class KindFacts(Protocol):
+    kind: str  # e.g. PyTorchJob
     replica_specs: str  # e.g. pytorchReplicaSpecs
+
+
+class LauncherFacts(Protocol):
+    """A launcher replica type (compiler.frameworks.base.Launcher): MPI's."""
+
+    replica_type: str
+    names: tuple[str, ...]  # suffixes of what the operator names after the job, the pod's first
 
 
 class FrameworkAdapter(Protocol):
     """A framework adapter (compiler.frameworks.base.Adapter): the kind's facts."""
 
     facts: KindFacts
+    launcher: Optional[LauncherFacts]
 
 
 class LoweredApi(Protocol):

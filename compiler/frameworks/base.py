@@ -14,12 +14,18 @@ A framework that Kubeflow Trainer v2 can run also declares `trainer_v2` (the opt
 runtime must have to run it, the runtime's replicated jobs that run the program and how
 `processesPerNode` becomes `numProcPerNode`. A framework without it is refused under the
 `trainer-v2` target at `spec.framework`; nothing else in the compiler names frameworks.
+
+The other optional facts are declared data, read by the rules and overlays instead of a
+framework name: `Facts.elastic` and `Facts.processes_per_node` (which spec fields a kind
+takes), `Adapter.launcher` (a one-pod replica type that drives the workers: MPI) and
+`Adapter.operator_init` (the init container the Training Operator adds to some pods, which
+the pod security review checks).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol
 
 if TYPE_CHECKING:
     from schemas.trainjob import Resources, TrainJobSpec
@@ -45,6 +51,8 @@ class Facts:
     operator_name: str  # training.kubeflow.org/operator-name value
     scalable: bool = False  # CRD has the scale subresource (Worker replicas)
     allowed_roles: tuple[str, ...] = ()  # names accepted under spec.roles
+    elastic: bool = False  # takes spec.elastic (the kind has an elastic policy)
+    processes_per_node: bool = False  # takes an integer spec.processesPerNode (processes per pod)
 
     @property
     def api_version(self) -> str:
@@ -69,6 +77,41 @@ class ReplicaPlan:
     command: Optional[list[str]] = None
     args: Optional[list[str]] = None
     inherit_command: bool = True
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A replica type of one pod that runs the program and drives the workers (MPI's mpirun
+    launcher). Under `spec.roles.<role>` the user gives it resources and nothing else; the
+    operator names objects after the job with `names`' suffixes instead of `{job}-<type>-0`."""
+
+    role: str  # its entry under spec.roles, e.g. launcher
+    replica_type: str  # e.g. Launcher
+    title: str  # how diagnostics name it, e.g. "the MPI launcher"
+    # suffixes of the names the operator derives from the job name: the first is the pod's
+    # (and its default ServiceAccount's and exec Role's), then the rest (the hostfile ConfigMap)
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OperatorInit:
+    """An init container the Training Operator (and train-controller, its drop-in) adds to the
+    pods of `replica_type` it makes from a template, without a securityContext (upstream
+    defaults; an operator given its own init container template may differ, which no spec
+    shows). Only the spec's shape avoids it, so a pod security level that refuses it is
+    reported at `refusal_at` with `refusal_fix`."""
+
+    name: str  # e.g. init-pytorch
+    replica_type: str  # the pods that get it
+    beside: Optional[str] = None  # only when the job also has this replica type (PyTorch: Master)
+    refusal_at: tuple[str, ...] = ("framework",)
+    refusal_fix: str = ""
+
+    def containers(self, replica_type: str, replica_types: Collection[str]) -> list[str]:
+        """Its name for the pods of `replica_type` in a job with `replica_types`, else nothing."""
+        if replica_type == self.replica_type and (self.beside is None or self.beside in replica_types):
+            return [self.name]
+        return []
 
 
 class TrainerV2Capable(Protocol):
@@ -110,6 +153,8 @@ class Adapter:
     # filled in by the controller-facing half of each module.
     rendezvous_env: Optional[Callable[..., list[dict[str, Any]]]] = None
     trainer_v2: Optional[TrainerV2Capable] = None  # None: Trainer v2 has no runtime for it
+    launcher: Optional[Launcher] = None  # None: every replica type is named {job}-<type>-<i>
+    operator_init: Optional[OperatorInit] = None  # None: the operator adds no init container
 
     @property
     def name(self) -> str:

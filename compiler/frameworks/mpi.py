@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, TrainerV2, env_var
+from compiler.frameworks.base import Adapter, Facts, Launcher, OperatorInit, ReplicaPlan, TrainerV2, env_var
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -25,6 +25,7 @@ FACTS = Facts(
     default_restart="Never",
     operator_name="mpijob-controller",
     allowed_roles=("launcher",),
+    processes_per_node=True,
 )
 
 
@@ -102,5 +103,13 @@ TRAINER_V2 = TrainerV2(
 )
 
 ADAPTER = Adapter(
-    facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env, trainer_v2=TRAINER_V2
+    facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env, trainer_v2=TRAINER_V2,
+    # the operator names the launcher pod {job}-launcher (its ServiceAccount and exec Role too)
+    # and its hostfile ConfigMap {job}-config
+    launcher=Launcher("launcher", "Launcher", "the MPI launcher", ("launcher", "config")),
+    # kubectl-delivery copies kubectl into the launcher pod before mpirun starts
+    operator_init=OperatorInit(
+        "kubectl-delivery", "Launcher",
+        refusal_fix="run MPI jobs in an environment whose policy.podSecurity is baseline",
+    ),
 )

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, TrainerV2, env_var, named_port, replica_count
+from compiler.frameworks.base import (
+    Adapter, Facts, OperatorInit, ReplicaPlan, TrainerV2, env_var, named_port, replica_count,
+)
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -23,6 +25,8 @@ FACTS = Facts(
     default_restart="OnFailure",
     operator_name="pytorchjob-controller",
     scalable=True,
+    elastic=True,
+    processes_per_node=True,
 )
 
 
@@ -124,5 +128,10 @@ ADAPTER = Adapter(
         runtime="torch-distributed",
         ml_policy="torch",
         reserved_env=("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
+    ),
+    # Worker pods wait for the Master in init-pytorch; elastic jobs have no Master, so no wait
+    operator_init=OperatorInit(
+        "init-pytorch", "Worker", beside="Master", refusal_at=("nodes",),
+        refusal_fix="run it elastic (Worker pods only), on one node, or in an environment at baseline",
     ),
 )

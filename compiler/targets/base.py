@@ -47,7 +47,8 @@ class TargetApi:
     # reconciler checks) judge the lowered job at sync time (compiler/admission_review.py)
     upstream_admission: bool
     # (kind, replica type, the job's replica types) -> init containers the operator adds to
-    # those pods without a securityContext; the pod security review checks them too
+    # those pods without a securityContext; the pod security review checks them too (kubeflow-v1
+    # reads them from the framework adapters' `operator_init`)
     operator_init_containers: Callable[[str, str, set[str]], list[str]]
     # the job carries runPolicy.schedulingPolicy (PriorityClass, gang) and the pods their
     # scheduler; False: the runtime decides both (Trainer v2's podGroupPolicy)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from compiler import podsecurity
+from compiler.frameworks import adapter, by_kind
 from compiler.targets.base import TargetApi, gpus_in
 
 if TYPE_CHECKING:
@@ -46,18 +46,24 @@ def role_resources(bundle: "Bundle") -> dict[str, Optional["Resources"]]:
 
 def pod_names(target: "Target") -> list[str]:
     """The operator's pod and service names, `{job}-{replica}-{index}` (the last index), and
-    an MPI launcher's `{job}-launcher` and `{job}-config`; elastic workers at maxNodes."""
-    from compiler.frameworks import adapter
-
+    a launcher's own (MPI: `{job}-launcher`, `{job}-config`); elastic nodes at maxNodes."""
     job, spec = target.name, target.spec
+    fw = adapter(spec.framework)
+    launcher = fw.launcher
     names = []
-    for plan in adapter(spec.framework).plan(spec):
-        count = spec.elastic.maxNodes if spec.elastic and plan.replica_type == "Worker" else plan.replicas
-        if spec.framework == "mpi" and plan.replica_type == "Launcher":
-            names += [f"{job}-launcher", f"{job}-config"]
+    for plan in fw.plan(spec):
+        count = spec.elastic.maxNodes if spec.elastic and plan.accelerated else plan.replicas
+        if launcher is not None and plan.replica_type == launcher.replica_type:
+            names += [f"{job}-{suffix}" for suffix in launcher.names]
         elif count > 0:
             names.append(f"{job}-{plan.replica_type.lower()}-{count - 1}")
     return names
+
+
+def operator_init_containers(kind: str, replica_type: str, replica_types: set[str]) -> list[str]:
+    """The init containers the Training Operator adds to these pods (the kind's adapter says)."""
+    init = by_kind(kind).operator_init
+    return init.containers(replica_type, replica_types) if init is not None else []
 
 
 def pods(bundle: "Bundle") -> list[tuple[str, int, int]]:
@@ -80,5 +86,5 @@ API = TargetApi(
     pods=pods,
     whole_pod_templates=True,
     upstream_admission=True,
-    operator_init_containers=podsecurity.operator_init_containers,
+    operator_init_containers=operator_init_containers,
 )
