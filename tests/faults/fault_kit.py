@@ -115,6 +115,14 @@ class ControllerProcess:
             self.popen.wait(10)
             return None
 
+    def wait_serving(self, timeout: float = 60.0) -> None:
+        """Until /healthz answers, which the controller serves only after its SIGTERM handler is
+        installed. A replica restarted moments ago may still be importing (seconds on a loaded
+        machine), and a SIGTERM then ends it with -15 as it would a starting container."""
+        deadline = time.monotonic() + timeout
+        while self.alive and time.monotonic() < deadline and self.get("/healthz")[0] == 0:
+            time.sleep(0.05)
+
     def signal(self, sig: int) -> None:
         if self.popen is not None and self.alive:
             self.popen.send_signal(sig)
@@ -198,7 +206,10 @@ class Replicas:
     def stop(self) -> list[int | None]:
         self._stop.set()
         self._thread.join(5)
-        return [p.terminate() for p in self.live()]
+        live = self.live()
+        for proc in live:  # the graceful stop checked is that of running replicas
+            proc.wait_serving()
+        return [p.terminate() for p in live]
 
     def unexpected_exits(self) -> list[tuple[str, int | None]]:
         """Exits we did not cause (lost lease = 1, crash = anything else)."""
