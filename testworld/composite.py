@@ -7,7 +7,7 @@ ones before it)."""
 from __future__ import annotations
 
 from . import gobuild
-from .part import PartError, ProcessPart
+from .part import ProcessPart, build_rows
 
 
 class Composite:
@@ -18,11 +18,7 @@ class Composite:
         self.procs: list[ProcessPart] = []
 
     def build(self) -> None:
-        for entry in self.builds:
-            try:
-                gobuild.build(entry)
-            except gobuild.BuildError as err:
-                raise PartError(f"{self.name}: {err}") from err
+        build_rows(self.name, self.builds)
 
     def stop(self) -> None:
         for proc in reversed(self.procs):

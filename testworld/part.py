@@ -48,6 +48,15 @@ class Part(Protocol):
     def stop(self) -> None: ...
 
 
+def build_rows(part: str, builds: tuple[gobuild.Build | str, ...]) -> None:
+    """Build (or find) every row a part needs; a failure names the part."""
+    for entry in builds:
+        try:
+            gobuild.build(entry)
+        except gobuild.BuildError as err:
+            raise PartError(f"{part}: {err}") from err
+
+
 def http_ok(url: str, timeout: float = 2.0) -> bool:
     """GET ``url`` (https without verification: a probe of our own loopback child)."""
     ctx = ssl.create_default_context()
@@ -91,11 +100,7 @@ class ProcessPart:
         self.log_path: Path | None = None
 
     def build(self) -> None:
-        for entry in self.builds:
-            try:
-                gobuild.build(entry)
-            except gobuild.BuildError as err:
-                raise PartError(f"{self.name}: {err}") from err
+        build_rows(self.name, self.builds)
 
     def binary(self, entry: str, exe: str | None = None) -> str:
         try:
