@@ -148,6 +148,7 @@ def forever(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # Steps: ("running",) all pods Running; ("exit", SELECTOR, CODE) end the selected pods
 # ("master", "worker-1", "worker", "all"; CODE may be a comma list); ("suspend", bool);
 # ("delete-pod", SELECTOR); ("scale", N); ("gone",) the job deleted (TTL);
+# ("past-deadline",) both jobs touched once 2 s past activeDeadlineSeconds;
 # ("terminal",) wait for Succeeded/Failed; ("objects",) compare children once quiet.
 # The pods whose end decides success end last: with cleanPodPolicy Running, a pod ending
 # in the same instant as the job would race its cleanup differently on each side.
@@ -170,9 +171,12 @@ def scenarios() -> list[Case]:
                                      run_policy={"backoffLimit": 2}),
          [("running",), ("exit", "worker-1", "1"), ("terminal",), ("objects",)],
          "v1.9.2 and older delete every pod on a backoff failure; v1.9.4 honours cleanPodPolicy (None here)"),
-        ("activeDeadlineSeconds", job("PyTorchJob", "sc-deadline", PT, run_policy={"activeDeadlineSeconds": 6}),
-         [("running",), ("terminal",), ("objects",)],
-         "v1.9.2 and older delete every pod on a deadline failure; v1.9.4 honours cleanPodPolicy (None here)"),
+        # long enough for the running step to settle first (5 s quiet on a loaded machine)
+        ("activeDeadlineSeconds", job("PyTorchJob", "sc-deadline", PT, run_policy={"activeDeadlineSeconds": 40}),
+         [("running",), ("past-deadline",), ("terminal",), ("objects",)],
+         "v1.9.2 and older delete every pod on a deadline failure; v1.9.4 honours cleanPodPolicy (None here); "
+         "v1.9.4 fails the job only at the first event after the deadline (its delayed requeue is a no-op), "
+         "so both jobs are touched once past it"),
         ("suspend and resume", job("PyTorchJob", "sc-suspend", PT),
          [("running",), ("suspend", True), ("objects",), ("suspend", False), ("running",), *FINISH,
           ("terminal",)], ""),

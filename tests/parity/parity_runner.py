@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 import traceback
+from datetime import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,24 @@ class Runner:
 
     def step_terminal(self, r: Result, step: str) -> None:
         self.compare_status(r, step, expect_change=False, need=terminal)
+
+    def step_past_deadline(self, r: Result, step: str) -> None:
+        """Wait until both jobs are 2 s past activeDeadlineSeconds (from their own startTime),
+        then touch both with an annotation. Upstream v1.9.4 acts on a deadline only at the next
+        event after it: its delayed requeue goes to a FakeWorkQueue whose AddAfter does nothing,
+        so a job whose pods keep running is never failed. Ours requeues itself at the deadline
+        (kubeflow-v1-semantics.md); the touch is the event upstream needs, a no-op for ours."""
+        case = r.case
+        seconds = int(case.job["spec"]["runPolicy"]["activeDeadlineSeconds"])
+        for ns in self.both(case):
+            started = self.h.wait(lambda ns=ns: ((self.h.job(ns, case.kind, case.name) or {}).get("status") or {})
+                                  .get("startTime"), what=f"{ns}/{case.name} status.startTime")
+            due = datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp() + seconds + 2
+            time.sleep(max(0.0, due - time.time()))
+        for ns in self.both(case):
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name,
+                                {"metadata": {"annotations": {"parity.trainforge.dev/nudge": "past-deadline"}}})
+        self.compare_status(r, step, expect_change=True)
 
     def step_objects(self, r: Result, step: str) -> None:
         self.compare_children(r, step)
