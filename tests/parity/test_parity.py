@@ -45,4 +45,4 @@ def test_every_known_deviation_is_documented_in_the_controller_readme() -> None:
 def test_every_known_deviation_is_still_seen(parity) -> None:
     """A deviation that no case shows any more was fixed: remove it from the table and the README."""
     seen = {explain(r.case, d).name for r in parity.values() for d in r.differences if explain(r.case, d)}  # type: ignore[union-attr]
-    assert not [d.name for d in KNOWN if d.name not in seen], "known deviations no case shows any more"
+    assert not [d.name for d in KNOWN if d.name not in seen and not d.random], "known deviations no case shows any more"
