@@ -62,6 +62,8 @@ PARTS: dict[str, str | Callable[[], Part]] = {
     "git": "testworld.gitserver:GitPart",
     "flux": "testworld.flux:Flux",
     "argocd": "testworld.argocd:ArgoCD",
+    "trainer": "testworld.trainer:Trainer",  # Kubeflow Trainer v2 + JobSet (webhooks on 127.0.0.1)
+    "kueue": "testworld.kueue:Kueue",
 }
 
 
