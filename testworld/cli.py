@@ -107,8 +107,9 @@ def _assets(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from . import argocd, flux, gobuild, upstream  # noqa: F401 - the table of pinned builds; flux, argocd, upstream add rows
+    from . import gobuild
 
+    gobuild.load_rows()  # the table of pinned builds, with the rows of every ROW_MODULES module
     names = args.parts or list(gobuild.BUILDS)
     for name in names:
         try:
