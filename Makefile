@@ -90,6 +90,7 @@ cluster: $(STAMP) k8s-assets
 	@$(BIN)/python -m testworld cluster --with "$(WORLD)"
 
 schema: $(STAMP)
+	$(BIN)/python -m tests.schemas.openapi_pod_template
 	$(BIN)/train-compile schema -o schemas/
 	$(BIN)/python -m schemas.reference
 	$(BIN)/python -m controller.crds

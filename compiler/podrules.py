@@ -115,7 +115,6 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
     if not api(target.api).whole_pod_templates:
         return  # a runtime has its own containers; the target's check says what may patch them
     own = _framework_container(target)
-    seen: set[str] = set()
     for kind in CONTAINER_KINDS:
         for i, container in enumerate(as_list(_pod(target).get(kind))):
             if not isinstance(container, dict):
@@ -123,13 +122,7 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
             at = ("podTemplate", "spec", kind, i)
             name = container.get("name")
             if not isinstance(name, str) or not DNS1123_LABEL.match(name) or len(name) > 63:
-                yield target.view.error(at, f"a container needs a name that is a DNS label, not {name!r}",
-                                        "name it with lower-case letters, digits and '-'", prefer_key=True)
-                continue
-            if name in seen:
-                yield target.view.error(at + ("name",), f"container name '{name}' is used twice",
-                                        "give each container and init container its own name")
-            seen.add(name)
+                continue  # compiler/podschema.py: a name is required and a DNS label
             if not container.get("image") and not (kind == "containers" and name == own):
                 yield target.view.error(at, f"container '{name}' has no image",
                                         f"add image: <image> (only the {own} container gets spec.image)", prefer_key=True)
@@ -145,8 +138,7 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
                 yield target.view.error(at + (key,), f"'{key}' is not a valid label key",
                                         "use e.g. team or example.com/team", prefer_key=True)
             elif not isinstance(value, str):
-                yield target.view.error(at + (key,), f"label value {value!r} is not a string",
-                                        f'quote it: "{value}"')
+                continue  # compiler/podschema.py: a label value is a string (null deletes it)
             elif len(value) > 63 or not LABEL_VALUE.match(value):
                 yield target.view.error(at + (key,), f"'{value}' is not a valid label value", LABEL_FIX)
     for key in as_dict(meta.get("annotations")):

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from compiler import admission_review, podrules, policy, strategic
+from compiler import admission_review, podcheck, podrules, podschema, policy, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import ADAPTERS, adapter
 from compiler.frameworks.base import Facts
 from compiler.resolve import Target
 from compiler.targets import api
-from schemas.quantity import QUANTITY
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")
@@ -138,43 +137,8 @@ def _pod_template(target: Target) -> Iterator[Diagnostic]:
                 f"write fields under podTemplate.{key} or remove it",
                 prefer_key=True,
             )
-        elif key == "spec" and "containers" in value and not isinstance(value["containers"], list):
-            yield target.view.error(
-                ("podTemplate", "spec", "containers"),
-                "podTemplate.spec.containers must be a list of containers (merged by name)",
-                "list containers as - name: <container> with the fields to change",
-                prefer_key=True,
-            )
-        elif key == "spec":
-            yield from _pod_template_quantities(target, strategic.written(value))
     for problem in strategic.problems(target.spec.podTemplate):
         yield target.view.error(("podTemplate",) + problem.loc, problem.message, problem.fix, prefer_key=True)
-
-
-def _pod_template_quantities(target: Target, spec: dict) -> Iterator[Diagnostic]:
-    """Requests and limits the podTemplate sets must be quantities: the API server refuses
-    anything else, and the gang overlay sums them into the PodGroup's minResources."""
-    for field in ("initContainers", "containers"):
-        containers = spec.get(field)
-        for i, container in enumerate(containers if isinstance(containers, list) else ()):
-            resources = container.get("resources") if isinstance(container, dict) else None
-            for kind in ("requests", "limits"):
-                amounts = resources.get(kind) if isinstance(resources, dict) else None
-                for name, amount in (amounts.items() if isinstance(amounts, dict) else ()):
-                    # numbers too (cpu: 0.5 is one); True, a list or a negative amount are not
-                    if isinstance(amount, bool) or not isinstance(amount, (int, float, str)) \
-                            or not QUANTITY.fullmatch(str(amount)):
-                        yield target.view.error(
-                            ("podTemplate", "spec", field, i, "resources", kind, name),
-                            f"{name} {kind[:-1]} {_shown(amount)} is not a Kubernetes quantity",
-                            "write an amount such as 4, 500m or 16Gi",
-                        )
-
-
-def _shown(amount: object) -> str:
-    """The amount in quotes; escaped where white space around it (a YAML block scalar's
-    final line break) would otherwise break the one-line message."""
-    return repr(amount) if isinstance(amount, str) and amount != amount.strip() else f"'{amount}'"
 
 
 def _target_api(target: Target) -> Iterator[Diagnostic]:
@@ -208,8 +172,10 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _gpu_type,
     _storage,
     _pod_template,
+    podschema.check,
     _name_length,
     podrules.check,
+    podcheck.check,
     admission_review.check,
     _target_api,
     policy.check,

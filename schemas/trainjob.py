@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, model_validator
 
 from schemas.types import (
+    DeadlineSeconds,
     EnvName,
     LabelKey,
     LabelValue,
@@ -188,7 +189,7 @@ class Policy(StrictModel):
         None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. kubeflow-v1 only (an error under trainer-v2)."
     )
     backoffLimit: Optional[NonNegativeInt] = Field(None, description="Restarts before the job fails. kubeflow-v1 only (an error under trainer-v2).")
-    activeDeadline: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
+    activeDeadline: Optional[DeadlineSeconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
     ttlAfterFinished: Optional[Seconds] = Field(
         None, description="90s, 30m, 24h, 7d or seconds. kubeflow-v1 only (an error under trainer-v2)."
     )
@@ -294,8 +295,11 @@ class TrainJobSpec(StrictModel):
     serviceAccount: Optional[ServiceAccount] = Field(
         None, description="Pods' ServiceAccount; create: true writes SA + Role + RoleBinding."
     )
+    # checked field by field against Kubernetes' own schema by compiler/podschema.py; the JSON
+    # Schema refers to the PodTemplateSpec definitions schemas/export.py embeds
     podTemplate: dict[str, Any] = Field(
-        default_factory=dict, description="Strategic-merge patch onto every pod template."
+        default_factory=dict, description="Strategic-merge patch onto every pod template, checked against"
+        " Kubernetes v1.32's PodTemplateSpec (null deletes a field; $patch, $retainKeys allowed)."
     )
     runtime: Optional[RuntimeChoice] = Field(
         None,

@@ -250,8 +250,8 @@ CASES = [
      " write fields under podTemplate.spec or remove it"),
     ("podTemplate containers that are not a list are refused",
      job_text("podTemplate:\n  spec: {containers: {name: pytorch}}\n"),
-     "9:12: error: spec.podTemplate.spec.containers: podTemplate.spec.containers must be a list of containers"
-     " (merged by name); list containers as - name: <container> with the fields to change"),
+     "9:24: error: spec.podTemplate.spec.containers: expected a list, got a mapping;"
+     " write it as a list: - name: pytorch (the items merge by name)"),
     ("a podTemplate request that is no quantity is named, not a crash of the gang overlay summing it",
      job_text("scheduling: {gang: true}\nnodes: 2\npodTemplate:\n  spec:\n    containers:\n      - name: pytorch\n"
               "        resources: {requests: {cpu: abc}}\n"),
@@ -373,8 +373,8 @@ CASES = [
      " add image: <image> (only the pytorch container gets spec.image)"),
     ("a container name that is not a DNS label is refused",
      job_text("podTemplate:\n  spec:\n    initContainers:\n      - {name: Warm_Up, image: busybox}\n"),
-     "11:11: error: spec.podTemplate.spec.initContainers[0]: a container needs a name that is a DNS label, not"
-     " 'Warm_Up'; name it with lower-case letters, digits and '-'"),
+     "11:18: error: spec.podTemplate.spec.initContainers[0].name: 'Warm_Up' is not a DNS label; use at most 63"
+     " lower-case letters, digits and '-', starting and ending with a letter or digit"),
     ("an init container and a container of one name are refused",
      job_text("podTemplate:\n  spec:\n    initContainers:\n      - {name: warm, image: busybox}\n"
               "    containers:\n      - {name: warm, image: busybox}\n"),
@@ -386,7 +386,7 @@ CASES = [
      " letters, digits, '-', '_' or '.', starting and ending with a letter or digit"),
     ("a podTemplate nodeSelector value that is a number is refused",
      job_text("podTemplate:\n  spec:\n    nodeSelector: {zone: 3}\n"),
-     '10:28: error: spec.podTemplate.spec.nodeSelector.zone: label value 3 is not a string; quote it: "3"'),
+     '10:28: error: spec.podTemplate.spec.nodeSelector.zone: expected a string, got the number 3; quote it: "3"'),
     ("a queue name that cannot be the Kueue queue-name label is refused",
      job_text("scheduling: {queue: team/queue}\n"),
      "8:23: error: spec.scheduling.queue: 'team/queue' becomes a label value and is not a valid one; use at most 63"

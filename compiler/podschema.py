@@ -1,0 +1,230 @@
+"""Each podTemplate field checked against Kubernetes' own schema, as the API server would.
+
+`schemas/podtemplate.schema.json` is kube-apiserver v1.32's PodTemplateSpec turned into the
+schema of a strategic-merge patch (schemas/podtemplate.py says how). The jsonschema library
+walks a podTemplate's `metadata` and `spec` through it; this module only turns each of its
+errors into the project's diagnostic: the field's line (in the spec, or in the environment
+override that wrote it), its path, what is wrong in the user's words and a fix (did-you-mean
+for an unknown field, the allowed values of an enum, the shape a list or a quantity takes).
+One thing JSON Schema cannot say is checked beside it: items of a list the server keys by
+fields (`x-kubernetes-list-map-keys`: containers and volumes by name, ports by number and
+protocol) are unique.
+
+Cost: jsonschema's import and the 270 kB schema are paid once per process, and only by a run
+whose spec has a podTemplate (`check` returns before touching either); the CLI's own import
+stays free of both (tests/compiler/test_cli_startup.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Iterator
+
+from compiler.diagnostics import Diagnostic
+from compiler.resolve import Target
+
+FORMAT = "x-trainforge-format"  # schemas.podtemplate.FORMAT, without importing the schema module early
+PARTS = {"metadata": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "spec": "io.k8s.api.core.v1.PodSpec"}
+QUANTITY_FIX = "write an amount such as 4, 500m or 16Gi"
+NAME_FIXES = {
+    "dns-label": ("is not a DNS label", "use at most 63 lower-case letters, digits and '-', starting and ending"
+                  " with a letter or digit"),
+    "iana-svc-name": ("is not an IANA service name (what a port name must be)", "use at most 15 lower-case letters,"
+                      " digits and '-', with at least one letter and no '--', e.g. metrics"),
+}
+_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "a whole number",
+               "number": "a number", "boolean": "true or false"}
+_TYPE_FIXES = {"object": "write key: value pairs under it", "array": "write it as a YAML list ([a, b] or - items)",
+               "integer": "write a number without quotes, e.g. 4", "number": "write a number without quotes",
+               "boolean": "write true or false without quotes"}
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    from schemas.podtemplate import load
+
+    return load()
+
+
+@functools.cache
+def _validators() -> dict[str, Any]:
+    """One validator per podTemplate part, sharing the schema (built once per process)."""
+    from jsonschema import validators
+
+    base = validators.Draft202012Validator
+    # JSON Schema patterns are ECMA regexes, where `$` ends the text; Python's `$` also matches
+    # before a final line break, so a quantity "4\n" (a YAML block scalar) would pass
+    checker = validators.extend(base, {"pattern": _pattern})
+    root = _schema()
+    return {part: checker({**root, "$ref": f"#/$defs/{name}"}) for part, name in PARTS.items()}
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith("\\$") else pattern)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not _compiled(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def check(target: Target) -> Iterator[Diagnostic]:
+    """Every field-level problem of the job's podTemplate (registered in `rules.RULES`).
+    The top level (only metadata and spec, each a mapping) is `rules._pod_template`'s."""
+    patch = target.spec.podTemplate
+    if not patch:
+        return
+    for part in PARTS:
+        value = patch.get(part)
+        if isinstance(value, dict):
+            for error in _validators()[part].iter_errors(value):
+                yield from _explain(target, (part, *error.absolute_path), error)
+            yield from _unique_keys(target, (part,), value, _resolve({"$ref": f"#/$defs/{PARTS[part]}"}))
+
+
+# --- one jsonschema error -> diagnostics ----------------------------------------------------
+
+def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        schema = _schema()["$defs"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    return "a mapping" if isinstance(value, dict) else "a list"
+
+
+def _explain_path(loc: tuple[Any, ...]) -> str:
+    """`kubectl explain` for the field: the pod's own field names, list indexes left out."""
+    return "pod." + ".".join(str(p) for p in loc if not isinstance(p, int))
+
+
+def _suggest(word: str, choices: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'? " if close else ""
+
+
+def _explain(target: Target, loc: tuple[Any, ...], error: Any) -> Iterator[Diagnostic]:
+    at = ("podTemplate", *loc)
+    kind, value, schema = error.validator, error.instance, error.schema
+    if kind == "additionalProperties":
+        known = sorted(k for k in schema.get("properties", {}) if not k.startswith("$"))
+        for key in value:
+            if str(key).startswith("$"):
+                continue  # directives, known or not: compiler/strategic.py says which act as written
+            if key not in schema.get("properties", {}) and not any(re.match(p, str(key)) for p in schema.get("patternProperties", {})):
+                listed = f"allowed here: {', '.join(known)}" if len(known) <= 12 else \
+                    f"see `kubectl explain {_explain_path(loc)}` for the fields"
+                yield target.view.error(at + (key,), f"unknown field '{key}'", _suggest(str(key), known) + listed,
+                                        prefer_key=True)
+    elif kind == "required":
+        for field in error.validator_value:
+            if field not in value:
+                yield target.view.error(at + (field,), f"is required (the API server refuses {_owner(loc)} without it)",
+                                        f"add {field}", prefer_key=True)
+    elif kind == "type":
+        if not (isinstance(value, dict) and "$patch" in value):  # a directive in a list's place: strategic.py's
+            yield target.view.error(at, *_wrong_type(loc, value, schema))
+    elif kind == "enum":
+        choices = [c for c in error.validator_value if c is not None]
+        hint = _suggest(str(value), choices) if isinstance(value, str) else ""
+        yield target.view.error(at, f"{_shown(value)} is not one of the values Kubernetes allows here",
+                                f"{hint}use one of {', '.join(choices)}")
+    elif kind in ("pattern", "minimum") and schema.get(FORMAT) == "quantity":
+        yield target.view.error(at, _not_a_quantity(loc, value), QUANTITY_FIX)
+    elif kind == "pattern" and schema.get(FORMAT) in NAME_FIXES:
+        what, fix = NAME_FIXES[schema[FORMAT]]
+        yield target.view.error(at, f"'{value}' {what}", fix)
+    elif kind == "not":
+        yield target.view.error(at, "a list item is empty (null)", "remove the empty item or write its fields")
+    else:  # a keyword the schema does not use today: jsonschema's own words
+        yield target.view.error(at, error.message, f"see `kubectl explain {_explain_path(loc)}`")
+
+
+def _owner(loc: tuple[Any, ...]) -> str:
+    named = [p for p in loc if not isinstance(p, int)]
+    return f"a {named[-1]} item" if named and isinstance(loc[-1], int) else f"{named[-1]}" if named else "the pod"
+
+
+def _not_a_quantity(loc: tuple[Any, ...], value: Any) -> str:
+    shown = repr(value) if isinstance(value, str) and value != value.strip() else f"'{value}'"
+    if len(loc) >= 3 and loc[-2] in ("requests", "limits") and loc[-3] == "resources":
+        return f"{loc[-1]} {loc[-2][:-1]} {shown} is not a Kubernetes quantity"
+    return f"{shown} is not a Kubernetes quantity"
+
+
+def _wrong_type(loc: tuple[Any, ...], value: Any, schema: dict[str, Any]) -> tuple[str, str]:
+    types = [t for t in (schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")])
+             if t != "null"]
+    if schema.get(FORMAT) == "quantity":
+        return _not_a_quantity(loc, value), QUANTITY_FIX
+    if schema.get("x-kubernetes-int-or-string"):
+        return f"expected a whole number or a string, got {_shown(value)}", "write e.g. 8080 or http"
+    expected = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
+    fix = _TYPE_FIXES.get(types[0], "quote the value") if types else "see the field's type"
+    if types == ["string"] and isinstance(value, (bool, int, float)):
+        fix = f'quote it: "{str(value).lower() if isinstance(value, bool) else value}"'
+    elif types == ["array"] and isinstance(value, dict) and schema.get("x-kubernetes-patch-merge-key") == "name":
+        if "name" in value:  # one item written without its '- '
+            fix = f"write it as a list: - name: {value['name']} (the items merge by name)"
+        else:  # NAME: value pairs, as spec.env takes them
+            first = next(iter(value.items()), ("NAME", "value"))
+            item = f"{{name: {first[0]}, value: {first[1]}}}" if loc[-1] == "env" else f"{{name: {first[0]}, ...}}"
+            fix = f"write it as a list of items with a name, e.g. - {item}"
+    return f"expected {expected}, got {_shown(value)}", fix
+
+
+# --- list-map keys: unique items --------------------------------------------------------------
+
+def _unique_keys(target: Target, loc: tuple[Any, ...], value: Any, schema: dict[str, Any]) -> Iterator[Diagnostic]:
+    """Walk the patch beside its schema; a keyed list (`x-kubernetes-list-map-keys`) holding two
+    items with one key is refused by the API server (and merges unpredictably)."""
+    schema = _resolve(schema)
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key) if props else (extra if isinstance(extra, dict) else None)
+            if sub is not None and isinstance(item, (dict, list)):
+                yield from _unique_keys(target, loc + (key,), item, sub)
+    elif isinstance(value, list):
+        items = schema.get("items") or {}
+        keys = schema.get("x-kubernetes-list-map-keys")
+        if keys:
+            yield from _duplicates(target, loc, value, keys, _resolve(items))
+        for i, item in enumerate(value):
+            if isinstance(item, (dict, list)):
+                yield from _unique_keys(target, loc + (i,), item, items)
+
+
+def _duplicates(target: Target, loc: tuple[Any, ...], items: list[Any], keys: list[str],
+                item_schema: dict[str, Any]) -> Iterator[Diagnostic]:
+    defaults = {k: (item_schema.get("properties", {}).get(k) or {}).get("default") for k in keys}
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "$patch" in item:
+            continue  # directives: compiler/strategic.py judges them
+        ident = tuple(item.get(k, defaults[k]) for k in keys)
+        if ident in seen:
+            shown = ", ".join(f"{k} {v!r}" for k, v in zip(keys, ident) if v is not None)
+            yield target.view.error(("podTemplate", *loc, i, keys[0]),
+                                    f"{loc[-1]} has two items with {shown} (items {seen[ident]} and {i});"
+                                    " the API server refuses a pod with both",
+                                    f"merge them into one item, or give each its own {' and '.join(keys)}")
+        else:
+            seen[ident] = i
+
