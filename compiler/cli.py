@@ -37,6 +37,10 @@ _out = click.option(
     "-o", "--output", "out", required=True, type=click.Path(path_type=Path),
     help="Output folder (one kustomize tree per environment).",
 )
+_schema_out = click.option(
+    "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write the JSON Schemas (TrainJob, Project) into, for editors and CI.",
+)
 
 
 def _compile(sources: tuple[Path, ...], env: Optional[str], *, lower_jobs: bool = True) -> "Result":
@@ -70,7 +74,12 @@ def _fail_if_invalid(result: "Result") -> None:
 @click.group(cls=QuickExitGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @version_option("train-compile", COMPILER_DEPS)
 def main() -> None:
-    """Compile TrainJob specs into Kubeflow (kubeflow.org/v1) kustomize trees."""
+    """Compile TrainJob specs into kustomize trees for Argo CD or Flux.
+
+    Each environment's `target` decides what a job becomes: the Kubeflow Training
+    Operator's kubeflow.org/v1 jobs (kubeflow-v1, the default; also what train-controller
+    runs) or Kubeflow Trainer v2 TrainJobs (trainer-v2, trainer.kubeflow.org/v1alpha1).
+    """
     # One short run: reference counting frees what the pipeline drops, and the cycle
     # collector would only rescan the live documents again and again (~10% of a build
     # of 1,000 jobs, measured by bench/compiler_bench.py). Back on when the command ends
@@ -97,7 +106,8 @@ def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
     try:
         tree.write(tree.files(result), out, envs=result.environments, keep_other_envs=env is not None)
     except tree.UnsafeOutput as exc:
-        raise click.UsageError(str(exc)) from None
+        click.echo(f"train-compile: {exc}; nothing was written", err=True)
+        sys.exit(1)
     jobs = sum(len(b) for b in result.bundles.values())
     click.echo(
         f"train-compile: wrote {jobs} job(s) for {len(result.environments)} environment(s)"
@@ -124,21 +134,30 @@ def validate(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
 @_env
 @_format
 def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) -> None:
-    """Exit 1 with a diff if OUT is not what `build` would write."""
+    """Exit 1 if OUT is not what `build` would write (text: a unified diff on stdout).
+
+    Each stale file is a diagnostic too, in every --format, so a JSON, SARIF or GitHub
+    consumer sees staleness as it sees any other problem; only the text format adds the
+    diff (on stdout, where a machine format would otherwise be broken by it)."""
     from compiler import tree
-    from compiler.reporting import tree_diff
+    from compiler.reporting import stale_diagnostics, tree_diff
 
     result = _compile(sources, env)
-    _report(result, fmt)
-    _fail_if_invalid(result)
+    if not result.ok:
+        _report(result, fmt)
+        _fail_if_invalid(result)
     expected = tree.files(result)
     actual = tree.read(out)
     if env is not None:
         actual = {k: v for k, v in actual.items() if k.split("/", 1)[0] == env}
-    diff = tree_diff(actual, expected, out)
-    if diff:
-        sys.stdout.write(diff)
-        click.echo(f"train-compile: {out} is stale; run train-compile build", err=True)
+    rebuild = " ".join(["train-compile build", *map(str, sources), "-o", str(out), *(["--env", env] if env else [])])
+    stale = stale_diagnostics(actual, expected, out, rebuild)
+    result.diagnostics = [*result.diagnostics, *stale]
+    _report(result, fmt)
+    if stale:
+        if fmt == "text":
+            sys.stdout.write(tree_diff(actual, expected, out))
+        click.echo(f"train-compile: {out} is stale; run {rebuild} ({len(stale)} file(s) differ)", err=True)
         sys.exit(1)
     click.echo(f"train-compile: {out} is up to date", err=True)
 
@@ -148,17 +167,27 @@ def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
 @_env
 @_format
 def render(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
-    """Print the rendered multi-document stream (what kustomize would render)."""
+    """Print one environment's objects as one YAML stream (what `kubectl kustomize OUT/<env>`
+    renders: the same objects, not the same bytes). A project with several environments
+    needs --env."""
     from compiler.render import render_stream
 
     result = _compile(sources, env)
     _report(result, fmt, to_stderr=True)
     _fail_if_invalid(result)
+    if len(result.environments) > 1:
+        # one stream holding every environment would apply dev's and prod's objects together
+        # (`| kubectl apply -f -`): the same Namespace twice, two jobs of one name
+        names = ", ".join(result.environments)
+        raise click.UsageError(
+            f"the project has {len(result.environments)} environments ({names}) and render prints one"
+            f" stream; pass --env NAME, e.g. --env {result.environments[0]}"
+        )
     sys.stdout.write(render_stream(result))
 
 
 @main.command()
-@_out
+@_schema_out
 def schema(out: Path) -> None:
     """Write the JSON Schemas of TrainJob and Project into OUT."""
     from schemas.export import write_schemas

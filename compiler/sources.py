@@ -3,9 +3,14 @@
 Sources are files or folders (searched recursively). A document is ours when its
 `apiVersion` is in the `trainforge.dev` group or its kind is `TrainJob`/`Project`; an
 unknown kind or version in our group is an error (almost always a typo), anything else
-is skipped with a notice. The project file is `trainforge.yaml` at the root of a source
-folder (or beside a source file); a `Project` anywhere else is an error because it
-would silently apply to nothing.
+is skipped with a notice (one notice for the lot when there are more than a few, as when
+`validate .` walks a compiled output tree: a Trainer v2 `TrainJob` there is
+`trainer.kubeflow.org`'s, not ours). The project file is `trainforge.yaml` at the root of
+a source folder, beside a source file, or in the nearest folder above them (up to the
+git repository's root, as git finds `.git`): `validate jobs/llm/sft.yaml` finds the
+project that declares its environments. A `Project` anywhere else is an error because it
+would silently apply to nothing. A run that finds no TrainJob at all is an error: a CI
+step pointed at the wrong folder must not stay green.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ GROUP = "trainforge.dev"
 VERSION = "v1alpha1"
 OUR_KINDS = ("TrainJob", "Project")
 PROJECT_FILE = "trainforge.yaml"
+SKIP_NOTICES = 3  # more skipped documents than this are one notice, not one each
 
 
 @dataclass
@@ -50,7 +56,7 @@ def _classify(doc: Document, diagnostics: list[Diagnostic]) -> Optional[str]:
     api_version = data.get("apiVersion")
     kind = data.get("kind")
     ours_group = isinstance(api_version, str) and api_version.split("/")[0] == GROUP
-    if not ours_group and kind not in OUR_KINDS:
+    if not ours_group and (kind not in OUR_KINDS or _trainer_v2_job(api_version, kind)):
         diagnostics.append(
             Diagnostic(
                 doc.file, line, col, "",
@@ -78,12 +84,56 @@ def _classify(doc: Document, diagnostics: list[Diagnostic]) -> Optional[str]:
     return str(kind)
 
 
+def project_file_for(path: Path) -> Path:
+    """The trainforge.yaml that governs `path`: at the folder's root (beside a file), else the
+    nearest one above it, looking no higher than the repository root (a folder holding
+    `.git`); when there is none, where it would be (the folder itself)."""
+    start = (path if path.is_dir() else path.parent).resolve()
+    folder = start
+    while True:
+        candidate = folder / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+        if (folder / ".git").exists() or folder.parent == folder:
+            return start / PROJECT_FILE
+        folder = folder.parent
+
+
+def _summarise_skipped(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Up to SKIP_NOTICES "skipped" notices as they are; more become one notice at the first."""
+    skipped = [d for d in diagnostics if d.severity == "notice" and d.message.startswith("skipped ")]
+    if len(skipped) <= SKIP_NOTICES:
+        return diagnostics
+    first = skipped[0]
+    kinds = sorted({d.message.split(" ", 2)[1] for d in skipped})
+    files = len({d.file for d in skipped})
+    shown = ", ".join(kinds[:5]) + (", ..." if len(kinds) > 5 else "")
+    summary = Diagnostic(
+        first.file, first.line, first.col, "",
+        f"skipped {len(skipped)} documents in {files} file(s) that are not TrainJob or Project specs ({shown}),"
+        " the first here",
+        "only TrainJob and Project documents are compiled; name your spec folders, not the compiled output,"
+        " to leave them out",
+        "notice",
+    )
+    drop = set(map(id, skipped))
+    return [d for d in diagnostics if id(d) not in drop] + [summary]
+
+
+def _trainer_v2_job(api_version: object, kind: object) -> bool:
+    """Kubeflow Trainer's own TrainJob (what `build` writes for a trainer-v2 environment): a
+    compiled object, not a mistyped spec. Any other group on our kinds is still a typo."""
+    if kind != "TrainJob" or not isinstance(api_version, str):
+        return False
+    from compiler.targets.trainer_v2 import GROUP as TRAINER_GROUP  # only when such a document is read
+
+    return api_version.split("/")[0] == TRAINER_GROUP
+
+
 def collect(paths: list[Path]) -> Sources:
     """Load every YAML file under `paths` and sort documents into jobs and the project."""
     out = Sources()
-    project_files = {
-        (p if p.is_dir() else p.parent).resolve() / PROJECT_FILE for p in paths
-    }
+    project_files = {project_file_for(p) for p in paths}
     project_names = {str(p) for p in project_files}
     seen: set[str] = set()
     cwd = os.path.join(str(Path.cwd().resolve()), "")
@@ -98,6 +148,14 @@ def collect(paths: list[Path]) -> Sources:
         if project_file.is_file() and str(project_file) not in seen:
             display = _display(project_file, str(project_file.resolve()), cwd)
             _collect_file(project_file, display, is_project_file=True, out=out)
+    out.diagnostics = _summarise_skipped(out.diagnostics)
+    if not out.jobs and not any(d.severity == "error" for d in out.diagnostics):
+        named = ", ".join(str(p) for p in paths)
+        out.diagnostics.append(Diagnostic(
+            str(paths[0]), 1, 1, "",
+            f"found no TrainJob documents in {named} ({len(seen)} YAML file(s) read)",
+            f"name the files or folders that hold your specs (apiVersion: {GROUP}/{VERSION}, kind: TrainJob)",
+        ))
     return out
 
 

@@ -5,6 +5,12 @@
 `write(files, out, envs)` puts it on disk through a temporary folder beside the target
 and a rename, so a failed or interrupted run leaves the previous output untouched and
 never a half-written tree.
+
+What `build` owns in OUT: the YAML files inside the environment folders (each holds a
+kustomization.yaml). Everything else there (a README.md, a .gitkeep, OWNERS, a root
+kustomization of the user's own) is kept byte for byte by `build` and ignored by `check`;
+a top-level folder holding YAML without a kustomization.yaml is refused by name, since
+replacing it would lose someone's files.
 """
 
 from __future__ import annotations
@@ -91,21 +97,52 @@ def files(result: Result) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _is_yaml(name: str) -> bool:
+    return name.endswith(YAML_SUFFIXES)
+
+
 def read(out: Path) -> dict[str, str]:
-    """The tree as it is on disk (for `check`)."""
+    """The part of the tree on disk that `build` owns (for `check`): the YAML files inside
+    the environment folders. Anything else in OUT (a README.md, a .gitkeep, a kustomization
+    of the user's own at the root) is not train-compile's and is neither compared nor touched."""
     if not out.is_dir():
         return {}
     return {
         str(p.relative_to(out)): p.read_text(encoding="utf-8")
-        for p in sorted(out.rglob("*"))
-        if p.is_file()
+        for folder in sorted(out.iterdir()) if folder.is_dir()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and _is_yaml(p.name)
     }
 
 
-def _looks_like_output(folder: Path) -> bool:
-    """Only ever replace folders that hold nothing but environment trees."""
-    entries = list(folder.iterdir())
-    return all(e.is_dir() and (e / "kustomization.yaml").is_file() for e in entries)
+def _kept_files(out: Path) -> list[str]:
+    """Files in OUT that `build` keeps as they are: every file that is not YAML inside an
+    environment folder (an environment folder is one `build` wrote: it holds a
+    kustomization.yaml). A folder at the top of OUT that holds YAML but no
+    kustomization.yaml is someone else's: replacing it would lose their files, so that is
+    refused, naming the first one."""
+    kept: list[str] = []
+    for entry in sorted(out.iterdir()):
+        if not entry.is_dir():
+            kept.append(entry.name)
+            continue
+        ours = (entry / "kustomization.yaml").is_file()
+        for path in sorted(entry.rglob("*")):
+            if not path.is_file():
+                continue
+            rel = str(path.relative_to(out))
+            if not _is_yaml(path.name):
+                kept.append(rel)
+            elif not ours:
+                raise UnsafeOutput(
+                    f"{out / rel} was not written by train-compile (the folder {out / entry.name} has no"
+                    f" kustomization.yaml), and building into {out} would replace it; move it out of"
+                    f" {out}, or build into another folder"
+                )
+    return kept
 
 
 def _write(path: str, text: str) -> None:
@@ -135,11 +172,9 @@ def _make_folder(staging: str, folder: str, made: set[str]) -> None:
 def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: bool) -> None:
     """Replace `out` (or only `out/<env>` for `envs`, with `keep_other_envs`) atomically."""
     out = out.resolve()
-    if out.exists() and (not out.is_dir() or not _looks_like_output(out)):
-        raise UnsafeOutput(
-            f"refusing to replace {out}: it holds files that train-compile did not write;"
-            " choose an empty or new output folder"
-        )
+    if out.exists() and not out.is_dir():
+        raise UnsafeOutput(f"{out} is a file, not a folder; name a folder to build into")
+    kept = _kept_files(out) if out.exists() else []
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -156,6 +191,11 @@ def write(tree: dict[str, str], out: Path, *, envs: list[str], keep_other_envs: 
             if folder not in made:
                 _make_folder(root, folder, made)
             _write(f"{root}/{rel}", text)
+        for rel in kept:  # README.md, .gitkeep, ...: not ours, carried over byte for byte
+            target = staging / rel
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(out / rel, target)
         old = None
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))

@@ -195,17 +195,23 @@ def test_a_removed_job_disappears_from_the_rebuilt_tree(tmp_path):
     assert (out / "default/default/ay/pytorchjob.yaml").is_file()
 
 
-def test_build_refuses_a_folder_holding_foreign_files(tmp_path):
+def test_build_keeps_files_it_did_not_write_and_refuses_foreign_yaml(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "README.md").write_text("keep me\n")
     (tmp_path / "job.yaml").write_text(job_text())
 
+    assert run_cli("build", tmp_path / "job.yaml", "-o", out).exit_code == 0
+    assert read_tree(out)["README.md"] == "keep me\n"
+
+    (out / "mine").mkdir()
+    (out / "mine" / "app.yaml").write_text("kind: Application\n")
+    before = read_tree(out)
     run = run_cli("build", tmp_path / "job.yaml", "-o", out)
 
-    assert run.exit_code == 2
-    assert "refusing to replace" in run.stderr
-    assert read_tree(out) == {"README.md": "keep me\n"}
+    assert run.exit_code == 1
+    assert f"{out}/mine/app.yaml was not written by train-compile" in run.stderr
+    assert read_tree(out) == before
 
 
 def test_build_refuses_an_output_path_that_is_a_file(tmp_path):
@@ -214,7 +220,8 @@ def test_build_refuses_an_output_path_that_is_a_file(tmp_path):
 
     run = run_cli("build", tmp_path / "job.yaml", "-o", tmp_path / "out")
 
-    assert run.exit_code == 2
+    assert run.exit_code == 1
+    assert "is a file, not a folder" in run.stderr
     assert (tmp_path / "out").read_text() == "not a folder\n"
 
 

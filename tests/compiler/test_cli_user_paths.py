@@ -1,0 +1,238 @@
+"""What a new user hit wiring train-compile into a repository and CI (issue 24), each held
+to the exact behaviour: machine formats that stay parseable, an output folder that may
+hold a README, one environment per render stream, `validate .` from the repository root,
+no green run on empty input, help that says what the commands do.
+
+All through the real CLI, in-process (`run_cli`), on files written to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compiler_builders import EXAMPLES, job_text, run_cli
+
+TWO_ENVS = "apiVersion: trainforge.dev/v1alpha1\nkind: Project\nenvironments: {dev: {}, prod: {}}\n"
+
+
+def _project(root: Path, *, project: str | None = TWO_ENVS) -> Path:
+    """A repository: jobs/ (the specs, a trainforge.yaml at its root) and nothing else."""
+    jobs = root / "jobs"
+    (jobs / "llm").mkdir(parents=True)
+    if project is not None:
+        (jobs / "trainforge.yaml").write_text(project)
+    (jobs / "llm" / "sft.yaml").write_text(job_text(name="sft"))
+    return jobs
+
+
+def _stale_tree(tmp_path: Path) -> tuple[Path, Path]:
+    jobs = _project(tmp_path)
+    out = tmp_path / "deploy"
+    assert run_cli("build", jobs, "-o", out).exit_code == 0
+    job = out / "dev/default/sft/pytorchjob.yaml"
+    job.write_text(job.read_text().replace("image: ghcr.io/acme/train:1", "image: ghcr.io/acme/train:0"))
+    (out / "prod/default/sft/pytorchjob.yaml").unlink()
+    return jobs, out
+
+
+# --- 1. check's machine formats carry staleness and nothing else --------------------------
+
+
+def test_check_json_is_one_parseable_document_with_each_stale_file(tmp_path):
+    jobs, out = _stale_tree(tmp_path)
+
+    run = run_cli("check", jobs, "-o", out, "--format", "json")
+
+    assert run.exit_code == 1
+    problems = json.loads(run.stdout)  # no diff after the JSON
+    stale = {p["file"]: p for p in problems}
+    edited, missing = f"{out}/dev/default/sft/pytorchjob.yaml", f"{out}/prod/default/sft/pytorchjob.yaml"
+    assert set(stale) == {edited, missing}
+    assert stale[edited]["severity"] == "error"
+    assert stale[edited]["message"].startswith("out of date")
+    text = (out / "dev/default/sft/pytorchjob.yaml").read_text().splitlines()
+    assert "train:0" in text[stale[edited]["line"] - 1]  # positioned at the first differing line
+    assert stale[missing]["message"].startswith("missing")
+    assert f"run train-compile build {jobs} -o {out}" in stale[edited]["fix"]
+
+
+def test_check_sarif_has_a_result_per_stale_file_and_parses(tmp_path):
+    jobs, out = _stale_tree(tmp_path)
+
+    run = run_cli("check", jobs, "-o", out, "--format", "sarif")
+
+    assert run.exit_code == 1
+    log = json.loads(run.stdout)
+    uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"])
+    assert [u.rsplit("/", 4)[-4:] for u in uris] == [
+        ["dev", "default", "sft", "pytorchjob.yaml"], ["prod", "default", "sft", "pytorchjob.yaml"],
+    ]
+
+
+def test_check_github_annotates_the_stale_files(tmp_path):
+    jobs, out = _stale_tree(tmp_path)
+
+    run = run_cli("check", jobs, "-o", out, "--format", "github")
+
+    assert run.exit_code == 1
+    lines = run.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("::error file=") for line in lines)
+    assert "---" not in run.stdout
+
+
+def test_check_text_names_each_stale_file_then_prints_the_diff(tmp_path):
+    jobs, out = _stale_tree(tmp_path)
+
+    run = run_cli("check", jobs, "-o", out)
+
+    assert run.exit_code == 1
+    assert len(run.errors()) == 2
+    assert run.stdout.startswith("--- ")
+    removed = [line for line in run.stdout.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert any(line.strip("- ") == "image: ghcr.io/acme/train:0" for line in removed)
+
+
+# --- 2. files in the output folder that train-compile did not write ------------------------
+
+
+def test_build_keeps_a_readme_and_gitkeep_and_check_ignores_them(tmp_path):
+    jobs = _project(tmp_path)
+    out = tmp_path / "deploy"
+    out.mkdir()
+    (out / "README.md").write_text("generated; do not edit\n")
+    (out / ".gitkeep").write_text("")
+
+    assert run_cli("build", jobs, "-o", out).exit_code == 0
+    (out / "dev" / "NOTES.md").write_text("dev is the sandbox\n")
+    assert run_cli("build", jobs, "-o", out).exit_code == 0
+    run = run_cli("check", jobs, "-o", out)
+
+    assert (out / "README.md").read_text() == "generated; do not edit\n"
+    assert (out / ".gitkeep").exists()
+    assert (out / "dev" / "NOTES.md").read_text() == "dev is the sandbox\n"
+    assert run.exit_code == 0, run.stderr
+    assert "is up to date" in run.stderr
+
+
+def test_build_refuses_to_replace_yaml_it_did_not_write_and_names_the_file(tmp_path):
+    jobs = _project(tmp_path)
+    out = tmp_path / "deploy"
+    (out / "argocd").mkdir(parents=True)
+    (out / "argocd" / "app.yaml").write_text("kind: Application\n")
+
+    run = run_cli("build", jobs, "-o", out)
+
+    assert run.exit_code == 1
+    assert f"{out}/argocd/app.yaml was not written by train-compile" in run.stderr
+    assert "move it out of" in run.stderr and "nothing was written" in run.stderr
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == ["argocd", "argocd/app.yaml"]
+
+
+# --- 3. render prints one environment -------------------------------------------------------
+
+
+def test_render_of_a_project_with_two_environments_asks_for_one(tmp_path):
+    jobs = _project(tmp_path)
+
+    run = run_cli("render", jobs)
+
+    assert run.exit_code == 2
+    assert "the project has 2 environments (dev, prod)" in run.stderr and "--env" in run.stderr
+    assert run.stdout == ""
+
+
+def test_render_with_env_prints_that_environment_only(tmp_path):
+    jobs = _project(tmp_path)
+
+    run = run_cli("render", jobs, "--env", "prod")
+
+    assert run.exit_code == 0
+    assert run.stdout.count("kind: PyTorchJob") == 1
+
+
+# --- 4. validate from the repository root, or one file deep inside it -----------------------
+
+
+def test_validate_dot_after_a_build_skips_the_compiled_tree_in_one_notice(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()  # a repository: trainforge.yaml at its root, jobs/ and deploy/ below
+    (tmp_path / "trainforge.yaml").write_text(TWO_ENVS.replace("prod: {}", "prod: {target: trainer-v2}"))
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "sft.yaml").write_text(job_text(name="sft", spec="runtime: torch-distributed\n"))
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("build", ".", "-o", "deploy").exit_code == 0
+
+    run = run_cli("validate", ".")
+
+    assert run.exit_code == 0, run.stderr
+    assert run.errors() == []  # the trainer.kubeflow.org TrainJob in deploy/ is not ours
+    (notice,) = run.notices()
+    assert notice.startswith("deploy/") and "that are not TrainJob or Project specs" in notice
+
+
+def test_validate_one_file_finds_the_project_above_it(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    _project(tmp_path, project=TWO_ENVS.replace("{dev: {}, prod: {}}", "{dev: {}, prod: {namespace: ml}}"))
+    monkeypatch.chdir(tmp_path)
+
+    run = run_cli("validate", "jobs/llm/sft.yaml", "--env", "prod")
+
+    assert run.exit_code == 0, run.stderr
+    assert "all specs are valid" in run.stderr
+
+
+def test_the_project_search_stops_at_the_repository_root(tmp_path):
+    (tmp_path / "trainforge.yaml").write_text(TWO_ENVS)  # outside the repository: not its project
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "job.yaml").write_text(job_text())
+
+    run = run_cli("validate", repo / "job.yaml", "--env", "prod")
+
+    assert run.exit_code == 2
+    assert "unknown environment 'prod'; the project declares default" in run.stderr
+
+
+# --- 5. empty input is an error -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("what", ["an empty folder", "an empty file", "a folder of other YAML"])
+def test_empty_input_fails(tmp_path, what):
+    source = tmp_path / "src"
+    source.mkdir()
+    if what == "an empty file":
+        source = source / "job.yaml"
+        source.write_text("")
+    elif what == "a folder of other YAML":
+        (source / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+
+    run = run_cli("validate", source)
+
+    assert run.exit_code == 1
+    (error,) = run.errors()
+    assert f"found no TrainJob documents in {source}" in error
+    assert "kind: TrainJob" in error
+
+
+# --- 9. help says what the commands do ------------------------------------------------------
+
+
+def test_top_level_help_names_both_targets():
+    run = run_cli("--help")
+
+    assert "kubeflow.org/v1" in run.stdout and "trainer-v2" in run.stdout and "Argo CD or Flux" in run.stdout
+
+
+def test_schema_output_help_describes_schemas_not_trees():
+    run = run_cli("schema", "--help")
+
+    assert "JSON Schemas" in run.stdout
+    assert "kustomize tree" not in run.stdout
+
+
+def test_examples_still_compile_from_their_folders():
+    run = run_cli("validate", EXAMPLES / "project")
+
+    assert run.exit_code == 0, run.stderr
