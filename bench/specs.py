@@ -3,8 +3,8 @@
 The mix follows what a real repository holds: every framework, 4 nodes per job (the
 issue's "four-pod" jobs), env with literals and secret refs, and the overlays a team
 turns on (storage with an existing claim and a new PVC, `serviceAccount.create`,
-Kueue queue and gang scheduling), so whatever overlays the compiler has gets
-exercised. One file per job under `<team>/`, plus a `trainforge.yaml` with one
+Kueue queue and gang scheduling) and, for a quarter of the jobs, a `podTemplate` (a
+sidecar, a port), so whatever overlays and review rules the compiler has get exercised. One file per job under `<team>/`, plus a `trainforge.yaml` with one
 environment, so `specs/s` means jobs per second. The content is deterministic in N.
 """
 
@@ -78,14 +78,41 @@ def job_yaml(i: int) -> str:
             "    - {name: ckpt, mountPath: /ckpt, size: 500Gi, storageClass: fast-rwx, accessMode: ReadWriteMany}\n"
         )
     gang = "true" if i % 3 else "{scheduler: volcano, timeoutSeconds: 600}"
-    text += f"  scheduling:\n    queue: {team}-queue\n    priority: high\n    gang: {gang}\n"
+    from compiler.frameworks import adapter
+
+    # no queue where Kueue would ignore it (the compiler refuses that: MPIJob, MXJob)
+    queue = f"    queue: {team}-queue\n" if adapter(framework).facts.kueue_unmanaged is None else ""
+    text += f"  scheduling:\n{queue}    priority: high\n    gang: {gang}\n"
     text += (
         "  policy: {restart: OnFailure, backoffLimit: 3, activeDeadline: 24h, ttlAfterFinished: 7d,"
         " cleanPods: Running}\n"
     )
     if i % 4 in (0, 1):
         text += "  serviceAccount:\n    create: true\n    rules: [{resources: [configmaps], verbs: [get, list]}]\n"
+    if i % 4 == 3:
+        text += _pod_template(framework)
     return text
+
+
+def _pod_template(framework: str) -> str:
+    """A quarter of the jobs patch their pods, as teams past the examples do: a sidecar, a metrics
+    port and a pull policy on the framework container, a toleration, an annotation."""
+    from compiler.frameworks import adapter
+
+    return (
+        "  podTemplate:\n"
+        "    metadata: {annotations: {example.com/owner: bench}}\n"
+        "    spec:\n"
+        "      tolerations: [{key: spot, operator: Exists, effect: NoSchedule}]\n"
+        "      containers:\n"
+        f"        - name: {adapter(framework).facts.container}\n"
+        "          imagePullPolicy: IfNotPresent\n"
+        "          ports: [{containerPort: 9090, name: metrics}]\n"
+        "        - name: log-shipper\n"
+        "          image: busybox:1.36\n"
+        "          args: [--follow, /var/log/train]\n"
+        "          resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {memory: 64Mi}}\n"
+    )
 
 
 def write(root: Path, n: int) -> Path:

@@ -44,8 +44,19 @@ def check(target: Target) -> Iterator[Diagnostic]:
                 yield problem
 
 
+_LAST: list[Any] = [None, []]  # the last target's pods: rules run target by target, two of them read these
+
+
 def pods(target: Target) -> list[tuple[str, dict[str, Any]]]:
-    """(replica type, pod template) for each replica type, as the operator will create its pods."""
+    """(replica type, pod template) for each replica type, as the operator will create its pods.
+    Read-only for callers: the last target's are kept for the next rule that asks."""
+    if _LAST[0] is target:
+        return _LAST[1]
+    _LAST[:] = [target, _build(target)]
+    return _LAST[1]
+
+
+def _build(target: Target) -> list[tuple[str, dict[str, Any]]]:
     from compiler.frameworks import adapter
     from compiler.lowering import pod_template
 

@@ -206,14 +206,11 @@ def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:
     extended resource (GPUs) whose request and limit differ: the API server refuses both."""
     if not target.spec.podTemplate or not api(target.api).whole_pod_templates:
         return  # before the imports below: they were most of this rule's cost on a spec without podTemplate
-    from compiler.frameworks import adapter
-    from compiler.lowering import pod_template
+    from compiler.podcheck import pods
     from compiler.policy import patch_loc
     from compiler.podsecurity import containers
 
-    fw = adapter(target.spec.framework)
-    for plan in fw.plan(target.spec):
-        template = pod_template(target.spec, plan, fw.facts, target)
+    for _, template in pods(target):  # built once per target, shared with compiler/podcheck.py
         for at, name, container in containers(as_dict(template.get("spec"))):
             resources = as_dict(container.get("resources"))
             requests, limits = as_dict(resources.get("requests")), as_dict(resources.get("limits"))

@@ -43,8 +43,11 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # The names the API server's validation checks, as ECMA-compatible patterns (editors use them
 # too). A DNS-1123 label: at most 63 lower-case letters, digits and '-', alphanumeric at both
 # ends. An IANA service name: at most 15 of them, at least one letter, no '--'.
-DNS_LABEL = r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-IANA_SVC_NAME = r"^(?=.{1,15}$)(?=.*[a-z])(?!.*--)[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# `(?!.*\n)` first: Python's `$` (jsonschema in the compiler and check-jsonschema) also matches
+# before a final line break, ECMA's (editors) does not; with it both refuse "4\n" alike.
+NO_NEWLINE = r"(?!.*\n)"
+DNS_LABEL = rf"^{NO_NEWLINE}(?=.{{1,63}}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+IANA_SVC_NAME = rf"^{NO_NEWLINE}(?=.{{1,15}}$)(?=.*[a-z])(?!.*--)[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 FORMAT = "x-trainforge-format"  # which of the above (or quantity) a pattern is, for the message
 NAME_FORMATS = {"DNS_LABEL": ("dns-label", DNS_LABEL), "IANA_SVC_NAME": ("iana-svc-name", IANA_SVC_NAME)}
 DIRECTIVES = {
@@ -170,7 +173,7 @@ def _value(prop: dict[str, Any], *, nullable: bool = True) -> dict[str, Any]:
 def _definition(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     if name == QUANTITY_DEF:
         return {"description": "A Kubernetes quantity: 4, 500m, 16Gi, 1.5.", "type": ["string", "number", "null"],
-                "pattern": QUANTITY.pattern, "minimum": 0, FORMAT: "quantity"}
+                "pattern": "^" + NO_NEWLINE + QUANTITY.pattern[1:], "minimum": 0, FORMAT: "quantity"}
     if name == INT_OR_STRING_DEF:
         return {"description": "A whole number or a string.", "type": ["integer", "string", "null"],
                 "x-kubernetes-int-or-string": True}

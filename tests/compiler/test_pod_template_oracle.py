@@ -1,0 +1,157 @@
+"""The compiler's pod template review against the API server: it refuses a spec exactly when
+kube-apiserver v1.32 refuses one of its pods.
+
+Every case of `pod_template_cases.CASES` is compiled for two or more frameworks, twice: once
+through the whole pipeline (the compiler's verdict), once lowered with no review at all, so
+that the pods of a spec the compiler refuses still exist to be judged. Each of those pods,
+built as the operator builds them (train-controller's pod builder: the template plus the
+operator's init containers, rendezvous env and restart policy), goes to the project's
+kube-apiserver as a server-side dry-run create with strict field validation
+(`dryRun=All&fieldValidation=Strict`: unknown fields are refused, not dropped), all cases in
+one namespace and a few requests at a time. The server's verdict is 201 (it takes the pod)
+or 400/422 (it refuses); anything else fails the test.
+
+Cases marked `beyond_server` are ones the server takes while something else goes wrong (the
+shared-memory size lost, a restartPolicy the operator overwrites, a port the operator cannot
+find, a keyed list whose second item the strategic merge folds into the first): there the
+compiler must refuse and the server must take the pods (or the operator's pod builder
+refuse them), so the reason stays visible.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pytest
+
+from compiler_builders import write_docs
+from pod_template_cases import CASES, FIELD, VALID, Case, job_for, params
+from test_pod_security_admission import operator_pods
+
+pytestmark = pytest.mark.controlplane
+
+
+@dataclass
+class Verdict:
+    errors: list[str]  # the compiler's error lines
+    pods: list[dict[str, Any]]  # the pods as the operator would create them, unreviewed
+    operator_refused: str = ""  # the operator's pod builder refused the job (upstream would too)
+    server: Optional[list[tuple[int, str]]] = None  # (status, reason) per pod
+
+    @property
+    def compiler_refuses(self) -> bool:
+        return bool(self.errors)
+
+    @property
+    def server_refuses(self) -> bool:
+        return any(status in (400, 422) for status, _ in self.server or [])
+
+
+def compiler_errors(folder, doc: dict[str, Any]) -> list[str]:
+    from compiler.pipeline import compile_sources
+
+    write_docs(folder / "job.yaml", doc)
+    result = compile_sources([folder], lower_jobs=False)
+    return [d.text() for d in result.diagnostics if d.severity == "error"]
+
+
+def unreviewed_job(folder) -> dict[str, Any]:
+    """The kubeflow.org job as lowering and the overlays write it, no rule consulted."""
+    from compiler.resolve import targets_for
+    from compiler.sources import collect
+    from compiler.targets import api
+    from overlays import STEPS
+    from schemas.project import DEFAULT_PROJECT
+    from schemas.trainjob import TrainJob
+
+    (doc,) = collect([folder]).jobs
+    targets, problems = targets_for(doc, TrainJob.model_validate(doc.data), DEFAULT_PROJECT, ["default"])
+    assert targets, problems
+    bundle = api(targets[0].api).lower(targets[0])
+    for step in STEPS:
+        bundle = step(bundle)
+    return bundle.rendered_job()
+
+
+def raw_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The templates as pods, for a template the operator's builder cannot even read (containers
+    written as a map): what the operator would send, were it to get that far."""
+    from controller.kinds import KINDS
+
+    replicas = job["spec"][KINDS[job["kind"]].facts.replica_specs]
+    return [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {**copy.deepcopy(r["template"].get("metadata") or {}), "name": f"raw-{t.lower()}"},
+             "spec": copy.deepcopy(r["template"].get("spec"))} for t, r in replicas.items()]
+
+
+def judge(folder, case: Case, framework: str) -> Verdict:
+    doc = job_for(case, framework)
+    errors = compiler_errors(folder, doc)
+    job = unreviewed_job(folder)
+    try:
+        return Verdict(errors, operator_pods(job))
+    except ValueError as refused:  # upstream's reconciler refuses the job (e.g. its port is gone)
+        return Verdict(errors, [], operator_refused=str(refused))
+    except (TypeError, AttributeError, KeyError):
+        return Verdict(errors, raw_pods(job))
+
+
+@pytest.fixture(scope="module")
+def verdicts(control_plane, tmp_path_factory) -> dict[tuple[str, str], Verdict]:
+    """Every (case, framework): the compiler's verdict, then all pods sent in one batch."""
+    namespace = f"pod-oracle-{uuid.uuid4().hex[:6]}"
+    status, body = control_plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    assert status == 201, body
+    out = {(name, framework): judge(tmp_path_factory.mktemp("oracle"), CASES[name], framework)
+           for name, framework in params()}
+    path = f"/api/v1/namespaces/{namespace}/pods?dryRun=All&fieldValidation=Strict"
+
+    def send(pod: dict[str, Any]) -> tuple[int, str]:
+        pod = copy.deepcopy(pod)
+        pod["metadata"].pop("namespace", None)
+        status, answer = control_plane.request("POST", path, pod)
+        assert status in (201, 400, 422), f"the server answered {status} for another reason: {answer}"
+        return status, "" if status == 201 else str(answer.get("message", answer))
+
+    jobs = [(key, pod) for key, verdict in out.items() for pod in verdict.pods]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda item: send(item[1]), jobs))
+    for (key, _), answer in zip(jobs, answers):
+        out[key].server = (out[key].server or []) + [answer]
+    return out
+
+
+@pytest.mark.parametrize(("name", "framework"), [pytest.param(n, f, id=f"{n} ({f})") for n, f in params()])
+def test_the_compiler_refuses_exactly_when_the_server_refuses_a_pod(verdicts, name, framework):
+    case, verdict = CASES[name], verdicts[(name, framework)]
+
+    if case.beyond_server:
+        assert verdict.compiler_refuses, f"{case.beyond_server}, yet the compiler took it"
+        assert not verdict.server_refuses, f"the server refuses it after all: {verdict.server}"
+    else:
+        assert verdict.pods, f"the operator's pod builder refused: {verdict.operator_refused}"
+        assert verdict.compiler_refuses == verdict.server_refuses, (
+            f"compiler: {verdict.errors or 'accepts'}; server: {verdict.server}")
+        assert verdict.compiler_refuses == case.invalid, (verdict.errors, verdict.server)
+
+
+def test_the_table_covers_every_category_for_several_frameworks(verdicts):
+    per_category = Counter(case.category for case in CASES.values())
+    frameworks = {framework for _, framework in verdicts}
+
+    assert all(per_category[category] >= 3 for category in (*FIELD, VALID)), per_category
+    assert per_category[VALID] >= 15 and frameworks == {"pytorch", "tensorflow", "mpi", "xgboost", "paddle", "jax",
+                                                        "mxnet"}
+
+
+def test_every_refusal_is_positioned_with_a_path_and_a_fix(verdicts):
+    for (name, _), verdict in verdicts.items():
+        for line in verdict.errors:
+            where, _, rest = line.partition(": error: ")
+            assert where.count(":") == 2 and where.split(":")[1].isdigit(), line
+            assert rest.startswith("spec.") and "; " in rest, line
