@@ -4,8 +4,9 @@ The mix follows what a real repository holds: every framework, 4 nodes per job (
 issue's "four-pod" jobs), env with literals and secret refs, and the overlays a team
 turns on (storage with an existing claim and a new PVC, `serviceAccount.create`,
 Kueue queue and gang scheduling) and, for a quarter of the jobs, a `podTemplate` (a
-sidecar, a port), so whatever overlays and review rules the compiler has get exercised. One file per job under `<team>/`, plus a `trainforge.yaml` with one
-environment, so `specs/s` means jobs per second. The content is deterministic in N.
+sidecar, a port), so whatever overlays and review rules the compiler has get exercised.
+One file per job under `<team>/`, plus a `trainforge.yaml` with one environment, so
+`specs/s` means jobs per second. The content is deterministic in N.
 """
 
 from __future__ import annotations
@@ -78,11 +79,7 @@ def job_yaml(i: int) -> str:
             "    - {name: ckpt, mountPath: /ckpt, size: 500Gi, storageClass: fast-rwx, accessMode: ReadWriteMany}\n"
         )
     gang = "true" if i % 3 else "{scheduler: volcano, timeoutSeconds: 600}"
-    from compiler.frameworks import adapter
-
-    # no queue where Kueue would ignore it (the compiler refuses that: MPIJob, MXJob)
-    queue = f"    queue: {team}-queue\n" if adapter(framework).facts.kueue_unmanaged is None else ""
-    text += f"  scheduling:\n{queue}    priority: high\n    gang: {gang}\n"
+    text += f"  scheduling:\n    queue: {team}-queue\n    priority: high\n    gang: {gang}\n"
     text += (
         "  policy: {restart: OnFailure, backoffLimit: 3, activeDeadline: 24h, ttlAfterFinished: 7d,"
         " cleanPods: Running}\n"
