@@ -21,22 +21,22 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from typing import TYPE_CHECKING
+
 import click
 
 from compiler.versions import CONTROLLER_DEPS, version_option
-from controller import errors
-from controller import kinds as kind_table
-from controller import preflight
-from controller.desired import Options
-from controller.gang import scheduler_for
-from controller.health import Probes, parse_bind_address, serve_metrics
-from controller.kube import Client
-from controller.kubelib import LOAD_ERRORS
-from controller.leader import LeaderConfig, LeaderElector, default_identity
-from controller.manager import Manager, connection_pool_size
-from controller.metrics import Metrics
 
+if TYPE_CHECKING:
+    from controller.leader import LeaderElector
+    from controller.manager import Manager
+    from controller.metrics import Metrics
+
+# The controller's own modules (the kubernetes client, pydantic models through the kind
+# table, prometheus) are imported inside main(): `train-controller --help` took 3.1 s
+# with them at module level, mostly importing what --help never uses.
 log = logging.getLogger("controller")
+FRAMEWORKS_HELP = "pytorch, tensorflow, mpi, xgboost, paddle, jax, mxnet"  # held to the kind table by a test
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -51,6 +51,8 @@ def duration(value: str | float) -> float:
 
 
 def _bind(value: str, flag: str) -> tuple[str, int] | None:
+    from controller.health import parse_bind_address
+
     try:
         return parse_bind_address(value)
     except ValueError as exc:
@@ -70,25 +72,32 @@ def _lease_namespace(flag: str | None) -> str:
                                  param_hint="--leader-election-namespace") from None
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
+               epilog="Deploy it with the manifests in controller/install: "
+                      "kubectl apply --server-side -k controller/install (see controller/README.md).")
 @version_option("train-controller", CONTROLLER_DEPS)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Path to a kubeconfig (default: in-cluster, then ~/.kube/config).")
 @click.option("--context", default=None, help="kubeconfig context to use.")
 @click.option("--frameworks", "--enable-scheme", "frameworks", default="",
-              help="Comma list of frameworks/kinds to manage (pytorch,tensorflow,mpi,xgboost,paddle,jax,mxnet); default all.")
+              help=f"Comma list of frameworks or kinds to manage ({FRAMEWORKS_HELP}); default all.")
 @click.option("--namespace", envvar="KUBEFLOW_NAMESPACE", default=None, help="Watch one namespace only (default: all).")
 @click.option("--workers", default=4, show_default=True, help="Concurrent reconciles.")
 @click.option("--watch-timeout", default=300, show_default=True, help="Server-side watch timeout in seconds (randomized up to 2x).")
-@click.option("--pytorch-init-container-image", default="alpine:3.10", show_default=True)
-@click.option("--pytorch-init-container-max-tries", default=100, show_default=True)
-@click.option("--mpi-kubectl-delivery-image", default="ghcr.io/kubeflow/training-v1/kubectl-delivery:latest", show_default=True)
+@click.option("--pytorch-init-container-image", default="alpine:3.10", show_default=True,
+              help="Image of the init container that waits for the master's Service (multi-node PyTorch).")
+@click.option("--pytorch-init-container-max-tries", default=100, show_default=True,
+              help="How often that init container looks up the master before it fails.")
+@click.option("--mpi-kubectl-delivery-image", default="ghcr.io/kubeflow/training-v1/kubectl-delivery:latest",
+              show_default=True, help="Image of the MPI launcher's init container that delivers kubectl.")
 @click.option("--gang-scheduler-name", default="", show_default=True,
               help="Gang scheduling: 'volcano', or the schedulerName of a scheduler-plugins (coscheduling) scheduler; empty: off.")
 @click.option("--pods-first/--no-pods-first", default=True, show_default=True,
               help="During a burst of pod creates, send the headless Services, plain status writes and Events once "
                    "it is over (pods ~2x faster on a busy API server; those land up to one burst later). "
                    "--no-pods-first: upstream's order, each pass's Services and status beside its pods.")
-@click.option("--log-level", default=lambda: os.environ.get("LOG_LEVEL", "INFO"), show_default="INFO")
+@click.option("--log-level", envvar="LOG_LEVEL", default="INFO", show_default=True,
+              type=click.Choice(("DEBUG", "INFO", "WARNING", "ERROR"), case_sensitive=False),
+              help="Log verbosity (also $LOG_LEVEL).")
 @click.option("--leader-elect", is_flag=True, help="Hold a coordination.k8s.io Lease before reconciling (run 2 replicas).")
 @click.option("--leader-election-namespace", default=None, help="Namespace of the Lease (default: the one we run in).")
 @click.option("--leader-election-id", default="train-controller.trainforge.io", show_default=True, help="Name of the Lease.")
@@ -109,6 +118,16 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
          metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str,
          pods_first: bool) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
+    from controller import errors, preflight
+    from controller import kinds as kind_table
+    from controller.desired import Options
+    from controller.gang import scheduler_for
+    from controller.kube import Client
+    from controller.kubelib import LOAD_ERRORS
+    from controller.leader import LeaderConfig, LeaderElector, default_identity
+    from controller.manager import Manager, connection_pool_size
+    from controller.metrics import Metrics
+
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         enabled = kind_table.select(frameworks)
@@ -116,7 +135,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         raise click.BadParameter(str(exc), param_hint="--frameworks") from exc
     metrics_at = _bind(metrics_bind_address, "--metrics-bind-address")
     probes_at = _bind(health_probe_bind_address, "--health-probe-bind-address")
-    lease: LeaderConfig | None = None
+    lease = None
     if leader_elect:
         try:
             lease = LeaderConfig(_lease_namespace(leader_election_namespace), leader_election_id, default_identity(),
@@ -187,6 +206,8 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
 def _serve(metrics: Metrics, manager: Manager, elector: LeaderElector | None, stop: threading.Event, *,
            metrics_at: tuple[str, int] | None, probes_at: tuple[str, int] | None) -> list[Callable[[], None]]:
     """Start the metrics and probe servers; returns how to close them."""
+    from controller.health import Probes, serve_metrics
+
     closers: list[Callable[[], None]] = []
     if metrics_at is not None:
         server = serve_metrics(metrics_at, metrics.registry)[0]

@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, sys
-import controller.__main__  # everything train-controller imports
+import controller.__main__
+import controller.manager, controller.preflight, controller.leader, controller.metrics, controller.health  # what main() imports
 from controller.kube import Client
 light = sorted(m for m in sys.modules if m.startswith("kubernetes"))
 from kubernetes.client import V1Pod, CoreV1Api  # another user in the same process
