@@ -236,3 +236,27 @@ def test_examples_still_compile_from_their_folders():
     run = run_cli("validate", EXAMPLES / "project")
 
     assert run.exit_code == 0, run.stderr
+
+
+# --- 10. make demo's table ----------------------------------------------------------------
+
+
+def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_path, capsys):
+    from compiler import demo
+
+    assert demo.main([str(EXAMPLES), str(tmp_path / "build")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.lstrip().startswith("JOB ")]
+    assert len(headers) == 5  # examples/default, project dev/prod, project-v2 dev/prod
+    for start in headers:
+        block = [lines[start]]
+        for line in lines[start + 1:]:
+            if not line.startswith("    "):
+                break
+            block.append(line)
+        columns = [block[0].index(name) for name in demo.COLUMNS]
+        for row in block[1:]:  # every cell starts under its header, after two spaces
+            assert all(row[at - 2:at] == "  " and row[at] != " " for at in columns[1:]), row
+    kitchen = next(line for line in lines if "ml-platform/kitchen-sink" in line)
+    assert "512Gi" in kitchen and "data (claim the-pile), ckpt 2Ti" in kitchen and "3 Worker" in kitchen
+    assert any("1 Chief, 3 Worker, 2 PS, 1 Evaluator" in line for line in lines)
