@@ -61,11 +61,11 @@ CASES = [
      "8:27: error: mapping values are not allowed here; fix the YAML syntax"),
     ("an unclosed flow list is reported where the stream ends",
      job_text("args: [--lr, 3e-5\n"),
-     "9:1: error: expected ',' or ']', but got '<stream end>'; fix the YAML syntax"),
+     "9:1: error: expected ',' or ']', but got '<stream end>', while parsing a flow sequence at 8:9;"
+     " fix the YAML syntax"),
     ("a duplicate key is rejected at the second occurrence",
      job_text("image: ghcr.io/acme/other:2\n"),
-     '8:3: error: found duplicate key "image" with value "ghcr.io/acme/other:2"'
-     ' (original value: "ghcr.io/acme/train:1"); remove or rename one of the duplicate keys'),
+     '8:3: error: duplicate key "image", first at 7:3; keep one of them: YAML takes each key once per mapping'),
     ("an alias bomb stops at the node limit",
      bomb(),
      "1:1: error: document expands to more than 200000 nodes (YAML aliases);"
@@ -486,6 +486,56 @@ CASES = [
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
      " elastic, env, image, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
      " scheduling, serviceAccount, storage, workingDir"),
+    # --- the pod template as Kubernetes reviews it: compiler/podschema.py, compiler/podcheck.py
+    ("an env written as a map is refused with the list it should be",
+     job_text(PT + "    containers:\n      - name: pytorch\n        env: {WANDB_MODE: offline}\n"),
+     "12:16: error: spec.podTemplate.spec.containers[0].env: expected a list, got a mapping; write it as a list"
+     " of items with a name, e.g. - {name: WANDB_MODE, value: offline}"),
+    ("an unknown pod field gets a did-you-mean",
+     job_text(PT + "    containers:\n      - name: pytorch\n        resourcez: {limits: {cpu: '2'}}\n"),
+     "12:11: error: spec.podTemplate.spec.containers[0].resourcez: unknown field 'resourcez'; did you mean"
+     " 'resources'? see `kubectl explain pod.spec.containers` for the fields"),
+    ("an imagePullPolicy Kubernetes does not know is refused with its values",
+     job_text(PT + "    containers:\n      - name: pytorch\n        imagePullPolicy: Sometimes\n"),
+     "12:28: error: spec.podTemplate.spec.containers[0].imagePullPolicy: the string 'Sometimes' is not one of the"
+     " values Kubernetes allows here; use one of Always, Never, IfNotPresent"),
+    ("a port name longer than 15 characters is refused",
+     job_text(PT + "    containers:\n      - name: pytorch\n        ports: [{containerPort: 8080, name: metrics-exporter}]\n"),
+     "12:47: error: spec.podTemplate.spec.containers[0].ports[0].name: 'metrics-exporter' is not an IANA service"
+     " name (what a port name must be); use at most 15 lower-case letters, digits and '-', with at least one"
+     " letter and no '--', e.g. metrics"),
+    ("memory: null deletes the limit and is no quantity error; a sidecar port named like the framework's is",
+     job_text("resources: {memory: 4Gi}\n" + PT[:-1].replace("8", "9") + "\n" + "    containers:\n"
+              "      - {name: pytorch, resources: {limits: {memory: null}}}\n"
+              "      - {name: metrics, image: busybox, ports: [{containerPort: 9090, name: pytorchjob-port}]}\n"),
+     "13:79: error: spec.podTemplate.spec.containers[1].ports[0].name: port name 'pytorchjob-port' is also used"
+     " by container 'pytorch' (the port the Training Operator finds PyTorchJob replicas by); port names must be"
+     " unique in a pod; give the port another name, or leave it unnamed"),
+    ("a mount of a volume the pod does not have is refused",
+     job_text(PT + "    containers:\n      - name: pytorch\n        volumeMounts: [{name: cache, mountPath: /cache}]\n"),
+     "12:33: error: spec.podTemplate.spec.containers[0].volumeMounts[0].name: container 'pytorch' mounts volume"
+     " 'cache', which the pod does not have (its volumes: none); add a volume named cache under"
+     " podTemplate.spec.volumes, or mount one the pod has"),
+    ("a volume at /dev/shm beside resources.sharedMemory is refused",
+     job_text("resources: {sharedMemory: 1Gi}\n" + PT + "    volumes: [{name: scratch, emptyDir: {}}]\n"
+              "    containers:\n      - name: pytorch\n        volumeMounts: [{name: scratch, mountPath: /dev/shm}]\n"),
+     "14:53: error: spec.podTemplate.spec.containers[0].volumeMounts[0].mountPath: container 'pytorch' mounts volume"
+     " 'scratch' at /dev/shm, where resources.sharedMemory mounts its own; the shared-memory size would be lost;"
+     " remove this mount (resources.sharedMemory sizes /dev/shm), or remove resources.sharedMemory"),
+    ("a pod restartPolicy beside policy.restart is refused",
+     job_text("policy: {restart: OnFailure}\n" + PT + "    restartPolicy: Never\n"),
+     "11:22: error: spec.podTemplate.spec.restartPolicy: pod restartPolicy Never conflicts with policy.restart"
+     " OnFailure, which the Training Operator writes into every pod (ExitCode as Never); remove it from"
+     " podTemplate and set policy.restart (OnFailure, Never, ExitCode or Always)"),
+    ("an activeDeadline of 0 is refused as upstream refuses it",
+     job_text("policy: {activeDeadline: 0}\n"),
+     "8:28: error: spec.policy.activeDeadline: a deadline of 0 seconds is refused by the API server"
+     " (activeDeadlineSeconds must be at least 1); write e.g. 90s, 30m or 24h, or remove it for no deadline"),
+    ("a podTemplate error written by an environment override points into the override",
+     job_text("environments:\n  default:\n    podTemplate:\n      spec: {dnsPolicy: ClusterFirstt}\n"),
+     "11:27: error: spec.environments.default.podTemplate.spec.dnsPolicy: the string 'ClusterFirstt' is not one of"
+     " the values Kubernetes allows here; did you mean 'ClusterFirst'? use one of ClusterFirstWithHostNet,"
+     " ClusterFirst, Default, None"),
 ]
 
 
