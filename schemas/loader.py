@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -195,11 +196,7 @@ def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadPro
             LoadProblem(file, 1, 1, "YAML nests too deeply to parse", "flatten the nested lists or mappings")
         ]
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = (exc.problem or exc.context or "invalid YAML").strip()
-        fix = "remove or rename one of the duplicate keys" if "duplicate key" in what else "fix the YAML syntax"
-        return documents, [LoadProblem(file, line, col, what, fix)]
+        return documents, [_syntax_problem(exc, file, text)]
     except YAMLError as exc:
         return documents, [LoadProblem(file, 1, 1, str(exc).strip(), "fix the YAML syntax")]
     except TypeError:  # ruamel hashes a mapping or list used as a key (`? {a: 1}`) and fails
@@ -211,6 +208,44 @@ def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadPro
             )
         ]
     return documents, []
+
+
+_DUPLICATE = re.compile(r'found duplicate key "(?P<key>(?:[^"\\]|\\.)*)"')
+
+
+def _syntax_problem(exc: Any, file: str, text: str) -> LoadProblem:
+    """A ruamel syntax error as one teaching line: where it broke, what was open there (an
+    unclosed `[` is reported where the stream ends, so the line that opened it is the
+    useful one), and the fix for the usual causes (tabs, duplicate keys) instead of
+    ruamel's wording, which prints the duplicate's whole value."""
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    what = (exc.problem or exc.context or "invalid YAML").strip()
+    context, at = (exc.context or "").strip(), exc.context_mark
+    duplicate = _DUPLICATE.search(what)
+    if duplicate:
+        key = duplicate.group("key")
+        first = _first_key_line(text, key, mark.column, at.line if at else 0, mark.line) if mark else None
+        where = f", first at {first}:{mark.column + 1}" if first else ""
+        return LoadProblem(file, line, col, f'duplicate key "{key}"{where}',
+                           "keep one of them: YAML takes each key once per mapping")
+    if "'\\t'" in what or "\t" in what:
+        return LoadProblem(file, line, col, "a tab character where YAML expects indentation or a value",
+                           "indent with spaces; YAML does not allow tabs there")
+    if context and at is not None and (at.line, at.column) != (mark.line, mark.column):
+        what = f"{what}, {context} at {at.line + 1}:{at.column + 1}"
+    return LoadProblem(file, line, col, what, "fix the YAML syntax")
+
+
+def _first_key_line(text: str, key: str, column: int, start: int, end: int) -> Optional[int]:
+    """The 1-based line, between a mapping's start and its duplicate key, where `key` first
+    stands at the duplicate's column (block mappings; None when it cannot be told)."""
+    lines = text.splitlines()[start:end]
+    for offset, line in enumerate(lines):
+        rest = line[column:]
+        if line[:column].strip(" -") == "" and rest.startswith((f"{key}:", f'"{key}":', f"'{key}':")):
+            return start + offset + 1
+    return None
 
 
 def _complex_key_line(text: str) -> int:

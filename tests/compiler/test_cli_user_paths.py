@@ -260,3 +260,28 @@ def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_pat
     kitchen = next(line for line in lines if "ml-platform/kitchen-sink" in line)
     assert "512Gi" in kitchen and "data (claim the-pile), ckpt 2Ti" in kitchen and "3 Worker" in kitchen
     assert any("1 Chief, 3 Worker, 2 PS, 1 Evaluator" in line for line in lines)
+
+
+# --- 7. YAML mistakes explained -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param(job_text("command: [python,\n  train.py\n"),
+                 "10:1: error: expected ',' or ']', but got '<stream end>', while parsing a flow sequence at 8:12;",
+                 id="an unclosed [ names the line that opened it"),
+    pytest.param(job_text().replace("  image:", "\timage:"),
+                 "7:1: error: a tab character where YAML expects indentation or a value; indent with spaces",
+                 id="a tab says to use spaces"),
+    pytest.param(job_text("resources: {gpu: 1}\nframework: {name: jax}\n"),
+                 'error: duplicate key "framework", first at 6:3; keep one of them',
+                 id="a duplicate key names the first, without the value's repr"),
+])
+def test_yaml_mistakes_are_explained(tmp_path, text, expected):
+    (tmp_path / "job.yaml").write_text(text)
+
+    run = run_cli("validate", tmp_path / "job.yaml")
+
+    assert run.exit_code == 1
+    (error,) = run.errors()
+    assert expected in error
+    assert "{" not in error.split("error: ", 1)[1]  # no Python dict repr

@@ -100,7 +100,7 @@ def test_a_duplicate_key_is_a_problem_at_the_second_key():
     assert documents == []
     (problem,) = problems
     assert (problem.line, problem.col) == (14, 3)
-    assert problem.message.startswith('found duplicate key "nodes"')
+    assert problem.message == 'duplicate key "nodes", first at 7:3'
 
 
 def test_an_alias_bomb_is_a_problem_not_a_hang():
