@@ -79,7 +79,11 @@ def job_yaml(i: int) -> str:
             "    - {name: ckpt, mountPath: /ckpt, size: 500Gi, storageClass: fast-rwx, accessMode: ReadWriteMany}\n"
         )
     gang = "true" if i % 3 else "{scheduler: volcano, timeoutSeconds: 600}"
-    text += f"  scheduling:\n    queue: {team}-queue\n    priority: high\n    gang: {gang}\n"
+    from compiler.frameworks import adapter
+
+    # no queue where Kueue would ignore it (the compiler refuses that: MPIJob, MXJob)
+    queue = f"    queue: {team}-queue\n" if adapter(framework).facts.kueue_unmanaged is None else ""
+    text += f"  scheduling:\n{queue}    priority: high\n    gang: {gang}\n"
     text += (
         "  policy: {restart: OnFailure, backoffLimit: 3, activeDeadline: 24h, ttlAfterFinished: 7d,"
         " cleanPods: Running}\n"

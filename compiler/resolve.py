@@ -49,6 +49,12 @@ class SpecView:
     def display(self, loc: Loc) -> str:
         return format_path(self._source(tuple(loc))[1])
 
+    def written(self, loc: Loc) -> bool:
+        """The job file sets `loc` itself (in spec or its environment's override), rather
+        than a default of the project's trainforge.yaml filling it in."""
+        override = ("spec", "environments", self.env) if self.env else None
+        return ("spec", *loc) in self.doc.key_pos or bool(override and override + tuple(loc) in self.doc.key_pos)
+
     def error(self, loc: Loc, message: str, fix: str, *, prefer_key: bool = False) -> Diagnostic:
         line, col = self.position(loc, prefer_key)
         return Diagnostic(self.doc.file, line, col, self.display(loc), message, fix)
@@ -97,12 +103,16 @@ def _without_envs(spec: TrainJobSpec) -> TrainJobSpec:
 
 
 def _with_scheduling_defaults(spec: TrainJobSpec, environment: Environment) -> TrainJobSpec:
+    """The environment's default queue, priority and gang where the job has none. A job
+    that writes `queue: null` keeps no queue: the way out for a kind Kueue does not
+    manage (compiler/targets/kubeflow_v1.py) in an environment with a default queue."""
     own = spec.scheduling
     env = environment.scheduling
     update = {
         name: getattr(env, name)
         for name in ("queue", "priority", "gang")
         if getattr(own, name) is None and getattr(env, name) is not None
+        and not (name == "queue" and name in own.model_fields_set)
     }
     if not update:  # nothing to fill in (most jobs): the spec as it is, no copies
         return spec

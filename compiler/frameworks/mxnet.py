@@ -24,6 +24,7 @@ FACTS = Facts(
     default_restart="Never",
     operator_name="mxjob-controller",
     allowed_roles=("server",),
+    kueue_unmanaged="Kueue v0.17 has no MXJob integration",
 )
 
 

@@ -1,7 +1,10 @@
 """The `kubeflow-v1` target: the Training Operator's `kubeflow.org/v1` kinds (the default).
 
 Lowering is `compiler/lowering.py`; every framework runs here and everything the spec
-says is expressible, so `check` has nothing to add to the common rules. Pod templates
+says is expressible but one thing: a Kueue queue on a kind Kueue does not manage (the
+adapter's `kueue_unmanaged`: MPIJob, MXJob). Kueue ignores the queue label on such a
+job, which then runs at once, outside the queue's quota, so `check` refuses the queue
+and names what does work (a target whose job Kueue manages, or no queue). Pod templates
 sit under `spec.<x>ReplicaSpecs.<ReplicaType>.template`, one per replica type, and the
 operator makes each pod from its template whole, so the late-refusal rules, upstream's
 admission rules and the operator's own init containers all apply to them.
@@ -28,7 +31,27 @@ def _lower(target: "Target") -> "Bundle":
 
 
 def _check(target: "Target") -> Iterator["Diagnostic"]:
-    return iter(())
+    queue = target.spec.scheduling.queue
+    unmanaged = adapter(target.spec.framework).facts.kueue_unmanaged
+    if queue is None or unmanaged is None:
+        return
+    from compiler.targets import supporting  # the table imports this module
+
+    framework, loc = target.spec.framework, ("scheduling", "queue")
+    written = target.view.written(loc)
+    where = "" if written else f" (the default of environment '{target.env_name}' in trainforge.yaml)"
+    unqueued = ("remove scheduling.queue" if written else
+                f"write scheduling.queue: null for environment '{target.env_name}' to run it unqueued")
+    kind = adapter(framework).facts.kind
+    others = [name for name in supporting(framework) if name != API.name]
+    instead = (f"set environments.{target.env_name}.target: {others[0]} in trainforge.yaml (Kueue manages its"
+               " TrainJobs), or " if others else "")
+    yield target.view.error(
+        loc,
+        f"queue '{queue}'{where} would be ignored: {unmanaged}, so this kubeflow.org/v1 {kind} gets no"
+        " Workload and runs at once, outside the queue's quota",
+        f"{instead}{unqueued}",
+    )
 
 
 def pod_templates(bundle: "Bundle") -> list[tuple[str, str]]:
