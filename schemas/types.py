@@ -64,13 +64,28 @@ def _quantity(value: object) -> object:
     if isinstance(value, str) and QUANTITY.fullmatch(value):
         return value
     if isinstance(value, float):
-        raise ValueError(f"{value} is not a Kubernetes quantity; quote it, e.g. \"{value}\" or use 500m")
+        raise ValueError(_float_advice(value))
     if isinstance(value, str) and QUANTITY.fullmatch(value.strip()):
         raise ValueError(f"{value!r} has white space around it (a YAML block scalar keeps its last line break),"
                          f" which the API server refuses; write {value.strip()}")
     raise ValueError(
         f"'{value}' is not a Kubernetes quantity; write e.g. 4, \"500m\", 16Gi or 1.5"
     )
+
+
+def _float_advice(value: float) -> str:
+    """YAML reads `1e3`, `0.5` or `.inf` as a float, which is not a quantity as written;
+    the advice is the same amount written as one (1.5 -> "1.5", 1e3 -> "1000", 1e9 -> 1G),
+    never a stock example that changes the amount (it said "use 500m" for 1e3)."""
+    from decimal import Decimal
+
+    from schemas.quantity import DECIMAL_SI, canonical
+
+    if value != value or value in (float("inf"), float("-inf")):
+        return f"{value} is not an amount; write a quantity such as 4, 500m or 16Gi"
+    text = f"{value:g}"
+    same = f'"{text}"' if "e" not in text and QUANTITY.fullmatch(text) else canonical(Decimal(repr(value)), DECIMAL_SI)
+    return f"{text} is read as a YAML float, not a Kubernetes quantity; write {same} (the same amount)"
 
 
 def _duration(value: object) -> object:

@@ -137,7 +137,7 @@ CASES = [
      "9:13: error: spec.resources.memory: '16 GB' is not a Kubernetes quantity; write e.g. 4, \"500m\", 16Gi or 1.5"),
     ("an unquoted fractional cpu asks to be quoted",
      job_text("resources: {cpu: 1.5}\n"),
-     '8:20: error: spec.resources.cpu: 1.5 is not a Kubernetes quantity; quote it, e.g. "1.5" or use 500m'),
+     '8:20: error: spec.resources.cpu: 1.5 is read as a YAML float, not a Kubernetes quantity; write "1.5" (the same amount)'),
     ("a cpu with a final line break (a YAML block scalar keeps one) is refused with what to write",
      job_text('resources: {cpu: "4\\n"}\n'),
      "8:20: error: spec.resources.cpu: '4\\n' has white space around it (a YAML block scalar keeps its last"
