@@ -7,7 +7,8 @@ the ones the spec can show, each at the field that causes it: ephemeral containe
 (forbidden on pod create), a mount path that is relative or holds ':', a relative working
 directory, a storage volume
 whose name or path collides with one the `podTemplate` adds, containers the podTemplate
-adds without a name or an image, label keys and values (pod labels, nodeSelector) and
+adds without an image (names, types and the rest of each field are compiler/podschema.py's,
+the whole pod compiler/podcheck.py's), label keys and values (pod labels, nodeSelector) and
 annotation keys that are not valid, the deprecated seccomp annotations (which clash with
 the seccompProfile field), the Kueue labels a queue or priority name becomes,
 tolerations the API server's rules refuse, and requests above limits (or GPUs whose

@@ -15,8 +15,8 @@ only those: every field may be `null` (a deletion), every object takes the direc
 compiler says separately which of them it applies), an object's required fields are
 not required beside `$patch`, and the pod spec's `containers` is not required (the
 patch merges into the framework's). What the OpenAPI says in prose is made explicit where
-the API server's validation enforces it: enum values listed in a field's description
-("One of Always, Never, IfNotPresent."), DNS_LABEL and IANA_SVC_NAME names (as patterns),
+the API server's validation enforces it: enum values (the OpenAPI's `enum`, else the values a
+field's description lists: "Valid operators are In, NotIn, Exists and DoesNotExist."), DNS_LABEL and IANA_SVC_NAME names (as patterns),
 quantities (the Kubernetes grammar as a pattern) and int-or-string. Unknown fields are
 refused (`additionalProperties: false`), as the API server does with strict field
 validation. The `x-kubernetes-*` list annotations are kept: the compiler reads the
@@ -161,7 +161,7 @@ def _value(prop: dict[str, Any], *, nullable: bool = True) -> dict[str, Any]:
         for key in ("format", "default"):
             if key in prop:
                 out[key] = prop[key]
-        values = enum_from(prop.get("description", "")) if kind == "string" else None
+        values = prop.get("enum") or (enum_from(prop.get("description", "")) if kind == "string" else None)
         if values:
             out["enum"] = [*values, None] if nullable else values
         for marker, (name, pattern) in NAME_FORMATS.items():

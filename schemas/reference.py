@@ -78,7 +78,7 @@ environment override):
 - unknown fields, with a did-you-mean (the API server's strict field validation);
 - types: a mapping, a list, a string, a whole number, true or false; int-or-string fields
   (ports of probes) take either; quantities follow the Kubernetes grammar (`4`, `500m`, `16Gi`);
-- enum values, where the OpenAPI's descriptions list them: {enums};
+- enum values, as the server's OpenAPI lists them (`enum`, else the field's description): {enums};
 - names: container, volume and resource claim names are DNS-1123 labels, port names IANA
   service names (at most 15 characters, a letter, no `--`);
 - required fields of objects the patch writes (a container's `name`, a seccompProfile's
@@ -100,8 +100,8 @@ The TrainJob JSON Schema embeds the same definitions, so editors complete and fl
 fields. What no review can know: admission webhooks and plugins other than PodSecurity,
 cluster defaults (LimitRanges, a default runtime class), feature gates (fields of alpha
 features are dropped by a v1.32 server with the gate off, while the schema checks them), and
-enum values the OpenAPI does not list (e.g. `terminationMessagePolicy`, `mountPropagation`):
-the API server still judges those at sync.
+values the OpenAPI lists nowhere (an emptyDir `medium`, `recursiveReadOnly`, a probe's named
+port matching a container port): the API server still judges those at sync.
 """
 
 

@@ -70,6 +70,8 @@ AFFINITY = {
 SPREAD = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
           "labelSelector": {"matchLabels": {"team": "nlp"}}}
 
+PER_CONTAINER = ("the API server checks port names per container only; Kubernetes documents them as unique in a"
+                 " pod, and a Service's named targetPort would take whichever container comes first")
 CASES: dict[str, Case] = {
     # --- wrong types
     "env written as a map is refused": Case(TYPES, main(env={"WANDB_MODE": "offline"})),
@@ -95,7 +97,9 @@ CASES: dict[str, Case] = {
         volumes=[{"name": "cache", "emptyDir": {}}],
         containers=[{"name": MAIN, "volumeMounts": [{"name": "cache", "mountPath": "/cache", "readonly": True}]}])),
     "runAsNonroot is refused": Case(UNKNOWN, pod(securityContext={"runAsNonroot": True})),
-    "metadata.label is refused": Case(UNKNOWN, {"metadata": {"label": {"team": "nlp"}}}),
+    "metadata.label is refused": Case(UNKNOWN, {"metadata": {"label": {"team": "nlp"}}},
+                                      beyond_server="the operator's pods keep only the template's labels and"
+                                      " annotations: the field would be dropped silently"),
     "nodeAfinity is refused": Case(UNKNOWN, pod(affinity={"nodeAfinity": {}})),
     "claimname on a claim volume is refused": Case(UNKNOWN, volume_and_mount({"persistentVolumeClaim": {"claimname": "x"}})),
     # --- enum values
@@ -108,7 +112,8 @@ CASES: dict[str, Case] = {
     "seccomp type runtime/default is refused": Case(ENUMS, pod(securityContext={"seccompProfile": {"type": "runtime/default"}})),
     "whenUnsatisfiable DontSchedule is refused": Case(ENUMS, pod(topologySpreadConstraints=[
         {**SPREAD, "whenUnsatisfiable": "DontSchedule"}])),
-    "preemptionPolicy Always is refused": Case(ENUMS, pod(preemptionPolicy="Always")),
+    "terminationMessagePolicy OnError is refused": Case(ENUMS, main(terminationMessagePolicy="OnError")),
+    "a lower-case probe scheme is refused": Case(ENUMS, main(readinessProbe={"httpGet": {"port": 8080, "scheme": "https"}})),
     "a node selector operator Contains is refused": Case(ENUMS, pod(affinity={"nodeAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "zone", "operator": "Contains", "values": ["a"]}]}]}}})),
@@ -148,9 +153,10 @@ CASES: dict[str, Case] = {
     # --- the pod as created
     "two containers with one port name are refused": Case(CROSS, pod(containers=[
         {"name": MAIN, "ports": [{"containerPort": 8080, "name": "metrics"}]},
-        sidecar(ports=[{"containerPort": 9090, "name": "metrics"}])])),
+        sidecar(ports=[{"containerPort": 9090, "name": "metrics"}])]), beyond_server=PER_CONTAINER),
     "a sidecar port named like the framework's is refused": Case(CROSS, pod(containers=[
-        sidecar(ports=[{"containerPort": 9090, "name": PORT}])]), frameworks=("pytorch", "xgboost", "jax")),
+        sidecar(ports=[{"containerPort": 9090, "name": PORT}])]), frameworks=("pytorch", "xgboost", "jax"),
+        beyond_server=PER_CONTAINER),
     "a framework-container port named like the framework's is refused": Case(CROSS, main(
         ports=[{"containerPort": 8080, "name": PORT}]), frameworks=("pytorch", "tensorflow", "paddle")),
     "a mount of a volume the pod does not have is refused": Case(CROSS, main(
@@ -179,8 +185,12 @@ CASES: dict[str, Case] = {
     "a native sidecar (an init container with restartPolicy Always) is valid": Case(VALID, pod(initContainers=[
         {"name": "log-shipper", "image": BUSYBOX, "restartPolicy": "Always", "command": ["sleep", "infinity"]}])),
     "an init container is valid": Case(VALID, pod(initContainers=[{"name": "warm", "image": BUSYBOX, "command": ["true"]}])),
-    "a projected volume is valid": Case(VALID, volume_and_mount({"projected": {"sources": [
-        {"configMap": {"name": "settings"}}, {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]}})),
+    "a projected volume with a token of the job's account is valid": Case(VALID, volume_and_mount({"projected": {
+        "sources": [{"configMap": {"name": "settings"}}, {"serviceAccountToken": {"path": "token",
+                                                                                 "expirationSeconds": 3600}}]}}),
+        spec={"serviceAccount": {"name": "trainer"}}),
+    "a projected token on a pod without a service account is refused": Case(CROSS, volume_and_mount({"projected": {
+        "sources": [{"serviceAccountToken": {"path": "token"}}]}}), frameworks=("pytorch", "tensorflow")),
     "a downward API volume and env are valid": Case(VALID, pod(
         volumes=[{"name": "podinfo", "downwardAPI": {"items": [
             {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},

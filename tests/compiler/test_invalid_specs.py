@@ -498,7 +498,7 @@ CASES = [
     ("an imagePullPolicy Kubernetes does not know is refused with its values",
      job_text(PT + "    containers:\n      - name: pytorch\n        imagePullPolicy: Sometimes\n"),
      "12:28: error: spec.podTemplate.spec.containers[0].imagePullPolicy: the string 'Sometimes' is not one of the"
-     " values Kubernetes allows here; use one of Always, Never, IfNotPresent"),
+     " values Kubernetes allows here; use one of Always, IfNotPresent, Never"),
     ("a port name longer than 15 characters is refused",
      job_text(PT + "    containers:\n      - name: pytorch\n        ports: [{containerPort: 8080, name: metrics-exporter}]\n"),
      "12:47: error: spec.podTemplate.spec.containers[0].ports[0].name: 'metrics-exporter' is not an IANA service"
@@ -534,8 +534,8 @@ CASES = [
     ("a podTemplate error written by an environment override points into the override",
      job_text("environments:\n  default:\n    podTemplate:\n      spec: {dnsPolicy: ClusterFirstt}\n"),
      "11:27: error: spec.environments.default.podTemplate.spec.dnsPolicy: the string 'ClusterFirstt' is not one of"
-     " the values Kubernetes allows here; did you mean 'ClusterFirst'? use one of ClusterFirstWithHostNet,"
-     " ClusterFirst, Default, None"),
+     " the values Kubernetes allows here; did you mean 'ClusterFirst'? use one of ClusterFirst,"
+     " ClusterFirstWithHostNet, Default, None"),
 ]
 
 
