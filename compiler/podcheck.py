@@ -11,11 +11,12 @@ containers (adapter facts). The rules that need the whole pod run on it, and eac
 reported at the podTemplate line that wrote it (`policy.patch_loc`), or at the spec field
 that did.
 
-Also here: a pod `restartPolicy` in the podTemplate, which the operator always overwrites
-with the replica's (`policy.restart`, ExitCode as Never), so it is refused instead of being
-silently lost. Only targets whose pods are made from the whole templates (kubeflow-v1) are
-built; a Trainer v2 runtime has pods of its own. Jobs without a podTemplate are skipped
-before any import: lowering alone cannot make these mistakes.
+Also here, being what the operator applies to those pods: a pod `restartPolicy` in the
+podTemplate, which the operator always overwrites with the replica's (`policy.restart`,
+ExitCode as Never), so it is refused instead of being silently lost; and `activeDeadline: 0`,
+with which the operator fails the job as it starts. Only targets whose pods are made from the whole templates (kubeflow-v1) are
+built; a Trainer v2 runtime has pods of its own. Jobs without a podTemplate skip the pods
+before any import: lowering alone cannot make those mistakes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ SHM_PATH = "/dev/shm"
 
 def check(target: Target) -> Iterator[Diagnostic]:
     """Every whole-pod problem of one job in one environment (registered in `rules.RULES`)."""
-    if not target.spec.podTemplate or not api(target.api).whole_pod_templates:
+    if not api(target.api).whole_pod_templates:
+        return  # a Trainer v2 runtime makes the pods; its target's check judges the run policy
+    yield from _deadline(target)
+    if not target.spec.podTemplate:
         return
     yield from _restart_policy(target)
     seen: set[Diagnostic] = set()  # one mistake shows in every replica type's pod: say it once
@@ -249,3 +253,12 @@ def _account_tokens(target: Target, template: dict[str, Any], pod: dict[str, Any
                              "serviceAccountToken", "the API server refuses a projected serviceAccountToken on a pod"
                              " without a serviceAccountName", "set serviceAccount: {name: <account>} (or create:"
                              " true) in the spec, or podTemplate.spec.serviceAccountName")
+
+
+def _deadline(target: Target) -> Iterator[Diagnostic]:
+    """activeDeadlineSeconds 0: the operator fails a job past its deadline, so this one as it starts."""
+    if target.spec.policy.activeDeadline == 0:
+        yield target.view.error(("policy", "activeDeadline"), "a deadline of 0 seconds fails the job as soon as it"
+                                " starts (the Training Operator ends a job past its activeDeadlineSeconds;"
+                                " Kubernetes' own deadlines are at least 1 second)",
+                                "write e.g. 90s, 30m or 24h, or remove it for no deadline")

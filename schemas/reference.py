@@ -94,7 +94,7 @@ pod (and none takes the framework's own, e.g. `pytorchjob-port`, which the opera
 container names are unique (the operator's `init-pytorch` included). Refused as conflicts: a
 mount at `/dev/shm` beside `resources.sharedMemory` (the size would be lost), a pod
 `restartPolicy` (the operator overwrites it with `policy.restart`), `policy.activeDeadline: 0`
-(upstream wants at least one second).
+(the operator would fail the job as it starts).
 
 The TrainJob JSON Schema embeds the same definitions, so editors complete and flag podTemplate
 fields. What no review can know: admission webhooks and plugins other than PodSecurity,

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, model_validator
 
 from schemas.types import (
-    DeadlineSeconds,
     EnvName,
     LabelKey,
     LabelValue,
@@ -189,7 +188,7 @@ class Policy(StrictModel):
         None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. kubeflow-v1 only (an error under trainer-v2)."
     )
     backoffLimit: Optional[NonNegativeInt] = Field(None, description="Restarts before the job fails. kubeflow-v1 only (an error under trainer-v2).")
-    activeDeadline: Optional[DeadlineSeconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
+    activeDeadline: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
     ttlAfterFinished: Optional[Seconds] = Field(
         None, description="90s, 30m, 24h, 7d or seconds. kubeflow-v1 only (an error under trainer-v2)."
     )

@@ -527,10 +527,11 @@ CASES = [
      "11:22: error: spec.podTemplate.spec.restartPolicy: pod restartPolicy Never conflicts with policy.restart"
      " OnFailure, which the Training Operator writes into every pod (ExitCode as Never); remove it from"
      " podTemplate and set policy.restart (OnFailure, Never, ExitCode or Always)"),
-    ("an activeDeadline of 0 is refused as upstream refuses it",
+    ("an activeDeadline of 0 is refused: the job would fail as it starts",
      job_text("policy: {activeDeadline: 0}\n"),
-     "8:28: error: spec.policy.activeDeadline: a deadline of 0 seconds is refused by the API server"
-     " (activeDeadlineSeconds must be at least 1); write e.g. 90s, 30m or 24h, or remove it for no deadline"),
+     "8:28: error: spec.policy.activeDeadline: a deadline of 0 seconds fails the job as soon as it starts (the"
+     " Training Operator ends a job past its activeDeadlineSeconds; Kubernetes' own deadlines are at least 1"
+     " second); write e.g. 90s, 30m or 24h, or remove it for no deadline"),
     ("a podTemplate error written by an environment override points into the override",
      job_text("environments:\n  default:\n    podTemplate:\n      spec: {dnsPolicy: ClusterFirstt}\n"),
      "11:27: error: spec.environments.default.podTemplate.spec.dnsPolicy: the string 'ClusterFirstt' is not one of"

@@ -404,11 +404,11 @@ def test_pod_template_merges_the_framework_container_by_name(tmp_path):
 
 
 def test_pod_template_null_removes_a_generated_field(tmp_path):
-    pod_template = {"spec": {"containers": [{"name": "jax", "ports": None}]}}
+    pod_template = {"spec": {"containers": [{"name": "jax", "resources": None}]}}
 
-    job = only_job(tmp_path, job_doc("jax", podTemplate=pod_template))
+    job = only_job(tmp_path, job_doc("jax", resources={"memory": "4Gi"}, podTemplate=pod_template))
 
-    assert "ports" not in containers(job)["Worker"]
+    assert "resources" not in containers(job)["Worker"]
 
 
 # --- environments ---------------------------------------------------------------------------

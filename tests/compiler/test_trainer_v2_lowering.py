@@ -275,7 +275,8 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
         pytest.param("jax", "policy: {cleanPods: All}\n", ["8:12: spec.policy.cleanPods: a Trainer v2 TrainJob cannot set cleanPods"],
                      id="cleanPods"),
         pytest.param("jax", "policy: {activeDeadline: 0}\n", [
-            "8:12: spec.policy.activeDeadline: a Trainer v2 TrainJob's activeDeadlineSeconds must be at least 1"],
+            "8:12: spec.policy.activeDeadline: a Trainer v2 TrainJob's activeDeadlineSeconds must be at least 1",
+            "8:28: spec.policy.activeDeadline: a deadline of 0 seconds fails the job as soon as it starts"],  # dev: v1
             id="a zero deadline, below the TrainJob CRD's minimum"),
         pytest.param("pytorch", "env: {PET_NNODES: \"2\"}\n", [
             "8:9: spec.env.PET_NNODES: the pytorch runtime sets PET_NNODES itself and the Trainer refuses it in trainer.env"],
