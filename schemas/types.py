@@ -153,23 +153,6 @@ Seconds = Annotated[
     BeforeValidator(_duration),
     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": DURATION.pattern}]}),
 ]
-DEADLINE = re.compile(r"^0*[1-9]\d*[smhd]?$")
-
-
-def _at_least_one_second(value: int) -> int:
-    if value < 1:
-        raise ValueError("a deadline of 0 seconds is refused by the API server (activeDeadlineSeconds must be"
-                         " at least 1); write e.g. 90s, 30m or 24h, or remove it for no deadline")
-    return value
-
-
-# activeDeadline becomes the job's activeDeadlineSeconds: upstream's validation wants >= 1
-DeadlineSeconds = Annotated[
-    int,
-    BeforeValidator(_duration),
-    AfterValidator(_at_least_one_second),
-    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1}, {"type": "string", "pattern": DEADLINE.pattern}]}),
-]
 EnvName = Annotated[
     str, Field(strict=True, json_schema_extra={"pattern": ENV_NAME.pattern}), AfterValidator(_env_name)
 ]
