@@ -73,8 +73,14 @@ SECRETS = Resource("", "v1", "secrets", "Secret")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 WEBHOOKS = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                     "ValidatingWebhookConfiguration", namespaced=False)
-# Bind our own dir over the fixed one, then become the operator ($0 = our dir, "$@" = argv).
-_ISOLATE = 'mount --bind "$0" ' + str(CERT_DIR) + ' && exec "$@"'
+
+
+def isolated(argv: Sequence[str], own_dir: Path, fixed_dir: Path) -> list[str]:
+    """``argv`` run in a private mount namespace in which ``own_dir`` is bind-mounted over
+    ``fixed_dir`` (a path the binary hard-codes; it must exist outside, empty). unshare
+    execs sh, sh execs the binary ($0 = our dir, "$@" = argv): the pid is the binary's own."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f'mount --bind "$0" {fixed_dir} && exec "$@"', str(own_dir), *argv]
 
 
 # The two pinned builds (testworld.gobuild): `python -m testworld build training-operator
@@ -168,9 +174,8 @@ class Operator(ProcessPart):
                 f"--webhook-server-port={free_port()}", *self.extra_args]
 
     def argv(self, world: World | Host) -> list[str]:
-        # unshare execs sh, sh execs the operator: the pid we hold is the operator's own
-        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", _ISOLATE, str(self.cert_dir),
-                self.binary(BUILD_OF[self.release.version].name, BINARY), *self.operator_args()]
+        return isolated([self.binary(BUILD_OF[self.release.version].name, BINARY), *self.operator_args()],
+                        self.cert_dir, CERT_DIR)
 
     def env(self, world: World | Host) -> dict[str, str]:
         return {"KUBECONFIG": str(self.kubeconfig or world.kubeconfig), "MY_POD_NAMESPACE": self.system_namespace, **self.extra_env}

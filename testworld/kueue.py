@@ -1,0 +1,229 @@
+"""Kueue v0.17.0 as a part of the test world (``kueue``): the real queue manager, off-cluster.
+
+Where it sits: tests/e2e/test_kueue_e2e.py queues compiled jobs through it (ClusterQueue
+quota, preemption by WorkloadPriorityClass, the suspend flip and flavor injection the
+GitOps engines must not fight). Built by ``python -m testworld build kueue``
+(``go install sigs.k8s.io/kueue/cmd/kueue@v0.17.0``, the only release the module proxy
+serves here), cached in ``~/.cache/trainforge/kueue/v0.17.0/``.
+
+Why it is shaped so:
+- Kueue runs beside the World's API server, not in it, so whatever a cluster install
+  wires through a Service is wired to 127.0.0.1 instead (``testworld.webhooks``): its
+  webhook server listens on a free loopback port with a serving pair the World's CA
+  signed, and its webhook configurations and the CRDs' conversion webhook (``/convert``)
+  are the module's own (``kubectl kustomize`` of its config/components/webhook and
+  config/components/crd, read from the Go module cache) with each ``clientConfig``
+  turned into that URL plus the CA, timeouts raised. Internal cert management (the
+  rotator that wants a Service and a Secret) and leader election are off.
+- With internal cert management off, Kueue v0.17 reads its metrics serving pair from
+  the fixed path ``/etc/kueue/metrics/certs`` and exits if it is missing (even with the
+  metrics server off). It runs in a private mount namespace with a dir of ours bound over
+  that path (``upstream.isolated``), as the upstream operator does for its cert dir.
+- Only Kueue's own webhooks and those of the integrations enabled here are installed:
+  the module's manifests also name Pods, Deployments, Jobs and others, whose webhooks this
+  process does not serve and which would then refuse every such object in the world.
+- ``namespaces`` (optional) confines Kueue to those namespaces: the job webhooks get a
+  namespaceSelector and the manager ``managedJobsNamespaceSelector`` with the
+  ``ManagedJobsNamespaceSelectorAlwaysRespected`` gate (alpha in v0.17; without it the
+  selector only concerns jobs without a queue label), so in a World shared with other
+  tests Kueue never touches their queued jobs.
+- The visibility API server (``VisibilityOnDemand``, on by default) is off: it wants the
+  in-cluster aggregation setup and nothing here reads it.
+
+API: ``Kueue(namespaces=None, frameworks=FRAMEWORKS)`` is a ``Part`` named ``kueue``;
+``stop()`` also deletes its webhook configurations (a stopped Kueue must not leave the
+world refusing jobs). ``FRAMEWORKS``: the integrations enabled.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from . import gobuild
+from .flux import install_crds
+from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
+from .upstream import isolated, isolation_problem
+
+if TYPE_CHECKING:
+    from .world import World
+
+VERSION = "v0.17.0"  # the only release the module proxy serves here
+MODULE = "sigs.k8s.io/kueue"
+SYSTEM_NAMESPACE = "kueue-system"  # the Configuration's namespace default
+METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")  # a constant in cmd/kueue/main.go
+WEBHOOK_TIMEOUT = 30  # seconds; the manifests' default (10) is short on 2 busy cores
+# The job integrations enabled (Configuration.integrations.frameworks). kubeflow.org/mpijob
+# is the mpi-operator's kubeflow.org/v2beta1 MPIJob: enabled as a user would, it never
+# sees a kubeflow.org/v1 MPIJob (the world serves only v1; Kueue logs that it defers it).
+FRAMEWORKS = (
+    "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/paddlejob",
+    "kubeflow.org/jaxjob", "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob",
+)
+# Webhooks kept from the module's manifests: Kueue's own objects and the jobs of the
+# enabled integrations, by API group (a webhook's rules name one group each).
+KUEUE_GROUP = "kueue.x-k8s.io"
+JOB_GROUPS = ("kubeflow.org", "trainer.kubeflow.org")
+CONFIG_NAMES = {"MutatingWebhookConfiguration": "kueue-mutating-webhook-configuration",
+                "ValidatingWebhookConfiguration": "kueue-validating-webhook-configuration"}
+
+BUILD = gobuild.register(gobuild.Build(
+    "kueue", MODULE, VERSION, (f"{MODULE}/cmd/kueue",), smoke=("--help",),
+    cold="25 min measured at load 6-14, its modules cold"))
+
+
+def module_dir() -> Path:
+    """The module's source in the Go module cache (downloaded if absent: ``go mod download``)."""
+    work = Path(tempfile.mkdtemp(prefix="trainforge-kueue-module-"))
+    try:
+        return Path(gobuild.module_info(MODULE, VERSION, work, gobuild.go_env(), work / "download.log")["Dir"])
+    except gobuild.BuildError as err:  # GoMissing included
+        raise PartError(f"kueue manifests: {err}") from err
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _groups(hook: dict[str, Any]) -> set[str]:
+    return {g for rule in hook.get("rules") or [] for g in rule.get("apiGroups") or []}
+
+
+def webhook_configurations(rendered: list[dict[str, Any]], port: int, ca: bytes,
+                           namespaces: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The module's two webhook configurations (as rendered from config/components/webhook),
+    kept to Kueue's own and the job groups' webhooks, called at 127.0.0.1:`port`; the job
+    webhooks limited to `namespaces` if given."""
+    from . import webhooks  # on use: the build row registers without the part's helpers
+
+    selector = ({"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                                       "values": sorted(namespaces)}]} if namespaces is not None else None)
+    out = []
+    for doc in rendered:
+        if doc.get("kind") not in CONFIG_NAMES:
+            continue
+        kept = []
+        for hook in doc.get("webhooks") or []:
+            groups = _groups(hook)
+            own = groups == {KUEUE_GROUP}
+            if own or (groups and groups <= set(JOB_GROUPS)):
+                kept.append((own, hook))
+        config = webhooks.on_loopback(dict(doc, webhooks=[h for _, h in kept]), port, ca,
+                                      name=CONFIG_NAMES[doc["kind"]])
+        if selector is not None:
+            for (own, _), hook in zip(kept, config["webhooks"], strict=True):
+                if not own:
+                    hook["namespaceSelector"] = selector
+        out.append(config)
+    return out
+
+
+def crds(rendered: list[dict[str, Any]], port: int, ca: bytes, out: Path) -> list[Path]:
+    """The module's CRDs (as rendered from config/components/crd, whose patches give some a
+    conversion webhook) written to `out`, converting at 127.0.0.1:`port`."""
+    from . import webhooks
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for crd in rendered:
+        if crd.get("kind") != "CustomResourceDefinition":
+            continue
+        webhook = ((crd["spec"].get("conversion") or {}).get("webhook")) or {}
+        if "clientConfig" in webhook:  # the same rewrite as a webhook configuration's
+            as_config = {"metadata": {"name": "conversion"}, "webhooks": [webhook]}
+            webhook["clientConfig"] = webhooks.on_loopback(as_config, port, ca)["webhooks"][0]["clientConfig"]
+        paths.append(out / f"{crd['metadata']['name']}.json")
+        paths[-1].write_text(json.dumps(crd))
+    if not paths:
+        raise PartError("kueue: its config/components/crd renders no CRDs")
+    return paths
+
+
+class Kueue(ProcessPart):
+    name = "kueue"
+    builds = (BUILD.name,)
+    start_timeout = 180.0
+    stop_timeout = 20.0
+
+    def __init__(self, namespaces: Iterable[str] | None = None, frameworks: Iterable[str] = FRAMEWORKS) -> None:
+        super().__init__()
+        self.namespaces = None if namespaces is None else tuple(namespaces)
+        self.frameworks = tuple(frameworks)
+        self.health = self.port = 0
+        self.dir = Path(tempfile.gettempdir())
+        self.world: World | None = None
+
+    def configuration(self) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "namespace": SYSTEM_NAMESPACE,
+            "health": {"healthProbeBindAddress": f"{LOOPBACK}:{self.health}"},
+            "metrics": {"bindAddress": "0"},  # off; its certificate is still read (see above)
+            "webhook": {"port": self.port, "host": LOOPBACK, "certDir": str(self.dir / "webhook")},
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "clientConnection": {"qps": 50, "burst": 100},
+            "integrations": {"frameworks": list(self.frameworks)},
+            "featureGates": {"VisibilityOnDemand": False},
+        }
+        if self.namespaces is not None:
+            config["managedJobsNamespaceSelector"] = {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(self.namespaces)}]}
+            config["featureGates"]["ManagedJobsNamespaceSelectorAlwaysRespected"] = True
+        return config
+
+    # ------------------------------------------------------------------ lifecycle
+    def before(self, world: World) -> None:
+        from . import webhooks
+
+        problem = isolation_problem()
+        if problem:
+            raise PartError(f"kueue: cannot isolate its fixed metrics cert dir {METRICS_CERT_DIR}: {problem}")
+        self.world = world
+        self.health, self.port = free_port(), free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="kueue-", dir=world.dir))
+        for sub in ("webhook", "metrics"):
+            webhooks.serving_certs(world, self.dir / sub)
+        (self.dir / "config.yaml").write_text(yaml.safe_dump(self.configuration()))
+        METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)  # the mount point; stays empty outside
+        source, ca = module_dir() / "config" / "components", webhooks.ca_bundle(world)
+        install_crds(world, crds(webhooks.rendered(world, source / "crd"), self.port, ca, self.dir / "crds"))
+        world.kubectl("create", "namespace", SYSTEM_NAMESPACE, check=False)
+        webhooks.apply(world, webhook_configurations(webhooks.rendered(world, source / "webhook"), self.port, ca,
+                                                     self.namespaces))
+
+    def argv(self, world: World) -> list[str]:
+        return isolated([self.binary(BUILD.name), f"--config={self.dir / 'config.yaml'}"],
+                        self.dir / "metrics", METRICS_CERT_DIR)
+
+    def env(self, world: World) -> dict[str, str]:
+        return {"KUBECONFIG": str(world.kubeconfig)}
+
+    def ready(self) -> bool:
+        return http_ok(f"http://{LOOPBACK}:{self.health}/readyz")  # includes the webhook server started
+
+    def after(self, world: World) -> None:
+        self.wait(self._served, "its webhooks called by the API server", timeout=60)
+
+    def _served(self) -> bool:
+        """The API server reaches the webhooks: a server-side dry run of a ResourceFlavor
+        passes Kueue's mutating and validating webhooks (failurePolicy Fail)."""
+        assert self.world is not None
+        probe = {"apiVersion": f"{KUEUE_GROUP}/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "probe"}}
+        done = self.world.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(probe), check=False)
+        if done.returncode == 0:
+            return True
+        time.sleep(0.5)
+        return False
+
+    def stop(self) -> None:
+        super().stop()
+        if self.world is not None and self.world.plane.kubeconfig is not None:
+            for kind, name in CONFIG_NAMES.items():
+                self.world.kubectl("delete", kind.lower(), name, "--ignore-not-found", check=False)
+            self.world = None
