@@ -34,7 +34,7 @@ class GpuPlacement(StrictModel):
 class EnvScheduling(StrictModel):
     """Scheduling defaults for every job of an environment (a job's own values win)."""
 
-    queue: Optional[NonEmptyStr] = Field(None, description="Default Kueue LocalQueue.")
+    queue: Optional[NonEmptyStr] = Field(None, description="Default Kueue LocalQueue (a job opts out with queue: null).")
     priority: Optional[NonEmptyStr] = Field(None, description="Default priority name.")
     gang: Optional[GangChoice] = Field(None, description="Default gang scheduling.")
     gangScheduler: Literal["volcano", "coscheduling"] = Field(

@@ -173,7 +173,11 @@ GangChoice = Annotated[
 
 
 class Scheduling(StrictModel):
-    queue: Optional[NonEmptyStr] = Field(None, description="Kueue LocalQueue name.")
+    queue: Optional[NonEmptyStr] = Field(
+        None,
+        description="Kueue LocalQueue name; null: none, not even the environment's default. Not for mpi or"
+        " mxnet under kubeflow-v1: Kueue v0.17 does not manage those kinds (refused).",
+    )
     priority: Optional[NonEmptyStr] = Field(None, description="PriorityClass name; under trainer-v2 only as a Kueue label (kueuePriority).")
     gang: Optional[GangChoice] = Field(
         None,
