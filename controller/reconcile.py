@@ -4,10 +4,11 @@ The order is upstream's `ReconcileJobs` (semantics §6): skip jobs managed elsew
 being deleted or with unobserved creates/deletes; validate; default in memory; (the
 PyTorchJob HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
 limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
-pass and the framework's status rule. Status goes to `/status` with the cached
-resourceVersion as precondition, and only when it differs from what is stored
-(`lastReconcileTime` ignored), so a settled job costs zero write requests. Errors
-propagate to the manager, which retries the key with backoff.
+pass and the framework's status rule. Unlike upstream, the pods a suspension deleted are
+left out of everything after it while they terminate (controller.runs). Status goes to
+`/status` with the cached resourceVersion as precondition, and only when it differs from
+what is stored (`lastReconcileTime` ignored), so a settled job costs zero write requests.
+Errors propagate to the manager, which retries the key with backoff.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from controller import conditions as cond
-from controller import defaults, desired, diff, errors, jsondata, policies, validation
+from controller import defaults, desired, diff, errors, jsondata, policies, runs, validation
 from controller import status as st
 from controller.burst import Held
 from controller.creates import CreatePool
@@ -125,10 +126,15 @@ class Reconciler:
             policies.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if policies.is_suspended(ctx.job):
+            self._mark_previous_run(ctx, pods)
             self._clean(key, ctx, pods=pods, policy=policy, finished=False)
             policies.suspend(ctx)
             return None
         policies.resume_if_suspended(ctx)
+        pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.runs)
+        for pod in ctx.previous.values():
+            if not pod["metadata"].get("deletionTimestamp"):  # its suspension was cut short: finish it
+                self.delete_child(key, ctx, res=PODS, obj=pod)
         message = policies.failure_message(ctx, pods, requeues=self.queue.num_requeues(key))
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
@@ -199,6 +205,8 @@ class Reconciler:
         except ValueError as exc:
             ctx.events.append(("Warning", "FailedCreatePod", f"Error creating: {exc}"))
             raise
+        if pod["metadata"]["name"] in ctx.previous:
+            return  # its name is taken until the old pod is gone; that deletion queues the job again
         if desired.template_sets_restart_policy(ctx.job, ctx.kind, replica_type=rtype):
             ctx.events.append(("Warning", "SetPodTemplateRestartPolicy",
                                "Restart policy in pod template will be overwritten by restart policy in replica spec"))
@@ -207,6 +215,8 @@ class Reconciler:
         self.create_child(key, ctx, res=PODS, obj=pod)
 
     def create_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
+        if res is PODS and obj["metadata"]["name"] in ctx.previous:
+            return  # a previous run's pod still holds the name (MPI's pods come this way)
         if res is SERVICES and self.held is not None and self.held.in_burst():
             self._hold_create(key, ctx, res=res, obj=obj)
             return
@@ -266,6 +276,17 @@ class Reconciler:
             ctx.events.append(("Warning", f"FailedDelete{res.kind}", f"Error deleting: {exc.reason}"))
             raise
         ctx.events.append(("Normal", f"SuccessfulDelete{res.kind}", f"Deleted {res.kind.lower()}: {meta['name']}"))
+
+    def _mark_previous_run(self, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
+        """Mark every pod of the run being suspended before it is deleted (controller.runs)."""
+        for pod in runs.to_mark(pods):
+            meta = pod["metadata"]
+            try:
+                written = self.client.patch(PODS, meta.get("namespace"), meta["name"], runs.mark_patch(pod))
+            except (errors.NotFound, errors.Conflict, errors.Invalid):
+                continue  # gone, or the name already belongs to a successor
+            if isinstance(written, dict) and written.get("metadata"):
+                self.pods.remember(written)  # the resuming pass must not read the unmarked copy
 
     def _clean(self, key: str, ctx: st.Ctx, *, pods: list[dict[str, Any]], policy: str | None, finished: bool) -> None:
         """Delete pods and their services per cleanPodPolicy (policies.services_to_clean); PodGroup too."""

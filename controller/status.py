@@ -43,6 +43,8 @@ class Ctx:
     deferred: list[Callable[[], None]] = field(default_factory=list)
     deleted: bool = False  # the job itself was deleted in this pass (TTL): nothing to write
     creates: Any = None  # the pass's open controller.creates.Batch: creates started, not yet answered
+    # pods of a suspended run still terminating, by name: not counted, their names not reused (controller.runs)
+    previous: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -70,7 +72,8 @@ class Ctx:
 
 
 def count(pods: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """active/succeeded/failed by phase; a Running pod being deleted counts as failed."""
+    """active/succeeded/failed by phase; a Running pod being deleted counts as failed, as upstream
+    (a suspended run's pods, deleted by the controller, never get here: controller.runs)."""
     out = {"active": 0, "succeeded": 0, "failed": 0}
     for pod in pods:
         phase = (pod.get("status") or {}).get("phase")

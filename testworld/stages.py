@@ -21,6 +21,10 @@ What a pod on a kwok node does (annotations on the pod, e.g. from the job's pod 
     kubelet writes; e.g. ``OOMKilled``).
 ``testworld.trainforge.dev/restart-delay-seconds``
     back-off before a restart (default 1; the kubelet's is 10 s doubling, too slow for tests).
+``testworld.trainforge.dev/terminate-seconds``
+    how long a deleted pod stays Terminating (deletionTimestamp set, still Running) before it
+    is gone (default 0). A kubelet keeps a pod for its grace period while the containers stop
+    (30 s by default); a controller that acts on a terminating pod is tested with this.
 
 Lifecycle, as the kubelet reports it:
   scheduled, Pending -> Running: containers ``running``, ready, ``startTime``, ``podIP``
@@ -33,7 +37,8 @@ Lifecycle, as the kubelet reports it:
   ``waiting`` in ``CrashLoopBackOff`` with the exit in ``lastState.terminated`` ...
   after restart-delay -> the container runs again: ``restartCount`` + 1, ``lastState.terminated``
   still holds the previous exit, ready again.
-  a pod with a deletionTimestamp is deleted (kwok's stock pod-delete behaviour).
+  a pod with a deletionTimestamp is deleted (kwok's stock pod-delete behaviour), after
+  terminate-seconds.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ RUN_SECONDS = ANNOTATION_PREFIX + "run-seconds"
 EXIT_CODE = ANNOTATION_PREFIX + "exit-code"
 EXIT_REASON = ANNOTATION_PREFIX + "exit-reason"
 RESTART_DELAY = ANNOTATION_PREFIX + "restart-delay-seconds"
+TERMINATE_SECONDS = ANNOTATION_PREFIX + "terminate-seconds"
 NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
 # jq selectors (each must yield "true"/"false", a string or a number, compared as text)
@@ -246,7 +252,8 @@ def all_stages(*, run_seconds: float | None = 1.0, exit_code: int = 0,
               template=exit_template, delay=(run_seconds or 0.0, SECONDS_FROM.format(key=RUN_SECONDS))),
         stage("testworld-pod-restart", "Pod", [*running, (AWAITING_RESTART, "In", "true")],
               template=POD_RESTART, delay=(restart_delay, SECONDS_FROM.format(key=RESTART_DELAY))),
-        stage("testworld-pod-delete", "Pod", [(".metadata.deletionTimestamp", "Exists")], delete=True),
+        stage("testworld-pod-delete", "Pod", [(".metadata.deletionTimestamp", "Exists")], delete=True,
+              delay=(0.0, SECONDS_FROM.format(key=TERMINATE_SECONDS))),
     ]
 
 
