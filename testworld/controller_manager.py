@@ -8,6 +8,12 @@ could fight the code under test) make cascading deletion and namespace deletion 
 It runs with the world's admin kubeconfig (the three kubeconfig flags), no leader
 election, HTTPS on a free loopback port; ready when ``/healthz`` answers 200.
 
+A world that runs JobSet (the ``trainer`` part) needs more: JobSet makes batch/v1 Jobs,
+and only kube-controller-manager's ``job-controller`` turns those into pods and marks
+them Complete or Failed; ``persistentvolume-binder-controller`` binds claims to
+volumes, so pods whose claims a test backs with PersistentVolumes are scheduled.
+``TRAINER_CONTROLLERS`` adds both; the default stays without them.
+
 API: ``ControllerManager(controllers=("garbage-collector-controller",
 "namespace-controller"))`` is a ``Part`` named ``gc`` (``World(parts=["gc"])``).
 """
@@ -23,6 +29,8 @@ if TYPE_CHECKING:
     from .world import World
 
 DEFAULT_CONTROLLERS = ("garbage-collector-controller", "namespace-controller")
+JOB_CONTROLLER, PV_BINDER = "job-controller", "persistentvolume-binder-controller"
+TRAINER_CONTROLLERS = (*DEFAULT_CONTROLLERS, JOB_CONTROLLER, PV_BINDER)
 
 
 class ControllerManager(ProcessPart):

@@ -496,6 +496,14 @@ class ControlPlane:
         path.chmod(0o600)
         return path
 
+    def serving_pair(self, directory: Path, stem: str, hosts: Iterable[str] = (LOOPBACK, "localhost")) -> KeyPair:
+        """A serving certificate for ``hosts`` signed by this plane's CA (``ca_file``): what a
+        webhook server on loopback presents to the API server, which trusts it through a
+        ``caBundle`` holding ``ca_file``."""
+        if self._ca is None:
+            raise ControlPlaneError("serving_pair needs a control plane started here (not USE_EXISTING_CLUSTER)")
+        return self._ca.serving_pair(directory, stem, list(hosts))
+
     # ------------------------------------------------------------------ clients
     def _kubectl_env(self) -> dict[str, str]:
         env = dict(os.environ)

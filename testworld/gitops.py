@@ -123,19 +123,20 @@ class Loop:
         self.kustomizations: list[str] = []
 
     def publish(self, engine: str, sources: Path, *, prefix: str = "trainforge", folder: str = "",
-                timeout: str = "5m") -> None:
+                timeout: str = "5m", env: str | None = None) -> None:
         """Compile ``sources`` into ``<engine>/<folder>deploy`` and the engine's objects into
-        ``<engine>/<folder>gitops`` (not committed yet)."""
+        ``<engine>/<folder>gitops`` (not committed yet); only environment ``env`` if given."""
         base = f"{engine}/{folder}"
+        only = ["--env", env] if env else []
         deploy = self.repo.path / base / "deploy"
-        train_compile("build", str(sources), "-o", str(deploy))
+        train_compile("build", str(sources), "-o", str(deploy), *only)
         gitops = self.repo.path / base / "gitops"
         if engine == "flux":
             train_compile("flux", str(sources), "-o", str(gitops), "--path", f"{base}deploy", "--prefix", prefix,
-                          "--timeout", timeout, "--interval", "10m")
+                          "--timeout", timeout, "--interval", "10m", *only)
         else:
             train_compile("argocd", str(sources), "-o", str(gitops), "--path", f"{base}deploy", "--prefix", prefix,
-                          "--repo-url", self.repo.url, "--revision", self.repo.branch)
+                          "--repo-url", self.repo.url, "--revision", self.repo.branch, *only)
 
     def install(self, engine: str, folder: str = "") -> list[str]:
         """Create the engine's objects from ``<engine>/<folder>gitops`` (as a user's
