@@ -254,6 +254,16 @@ def job_for(case: Case, framework: str) -> dict[str, Any]:
     return job_doc(framework, name="oracle", podTemplate=instantiate(case.pod, **fill), **spec)
 
 
+def compiler_errors(folder: Any, doc: dict[str, Any]) -> list[str]:
+    """The compiler's error lines for one job document (review only, no lowering)."""
+    from compiler.pipeline import compile_sources
+    from compiler_builders import write_docs
+
+    write_docs(folder / "job.yaml", doc)
+    result = compile_sources([folder], lower_jobs=False)
+    return [d.text() for d in result.diagnostics if d.severity == "error"]
+
+
 def params() -> list[tuple[str, str]]:
     """(case, framework) for every run of the table."""
     return [(name, framework) for position, (name, case) in enumerate(CASES.items())

@@ -30,8 +30,7 @@ from typing import Any, Optional
 
 import pytest
 
-from compiler_builders import write_docs
-from pod_template_cases import CASES, FIELD, VALID, Case, job_for, params
+from pod_template_cases import CASES, FIELD, VALID, Case, compiler_errors, job_for, params
 from test_pod_security_admission import operator_pods
 
 pytestmark = pytest.mark.controlplane
@@ -52,14 +51,6 @@ class Verdict:
     @property
     def server_refuses(self) -> bool:
         return any(status in REFUSED for status, _ in self.server or [])
-
-
-def compiler_errors(folder, doc: dict[str, Any]) -> list[str]:
-    from compiler.pipeline import compile_sources
-
-    write_docs(folder / "job.yaml", doc)
-    result = compile_sources([folder], lower_jobs=False)
-    return [d.text() for d in result.diagnostics if d.severity == "error"]
 
 
 def unreviewed_job(folder) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import jsonschema
 import pytest
 
 from compiler_builders import REPO, write_docs
-from pod_template_cases import CASES, FIELD, KEYS, VALID, job_for, params
+from pod_template_cases import CASES, FIELD, KEYS, VALID, compiler_errors, job_for, params
 
 EDITOR_FIELD = tuple(c for c in FIELD if c != KEYS)
 
@@ -33,14 +33,6 @@ def editor() -> jsonschema.protocols.Validator:
     schema = json.loads((REPO / "schemas" / "trainjob.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
-
-
-def compiler_errors(folder: Path, doc: dict) -> list[str]:
-    from compiler.pipeline import compile_sources
-
-    write_docs(folder / "job.yaml", doc)
-    result = compile_sources([folder], lower_jobs=False)
-    return [d.text() for d in result.diagnostics if d.severity == "error"]
 
 
 @pytest.mark.parametrize(("name", "framework"), [pytest.param(n, f, id=f"{n} ({f})") for n, f in params()])
