@@ -164,6 +164,7 @@ def suspend_then_resume(cluster: Cluster, manager_of: Any, kind: str, name: str,
             p["metadata"].get("deletionTimestamp") and runs.is_previous(p) for p in pods.values()) else None)(
                 cluster.pods()), what="old pods terminating, marked")
         assert {n: p["metadata"]["uid"] for n, p in terminating.items()} == old
+        assert manager_of.current().client.snapshot()[("patch", "/pods")] == len(names)  # the mark's cost
         if restart_between:
             manager_of.restart()
         time.sleep(delay)  # the resume comes this long after the suspension: the point under test
