@@ -90,6 +90,16 @@ def deep_merge(base: Any, override: Any) -> Any:
     return override
 
 
+def _unset_nulls(spec: dict[str, Any]) -> dict[str, Any]:
+    """An environment's `field: null` at the top of spec unsets the field there: it takes
+    its default, as if the job never wrote it (`roles: null` drops the extra roles where a
+    target has none; before, the empty value itself was validated and refused as "expected
+    a mapping, got nothing"). Deeper nulls keep their meaning (`scheduling.queue: null`
+    opts out of the default queue; a podTemplate null is a strategic-merge delete). A
+    required field (image) takes no null: the override's own schema refuses it."""
+    return {key: value for key, value in spec.items() if value is not None}
+
+
 def _without_envs(spec: TrainJobSpec) -> TrainJobSpec:
     """The job's spec, validated once already as part of the TrainJob, as a plain TrainJobSpec.
 
@@ -146,7 +156,7 @@ def targets_for(
     for env_name in envs:
         override = (doc.data["spec"].get("environments") or {}).get(env_name)
         view = SpecView(doc, env_name if override else None)
-        merged = deep_merge(raw_spec, override) if override else raw_spec
+        merged = _unset_nulls(deep_merge(raw_spec, override)) if override else raw_spec
         try:
             spec = TrainJobSpec.model_validate(merged) if override else _without_envs(job.spec)
         except ValidationError as exc:

@@ -321,7 +321,10 @@ EnvOverride = create_model(  # type: ignore[call-overload]
     __base__=StrictModel,
     __doc__="Fields deep-merged over spec for one environment.",
     **{
-        name: (_optional(field.annotation), Field(None, description=field.description))
+        # null unsets an optional field for the environment (compiler/resolve.py); a required
+        # one (image) has nothing to fall back to, so its override takes a value or nothing
+        name: (field.annotation if field.is_required() else _optional(field.annotation),
+               Field(None, description=field.description))
         for name, field in TrainJobSpec.model_fields.items()
         if name != "framework"
     },

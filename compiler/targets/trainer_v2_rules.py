@@ -167,7 +167,7 @@ def _shape(target: Target) -> Iterator[Diagnostic]:
             target, ("roles", role),
             f"a Trainer v2 TrainJob has no extra roles; every pod is a node with"
             f" resourcesPerNode (an MPI launcher runs as one of the nodes)",
-            f"remove roles for this environment (keep them under the job's kubeflow-v1 environments), {OWN_RUNTIME}",
+            f"{_unset(target, ('roles',))} (the kubeflow-v1 environments keep them), {OWN_RUNTIME}",
         )
     if spec.workingDir is not None:
         yield _error(

@@ -285,3 +285,42 @@ def test_yaml_mistakes_are_explained(tmp_path, text, expected):
     (error,) = run.errors()
     assert expected in error
     assert "{" not in error.split("error: ", 1)[1]  # no Python dict repr
+
+
+# --- 6. advice that works: null unsets a field for one environment ------------------------
+
+V2_PROJECT = "apiVersion: trainforge.dev/v1alpha1\nkind: Project\nenvironments: {dev: {}, prod: {target: trainer-v2}}\n"
+MPI_WITH_LAUNCHER = job_text("nodes: 2\nroles:\n  launcher: {resources: {cpu: 2}}\n", name="hvd", framework="mpi")
+
+
+def test_roles_under_trainer_v2_are_refused_with_advice_that_then_works(tmp_path):
+    (tmp_path / "trainforge.yaml").write_text(V2_PROJECT)
+    (tmp_path / "job.yaml").write_text(MPI_WITH_LAUNCHER)
+
+    refused = run_cli("validate", tmp_path)
+    (error,) = refused.errors()
+    assert "unset it for this environment with environments.prod.roles: null" in error
+
+    (tmp_path / "job.yaml").write_text(MPI_WITH_LAUNCHER + "  environments:\n    prod:\n      roles: null\n")
+    taken = run_cli("build", tmp_path, "-o", tmp_path / "out")
+
+    assert taken.exit_code == 0, taken.stderr
+    assert "launcher" in (tmp_path / "out/dev/default/hvd/mpijob.yaml").read_text().lower()  # dev keeps its launcher role
+
+
+def test_a_required_field_takes_no_null_in_an_override_in_the_compiler_and_the_editor_schema(tmp_path):
+    import jsonschema
+
+    from compiler_builders import REPO
+
+    schema = json.loads((REPO / "schemas/trainjob.schema.json").read_text())
+    (tmp_path / "trainforge.yaml").write_text(V2_PROJECT)
+    for field, refused in (("image", True), ("roles", False), ("workingDir", False), ("podTemplate", False)):
+        text = job_text(name="bert") + f"  environments:\n    dev:\n      {field}: null\n"
+        (tmp_path / "job.yaml").write_text(text)
+        run = run_cli("validate", tmp_path)
+        import yaml
+
+        editor = list(jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(text)))
+        assert (run.exit_code == 1) is refused, (field, run.stderr)
+        assert bool(editor) is refused, (field, [e.message for e in editor])
