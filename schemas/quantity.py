@@ -87,3 +87,49 @@ def canonical(total: Decimal, fmt: str) -> str:
         if scaled == scaled.to_integral_value():
             return f"{int(scaled)}{suffix}"
     return f"{int(total.scaleb(9).to_integral_value(rounding='ROUND_CEILING'))}n"  # finer than nano rounds up
+
+
+
+def _kept_as_written(text: str) -> bool:
+    """Whether Go's `ParseQuantity` keeps `text` itself as the quantity's `String()`: its fast
+    path reuses the written text when it deems it canonical already (a decimal whose digits
+    end in no "000", start with no 0 and whose scale is a multiple of 3, e.g. "1.5e-2" or
+    "1.500"; a binary one whose number is not a multiple of 8, e.g. "100Mi")."""
+    match = GRAMMAR.fullmatch(text)
+    if text == "0":
+        return True
+    if match is None:
+        return False
+    whole, _, denom = match.group(2).partition(".")
+    num = whole.lstrip("0") or "0"
+    suffix, shifted = match.group(4) or "", num + denom
+    if suffix in BINARY_SUFFIXES:
+        exponent = 10 * (BINARY_SUFFIXES.index(suffix) + 1)
+        precision = 15 - len(num) - int(exponent * 3 / 10) - 1
+        value = int(shifted)
+        return (not denom and precision >= 0 and abs(value << exponent) < 2**63
+                and value & 7 != 0)
+    exponent = DECIMAL_EXPONENTS[suffix] if suffix in DECIMAL_EXPONENTS else int(suffix[1:])
+    scale = exponent - len(denom)
+    return (len(num) + len(denom) <= 18 and scale >= -9 and scale % 3 == 0
+            and not shifted.endswith("000") and not shifted.startswith("0"))
+
+
+def canonical_text(value: object) -> str:
+    """What a Go client stores for a written quantity: it parses `value` into a
+    `resource.Quantity` and marshals its `String()`: the written text when Go deems it
+    canonical already (`_kept_as_written`), else the canonical form in the format the
+    suffix implies (`4` -> "4", `0.5` -> "500m", `1.5Gi` -> "1536Mi", `2048Mi` -> "2Gi",
+    `1000` -> "1k"). A webhook that decodes an object into Go types and answers with a
+    patch (Kubeflow Trainer's) rewrites every quantity so; ValueError for a non-quantity."""
+    quantity = parse(value)
+    text = str(value)
+    if _kept_as_written(text):
+        return text
+    if quantity.format != DECIMAL_EXPONENT or quantity.amount == 0:
+        return canonical(quantity.amount, quantity.format)
+    exponent = 3 * (quantity.amount.adjusted() // 3)  # the largest multiple of 3 keeping the number whole
+    while exponent > -9 and quantity.amount.scaleb(-exponent) != quantity.amount.scaleb(-exponent).to_integral_value():
+        exponent -= 3
+    number = int(quantity.amount.scaleb(-exponent).to_integral_value(rounding="ROUND_CEILING"))
+    return f"{number}e{exponent}" if exponent else str(number)

@@ -29,6 +29,7 @@ from compiler.lowering import SHM_VOLUME, env_vars, resource_requirements
 from compiler.resolve import Target
 from compiler.targets.base import TargetApi, gpus_in
 from schemas.bundle import Bundle, JsonObject, json_copy
+from schemas.quantity import canonical_text
 from schemas.trainjob import Resources, RuntimeRef
 
 GROUP = "trainer.kubeflow.org"
@@ -37,6 +38,26 @@ KIND = "TrainJob"
 MANAGER = "trainforge.dev/compiler"
 CONTAINER = "node"  # the Trainer's name for the program container in every runtime
 PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs"
+
+# Where Trainer's Go types hold a `resource.Quantity` in what the compiler writes (paths in
+# the TrainJob's spec, "*" any key or item). Trainer's mutating webhook decodes a TrainJob
+# into those types and answers with a patch, so on create the API server stores each of
+# these as its canonical string (`4` -> "4", `0.5` -> "500m", `1.5Gi` -> "1536Mi"); and
+# `spec.trainer` is immutable, so a re-apply of the written form was refused ("field is
+# immutable") once a job existed. The compiler writes the stored form instead.
+_POD = ("runtimePatches", "*", "trainingRuntimeSpec", "template", "spec", "replicatedJobs", "*",
+        "template", "spec", "template", "spec")
+_DIVISOR = ("env", "*", "valueFrom", "resourceFieldRef", "divisor")
+QUANTITY_PATHS: tuple[tuple[str, ...], ...] = (
+    ("trainer", "resourcesPerNode", "requests", "*"),
+    ("trainer", "resourcesPerNode", "limits", "*"),
+    ("trainer", *_DIVISOR),
+    (*_POD, "volumes", "*", "emptyDir", "sizeLimit"),
+    (*_POD, "volumes", "*", "ephemeral", "volumeClaimTemplate", "spec", "resources", "requests", "*"),
+    (*_POD, "volumes", "*", "ephemeral", "volumeClaimTemplate", "spec", "resources", "limits", "*"),
+    (*_POD, "containers", "*", *_DIVISOR),
+    (*_POD, "initContainers", "*", *_DIVISOR),
+)
 
 
 def capability(target: Target) -> TrainerV2Capable:
@@ -131,8 +152,33 @@ def lower(target: Target) -> Bundle:
     job_spec["runtimePatches"] = [
         {"manager": MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated_jobs}}}}
     ]
-    job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": job_spec}
+    job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": canonical_quantities(job_spec)}
     return Bundle(target=target, adapter=fw, job=job, api=API)
+
+
+def _canonical(node: object, path: tuple[str, ...]) -> object:
+    """`node` with the quantities at `path` (below it) in canonical form."""
+    if not path:
+        try:
+            return canonical_text(node)
+        except ValueError:  # not a quantity: the rules or the API server say so at its line
+            return node
+    head, rest = path[0], path[1:]
+    if isinstance(node, dict):
+        keys = list(node) if head == "*" else [head] if head in node else []
+        return {**node, **{k: _canonical(node[k], rest) for k in keys}}
+    if isinstance(node, list) and head == "*":
+        return [_canonical(item, rest) for item in node]
+    return node
+
+
+def canonical_quantities(spec: JsonObject) -> JsonObject:
+    """The TrainJob spec as Trainer's admission stores it (see QUANTITY_PATHS)."""
+    out: object = spec
+    for path in QUANTITY_PATHS:
+        out = _canonical(out, path)
+    assert isinstance(out, dict)
+    return out
 
 
 def pod_templates(bundle: Bundle) -> list[tuple[str, str]]:

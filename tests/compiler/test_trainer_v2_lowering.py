@@ -97,10 +97,33 @@ def test_the_trainer_carries_image_command_args_env_nodes_processes_and_resource
         "numNodes": 4,
         "numProcPerNode": 8,
         "resourcesPerNode": {
-            "limits": {"memory": "256Gi", "amd.com/gpu": 8},
-            "requests": {"cpu": "32", "memory": "256Gi", "amd.com/gpu": 8},
+            "limits": {"memory": "256Gi", "amd.com/gpu": "8"},
+            "requests": {"cpu": "32", "memory": "256Gi", "amd.com/gpu": "8"},
         },
     }
+
+
+def test_quantities_are_written_as_trainers_admission_stores_them(tmp_path):
+    """Trainer's mutating webhook answers with every Go-typed quantity as its String() and
+    spec.trainer is immutable: what the compiler writes must already be that, or the next
+    apply is refused. (canonical_text is held to the API server's Go types in
+    test_trainer_v2_server.py, and the whole loop to the real Trainer in tests/e2e.)"""
+    doc = job_doc("pytorch", nodes=2, resources={"gpu": 1, "cpu": "0.5", "memory": "1.5Gi", "sharedMemory": "1.5Gi"},
+                  podTemplate={"spec": {"volumes": [
+                      {"name": "scratch", "emptyDir": {"sizeLimit": "2048Mi"}},
+                      {"name": "tmp", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                          "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1000Gi"}}}}}}]}})
+
+    job = v2_job(tmp_path, doc)
+
+    assert job["spec"]["trainer"]["resourcesPerNode"] == {
+        "limits": {"memory": "1536Mi", "nvidia.com/gpu": "1"},
+        "requests": {"cpu": "500m", "memory": "1536Mi", "nvidia.com/gpu": "1"},
+    }
+    volumes = {v["name"]: v for v in replicated_jobs(job)["node"]["spec"]["volumes"]}
+    assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "1536Mi"}
+    assert volumes["scratch"]["emptyDir"] == {"sizeLimit": "2Gi"}
+    assert volumes["tmp"]["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"] == {"requests": {"storage": "1000Gi"}}
 
 
 def test_processes_per_node_auto_is_left_to_the_torch_runtime(tmp_path):

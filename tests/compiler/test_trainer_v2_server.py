@@ -250,3 +250,24 @@ def test_pod_security_admission_refuses_a_trainer_pod_that_breaks_baseline(train
     status, body = trainer_plane.request("POST", "/api/v1/namespaces/v2-psa-refuses/pods?dryRun=All", pod)
 
     assert status == 403 and "hostPath" in body["message"]
+
+
+# Quantities as people write them (YAML numbers too); Kubernetes' own Go types store each
+# as resource.Quantity's canonical String(), the same code Trainer's webhook runs. (Nothing
+# finer than 1m: a Pod's resource lists are also rounded up to milli, a Pod default.)
+WRITTEN_QUANTITIES = [4, "4", 0.5, "0.5", "1.5", "250m", "1000m", "1000", "1200000", "1.5Gi", "2048Mi", "0.5Ki",
+                      "100Mi", "480Gi", "1Ti", "1e3", "1.5e3", "12e6", "1.5e-2", "0.1", "10G", "1500k", "0", "0Gi",
+                      "1.500", "1.000", "2.50", "0.100", "100Mi", "1025Ki", "3072Ki", "1.5e3", "+2", "007", "12e-3"]
+
+
+def test_canonical_quantities_are_what_the_api_servers_go_types_store(trainer_plane):
+    from schemas.quantity import canonical_text
+
+    containers = [{"name": f"c{i}", "image": "example.com/x:1", "resources": {"requests": {"cpu": value}}}
+                  for i, value in enumerate(WRITTEN_QUANTITIES)]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "quantities", "namespace": "default"},
+           "spec": {"containers": containers}}
+    out = trainer_plane.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(pod)).stdout
+    stored = [c["resources"]["requests"]["cpu"] for c in json.loads(out)["spec"]["containers"]]
+
+    assert [canonical_text(v) for v in WRITTEN_QUANTITIES] == stored
