@@ -82,7 +82,7 @@ def ignore_differences() -> list[dict[str, Any]]:
     return [{"group": health.GROUP, "kind": kind, "jsonPointers": list(kueue.RUN_POLICY_POINTERS),
              "jqPathExpressions": kueue.jq_paths(kind)} for kind in BY_KIND] + [
         {"group": kueue.TRAINJOB["group"], "kind": kueue.TRAINJOB["kind"],
-         "jsonPointers": list(kueue.TRAINJOB_POINTERS), "jqPathExpressions": list(kueue.TRAINJOB_JQ)}]
+         "jqPathExpressions": list(kueue.TRAINJOB_JQ)}]
 
 
 def plugin() -> dict[str, Any]:

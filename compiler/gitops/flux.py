@@ -64,7 +64,7 @@ def ignore_rules() -> list[dict[str, Any]]:
     """`.spec.ignore`: the Kueue-managed fields of each kind, for drift and apply."""
     return [{"paths": kueue.json_pointers(kind),
              "target": {"group": health.GROUP, "version": "v1", "kind": kind}} for kind in BY_KIND] + [
-        {"paths": list(kueue.TRAINJOB_POINTERS), "target": dict(kueue.TRAINJOB)}]
+        {"paths": list(kueue.TRAINJOB_POINTERS), "target": dict(kueue.TRAINJOB_QUEUED)}]
 
 
 def _path(target: Target, env: str) -> str:

@@ -13,6 +13,7 @@ on both sides). One list feeds both, so the engines ignore the same things.
 from __future__ import annotations
 
 from compiler.frameworks import BY_KIND
+from overlays.scheduling import QUEUE_LABEL
 
 RUN_POLICY_POINTERS = ("/spec/runPolicy/suspend", "/spec/runPolicy/managedBy")
 POD_TEMPLATE_FIELDS = (
@@ -28,9 +29,18 @@ POD_TEMPLATE_FIELDS = (
 # list whole, so the foreign entries and the stamps are ignored by jq. Flux applies
 # server-side, where another manager's list entry is not Flux's to diff, so it needs the
 # pointers only.
+# Kueue manages only a TrainJob labelled with a queue; on any other, `spec.suspend` is
+# git's (`policy.suspend`), and ignoring it everywhere meant neither engine ever resumed a
+# job whose `suspend: true` left git (seen with the real engines). So suspend and
+# managedBy are ignored on queued TrainJobs only: Flux by a label selector in the
+# ignore rule's target, Argo CD (whose ignoreDifferences select by group, kind, name and
+# namespace only) by a jq `select` on the label.
 TRAINJOB = {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}
 TRAINJOB_POINTERS = ("/spec/suspend", "/spec/managedBy")
+TRAINJOB_QUEUED = {**TRAINJOB, "labelSelector": QUEUE_LABEL}  # the label exists (any queue)
 TRAINJOB_JQ = (
+    *(f'select(.metadata.labels["{QUEUE_LABEL}"] != null) | .{p.strip("/").replace("/", ".")}'
+      for p in TRAINJOB_POINTERS),
     '.spec.runtimePatches[] | select(.manager != "trainforge.dev/compiler")',  # compiler/targets/trainer_v2 MANAGER
     ".spec.runtimePatches[].time",
 )

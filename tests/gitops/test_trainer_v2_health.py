@@ -147,7 +147,7 @@ def normalized(obj: dict, entry: dict) -> dict:
     import jq
 
     out = copy.deepcopy(obj)
-    for pointer in entry["jsonPointers"]:
+    for pointer in entry.get("jsonPointers", []):
         *parents, last = pointer.strip("/").split("/")
         node = out
         for key in parents:
@@ -195,18 +195,35 @@ def test_a_real_change_to_a_trainjob_is_still_drift(compiled_trainjob):
         "spec.runtimePatches", "spec.trainer.image"]
 
 
-def test_flux_ignores_the_trainjobs_suspend_and_managed_by():
+def test_flux_ignores_suspend_and_managed_by_of_queued_trainjobs_only():
     from compiler.gitops import flux
 
     rules = flux.kustomization(flux.Target(path="deploy"), "prod")["spec"]["ignore"]
     (rule,) = [r for r in rules if r["target"]["kind"] == KIND]
 
     assert rule == {"paths": ["/spec/suspend", "/spec/managedBy"],
-                    "target": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": KIND}}
+                    "target": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": KIND,
+                               "labelSelector": "kueue.x-k8s.io/queue-name"}}
+
+
+def test_suspend_of_a_trainjob_without_a_queue_is_gits_so_its_change_is_drift(compiled_trainjob):
+    """Kueue manages only queued TrainJobs; on the others suspend is policy.suspend, and an
+    engine that ignored it could never resume a job from git (seen with the real engines)."""
+    import copy
+
+    entry = _entry()
+    desired = copy.deepcopy(compiled_trainjob)
+    del desired["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    desired["spec"]["suspend"] = False
+    live = copy.deepcopy(desired)
+    live["spec"]["suspend"] = True
+
+    assert argo_drift(normalized(desired, entry), normalized(live, entry)) == ["spec.suspend"]
+    assert argo_drift(normalized(compiled_trainjob, entry), normalized(kueue_admits(compiled_trainjob), entry)) == []
 
 
 def test_the_ignored_patch_entries_are_the_ones_not_written_by_the_compiler():
     from compiler.gitops import kueue
     from compiler.targets import trainer_v2
 
-    assert f'select(.manager != "{trainer_v2.MANAGER}")' in kueue.TRAINJOB_JQ[0]
+    assert any(f'select(.manager != "{trainer_v2.MANAGER}")' in expr for expr in kueue.TRAINJOB_JQ)
