@@ -30,8 +30,9 @@ POD_TEMPLATE_FIELDS = (
 # server-side, where another manager's list entry is not Flux's to diff, so it needs the
 # pointers only.
 # Kueue manages only a TrainJob labelled with a queue; on any other, `spec.suspend` is
-# git's (`policy.suspend`), and ignoring it everywhere meant neither engine ever resumed a
-# job whose `suspend: true` left git (seen with the real engines). So suspend and
+# git's (`policy.suspend`), and ignoring it everywhere meant neither engine could resume a
+# job whose `suspend: true` left git (each keeps an ignored field at the cluster's value:
+# Flux applies it so, Argo CD too under RespectIgnoreDifferences). So suspend and
 # managedBy are ignored on queued TrainJobs only: Flux by a label selector in the
 # ignore rule's target, Argo CD (whose ignoreDifferences select by group, kind, name and
 # namespace only) by a jq `select` on the label.

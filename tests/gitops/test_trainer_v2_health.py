@@ -208,7 +208,7 @@ def test_flux_ignores_suspend_and_managed_by_of_queued_trainjobs_only():
 
 def test_suspend_of_a_trainjob_without_a_queue_is_gits_so_its_change_is_drift(compiled_trainjob):
     """Kueue manages only queued TrainJobs; on the others suspend is policy.suspend, and an
-    engine that ignored it could never resume a job from git (seen with the real engines)."""
+    engine that ignored it could never resume a job from git (tests/e2e resumes one for real)."""
     import copy
 
     entry = _entry()
