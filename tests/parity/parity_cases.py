@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = shared_dir() / "reference" / "upstream-examples"
 RUN = "testworld.trainforge.dev/run-seconds"
 EXIT = "testworld.trainforge.dev/exit-code"
+TERMINATE = "testworld.trainforge.dev/terminate-seconds"
 
 
 @dataclass
@@ -134,6 +135,13 @@ def job(kind: str, name: str, replicas: dict[str, int], *, restart: str | None =
     return body
 
 
+def terminating(job: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """`job` whose deleted pods stay Terminating (still Running) for `seconds`, as a kubelet keeps them."""
+    for spec in replica_specs(job).values():
+        spec["template"]["metadata"]["annotations"][TERMINATE] = str(seconds)
+    return job
+
+
 def forever(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`docs` with every job's pod templates annotated to run until a step ends them."""
     out = copy.deepcopy(docs)
@@ -149,7 +157,9 @@ def forever(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ("master", "worker-1", "worker", "all"; CODE may be a comma list); ("suspend", bool);
 # ("delete-pod", SELECTOR); ("scale", N); ("gone",) the job deleted (TTL);
 # ("past-deadline",) both jobs touched once 2 s past activeDeadlineSeconds;
-# ("terminal",) wait for Succeeded/Failed; ("objects",) compare children once quiet.
+# ("terminal",) wait for Succeeded/Failed; ("objects",) compare children once quiet;
+# ("resume-while-terminating",) resume a suspended job while its pods still terminate, and
+# play each side to its end (there the sides part: upstream fails the job, ours re-runs it).
 # The pods whose end decides success end last: with cleanPodPolicy Running, a pod ending
 # in the same instant as the job would race its cleanup differently on each side.
 FINISH = [("exit", "followers", "0"), ("exit", "all", "0")]
@@ -182,6 +192,11 @@ def scenarios() -> list[Case]:
           ("terminal",)], ""),
         ("created suspended", job("PyTorchJob", "sc-born-suspended", PT, run_policy={"suspend": True}),
          [("objects",), ("suspend", False), ("running",), *FINISH, ("terminal",)], ""),
+        # Kueue's preemption, then re-admission while the evicted pods still stop (a kubelet
+        # keeps them for their grace period; kwok here for 20 s)
+        ("resumed while its pods terminate",
+         terminating(job("PyTorchJob", "sc-resume-terminating", PT, restart="Never"), 20),
+         [("running",), ("suspend", True), ("resume-while-terminating",)], ""),
         *[(f"cleanPodPolicy {p}", job("PyTorchJob", f"sc-clean-{p.lower()}", PT, run_policy={"cleanPodPolicy": p}),
            [("running",), ("exit", "master", "0"), ("terminal",), ("objects",)], "") for p in ("All", "Running", "None")],
         ("ttlSecondsAfterFinished", job("PyTorchJob", "sc-ttl", PT, run_policy={"ttlSecondsAfterFinished": 3}),

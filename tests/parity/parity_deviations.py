@@ -38,6 +38,10 @@ KNOWN: list[Deviation] = [
         up=r"^(?!.*Restarting)", random=True,
         readme="so upstream shows `Restarting` in about half the runs"),
     Deviation(
+        "resume-while-terminating", path=r".*", case=r"resumed while its pods terminate",
+        step=r"(resume-while-terminating: outcome|^condition history)$",
+        readme="A job resumed while the pods of its suspension still terminate re-runs"),
+    Deviation(
         "exitcode-completion-time", path=r"^completionTime$", up=r"^False$", case=r"ExitCode",
         readme="A job failed by an `ExitCode` exit below 128 gets `completionTime`"),
 ]

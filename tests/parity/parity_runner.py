@@ -175,6 +175,57 @@ class Runner:
                                 {"spec": {"runPolicy": {"suspend": value}}})
         self.compare_status(r, step, expect_change=True)
 
+    def step_resume_while_terminating(self, r: Result, step: str) -> None:
+        """Resume both suspended jobs while their old pods are still Terminating, then let each
+        side go its own way: upstream v1.9.4 counts the terminating pods as failed replicas and
+        fails the job; ours waits until they are gone, re-creates them and runs the job to
+        Succeeded (the pods are ended as FINISH ends them). What is compared is each side's
+        outcome and whether any status after the resume counted a failed replica."""
+        case = r.case
+        up_ns, ours_ns = self.both(case)
+        want = self.expected_pods(case)
+        old = {}
+        for ns in (up_ns, ours_ns):
+            pods = self.h.pods(ns, case.kind, case.name)
+            if len(pods) != want or not all(p["metadata"].get("deletionTimestamp") for p in pods):
+                r.error = f"{ns}: the suspended pods were not all terminating at the resume, the case shows nothing"
+                return
+            old[ns] = {p["metadata"]["uid"] for p in pods}
+        with self.h.cond:
+            since = {ns: len(self.h._track(ns, case.kind, case.name).history) for ns in (up_ns, ours_ns)}
+        for ns in (up_ns, ours_ns):
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {"runPolicy": {"suspend": False}}})
+
+        def status(ns: str) -> dict[str, Any]:
+            return pv.status_view(self.h.job(ns, case.kind, case.name) or {}, ns)
+
+        self.h.wait(lambda: terminal(status(up_ns)), what=f"{up_ns}/{case.name} finished")
+
+        def rerun() -> bool:
+            pods = self.h.pods(ours_ns, case.kind, case.name)
+            return len(pods) == want and all(p["metadata"]["uid"] not in old[ours_ns] and not p["metadata"].get(
+                "deletionTimestamp") and (p.get("status") or {}).get("phase") == "Running" for p in pods)
+
+        self.h.wait(rerun, timeout=150.0, what=f"{ours_ns}/{case.name} running again on new pods")
+        for selector in ("followers", "all"):
+            for pod in self.select(ours_ns, case, selector):
+                self.h.client.patch(PODS, ours_ns, pod["metadata"]["name"], {"metadata": {"annotations": {RUN: "0", EXIT: "0"}}})
+        self.h.wait(lambda: terminal(status(ours_ns)), what=f"{ours_ns}/{case.name} finished")
+        views = []
+        for ns in (up_ns, ours_ns):
+            with self.h.cond:
+                after = self.h._track(ns, case.kind, case.name).history[since[ns]:]
+            final = status(ns)
+            views.append({
+                "outcome": next(c["type"] for c in final["conditions"] if c["type"] in ("Succeeded", "Failed")
+                                and c["status"] == "True"),
+                "old pods counted": any((s or {}).get("failed", 0) for v in after
+                                        for s in (v["replicaStatuses"] or {}).values()),
+            })
+        if views[1] != {"outcome": "Succeeded", "old pods counted": False}:
+            r.error = f"ours did not re-run the resumed job cleanly: {views[1]}"
+        self.record(r, f"{step}: outcome", views[0], views[1])
+
     def step_delete_pod(self, r: Result, step: str, selector: str) -> None:
         case = r.case
         for ns in self.both(case):
