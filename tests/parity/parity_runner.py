@@ -186,9 +186,13 @@ class Runner:
         want = self.expected_pods(case)
         old = {}
         for ns in (up_ns, ours_ns):
-            pods = self.h.pods(ns, case.kind, case.name)
-            if len(pods) != want or not all(p["metadata"].get("deletionTimestamp") for p in pods):
-                r.error = f"{ns}: the suspended pods were not all terminating at the resume, the case shows nothing"
+            def held(ns: str = ns) -> list[dict[str, Any]] | None:  # the pods' watch may lag the job's a little
+                pods = self.h.pods(ns, case.kind, case.name)
+                return pods if len(pods) == want and all(p["metadata"].get("deletionTimestamp") for p in pods) else None
+            try:
+                pods = self.h.wait(held, timeout=10.0, what=f"{ns}/{case.name}: every pod terminating")
+            except AssertionError as exc:
+                r.error = f"{exc}: the suspended pods were not all terminating at the resume, the case shows nothing"
                 return
             old[ns] = {p["metadata"]["uid"] for p in pods}
         with self.h.cond:
