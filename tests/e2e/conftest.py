@@ -14,25 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_kit import JOBS, MAIN
+from e2e_kit import JOBS, MAIN, running
 
 from testworld import gitops
-from testworld.world import WorldError
 
 
 
 @pytest.fixture(scope="session")
 def world() -> Iterator[gitops.World]:
-    world = gitops.make_world()
-    try:
-        world.start()
-    except WorldError as err:
-        pytest.fail(f"the GitOps world did not start: {err}", pytrace=False)
-    try:
+    with running(gitops.make_world(), "the GitOps world") as world:
         yield world
-    finally:
-        print(f"\nGitOps world logs: {world.dir}")
-        world.stop()
 
 
 @pytest.fixture(scope="session")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from compiler.frameworks import BY_KIND
@@ -13,6 +15,7 @@ from controller.kinds import KINDS
 from controller.reconcile import job_resource
 from testworld import gitops
 from testworld.watching import Missing, wait_for
+from testworld.world import World, WorldError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Every example except kitchen-sink (suspended until Kueue admits it, on a claim and a
@@ -21,6 +24,21 @@ EXAMPLES = sorted(p for p in (REPO_ROOT / "examples").glob("*.yaml") if p.stem !
 JOBS = Path(__file__).with_name("jobs")
 MAIN = [*EXAMPLES, JOBS / "gang-rbac.yaml"]
 WAITING = "Waiting for the training operator to report status"
+
+
+@contextmanager
+def running(world: World, what: str) -> Iterator[World]:
+    """``world`` started for a fixture (a failed start fails the test with the world's
+    error), stopped afterwards, its log dir printed."""
+    try:
+        world.start()
+    except WorldError as err:
+        pytest.fail(f"{what} did not start: {err}", pytrace=False)
+    try:
+        yield world
+    finally:
+        print(f"\n{what} logs: {world.dir}")
+        world.stop()
 
 
 def jobs_in(paths: list[Path]) -> set[tuple[str, str]]:
