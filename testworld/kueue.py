@@ -29,6 +29,9 @@ Why it is shaped so:
   tests Kueue never touches their queued jobs.
 - The visibility API server (``VisibilityOnDemand``, on by default) is off: it wants the
   in-cluster aggregation setup and nothing here reads it.
+- The TrainJob integration is enabled only when JobSet's CRD is served (the trainer part
+  runs): Kueue v0.17's TrainJob controller watches JobSets, and without their CRD its
+  cache never syncs and the manager exits about two minutes after start.
 
 API: ``Kueue(namespaces=None, frameworks=FRAMEWORKS)`` is a ``Part`` named ``kueue``;
 ``stop()`` also deletes its webhook configurations (a stopped Kueue must not leave the
@@ -66,7 +69,9 @@ WEBHOOK_TIMEOUT = 30  # seconds; the manifests' default (10) is short on 2 busy 
 FRAMEWORKS = (
     "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/paddlejob",
     "kubeflow.org/jaxjob", "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob",
-)
+)  # the TrainJob only where JobSet's CRD is served (see Kueue.before)
+TRAINJOB = "trainer.kubeflow.org/trainjob"
+JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 # Webhooks kept from the module's manifests: Kueue's own objects and the jobs of the
 # enabled integrations, by API group (a webhook's rules name one group each).
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -186,6 +191,10 @@ class Kueue(ProcessPart):
             raise PartError(f"kueue: cannot isolate its fixed metrics cert dir {METRICS_CERT_DIR}: {problem}")
         self.world = world
         self.health, self.port = free_port(), free_port()
+        if TRAINJOB in self.frameworks and world.kubectl("get", "crd", JOBSET_CRD, check=False).returncode != 0:
+            # Kueue v0.17's TrainJob controller watches JobSets: without their CRD its cache
+            # never syncs and the whole manager exits (~2 min after start)
+            self.frameworks = tuple(f for f in self.frameworks if f != TRAINJOB)
         self.dir = Path(tempfile.mkdtemp(prefix="kueue-", dir=world.dir))
         for sub in ("webhook", "metrics"):
             webhooks.serving_certs(world, self.dir / sub)
