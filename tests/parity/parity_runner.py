@@ -176,7 +176,8 @@ class Runner:
         self.compare_status(r, step, expect_change=True)
 
     def step_resume_while_terminating(self, r: Result, step: str) -> None:
-        """Resume both suspended jobs while their old pods are still Terminating, then let each
+        """Suspend both jobs, and resume them as soon as each side shows `Suspended` with every
+        pod Terminating (kwok keeps them for the case's terminate-seconds); then let each
         side go its own way: upstream v1.9.4 counts the terminating pods as failed replicas and
         fails the job; ours waits until they are gone, re-creates them and runs the job to
         Succeeded (the pods are ended as FINISH ends them). What is compared is each side's
@@ -186,11 +187,16 @@ class Runner:
         want = self.expected_pods(case)
         old = {}
         for ns in (up_ns, ours_ns):
-            def held(ns: str = ns) -> list[dict[str, Any]] | None:  # the pods' watch may lag the job's a little
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {"runPolicy": {"suspend": True}}})
+        for ns in (up_ns, ours_ns):
+            def held(ns: str = ns) -> list[dict[str, Any]] | None:
                 pods = self.h.pods(ns, case.kind, case.name)
-                return pods if len(pods) == want and all(p["metadata"].get("deletionTimestamp") for p in pods) else None
+                suspended = any(c["type"] == "Suspended" and c["status"] == "True"
+                                for c in pv.status_view(self.h.job(ns, case.kind, case.name) or {}, ns)["conditions"])
+                return pods if suspended and len(pods) == want and all(
+                    p["metadata"].get("deletionTimestamp") for p in pods) else None
             try:
-                pods = self.h.wait(held, timeout=10.0, what=f"{ns}/{case.name}: every pod terminating")
+                pods = self.h.wait(held, timeout=15.0, what=f"{ns}/{case.name}: Suspended, every pod terminating")
             except AssertionError as exc:
                 r.error = f"{exc}: the suspended pods were not all terminating at the resume, the case shows nothing"
                 return
