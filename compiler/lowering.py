@@ -17,6 +17,7 @@ from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import Facts, ReplicaPlan
 from compiler.resolve import Target
 from schemas.bundle import Bundle, JsonObject
+from schemas.quantity import canonical_quantities
 from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
 
 SHM_VOLUME = "dshm"
@@ -113,6 +114,27 @@ def run_policy(policy: Policy) -> JsonObject:
     return out
 
 
+# Where a PodTemplateSpec holds a `resource.Quantity`. Kueue's webhook (v0.17) decodes a
+# queued kubeflow.org/v1 job into Go types and answers with a patch, so on create the API
+# server stores each of these in canonical form (`nvidia.com/gpu: 1` -> "1", `1.5Gi` ->
+# "1536Mi"), and Argo CD then showed every Kueue-admitted job OutOfSync against git (found
+# by tests/e2e/test_kueue_e2e.py). The compiler writes the stored form.
+_DIVISOR = ("env", "*", "valueFrom", "resourceFieldRef", "divisor")
+_CLAIM = ("volumes", "*", "ephemeral", "volumeClaimTemplate", "spec", "resources")
+POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
+    ("spec", *path) for path in (
+        *((kind, "*", "resources", amounts, "*") for kind in ("containers", "initContainers")
+          for amounts in ("requests", "limits")),
+        ("containers", "*", *_DIVISOR),
+        ("initContainers", "*", *_DIVISOR),
+        ("volumes", "*", "emptyDir", "sizeLimit"),
+        (*_CLAIM, "requests", "*"),
+        (*_CLAIM, "limits", "*"),
+        ("overhead", "*"),
+    )
+)
+
+
 def lower(target: Target) -> Bundle:
     spec = target.spec
     fw = adapter_for(spec.framework)
@@ -122,7 +144,7 @@ def lower(target: Target) -> Bundle:
         replica: JsonObject = {"replicas": plan.replicas}
         if spec.policy.restart is not None:
             replica["restartPolicy"] = spec.policy.restart
-        replica["template"] = pod_template(spec, plan, facts, target)
+        replica["template"] = canonical_quantities(pod_template(spec, plan, facts, target), POD_TEMPLATE_QUANTITIES)
         replicas[plan.replica_type] = replica
     metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
     if target.labels:

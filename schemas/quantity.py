@@ -133,3 +133,33 @@ def canonical_text(value: object) -> str:
         exponent -= 3
     number = int(quantity.amount.scaleb(-exponent).to_integral_value(rounding="ROUND_CEILING"))
     return f"{number}e{exponent}" if exponent else str(number)
+
+
+QuantityPath = tuple[str, ...]  # keys into a JSON object; "*" is any key or list item
+
+
+def _canonical_at(node: object, path: QuantityPath) -> object:
+    if not path:
+        try:
+            return canonical_text(node)
+        except ValueError:  # not a quantity: review or the API server says so at its line
+            return node
+    head, rest = path[0], path[1:]
+    if isinstance(node, dict):
+        keys = list(node) if head == "*" else [head] if head in node else []
+        return {**node, **{k: _canonical_at(node[k], rest) for k in keys}}
+    if isinstance(node, list) and head == "*":
+        return [_canonical_at(item, rest) for item in node]
+    return node
+
+
+def canonical_quantities(obj: dict, paths: tuple[QuantityPath, ...]) -> dict:
+    """`obj` (not changed) with the quantities at `paths` in the form a Go admission webhook
+    stores them (see canonical_text): a webhook that decodes an object into Go types and
+    answers with a patch (Trainer's, Kueue's) rewrites every quantity so on create, and a
+    GitOps engine then sees what git holds as drift, or an immutable field refuses it."""
+    out: object = obj
+    for path in paths:
+        out = _canonical_at(out, path)
+    assert isinstance(out, dict)
+    return out

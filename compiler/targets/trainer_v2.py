@@ -29,7 +29,7 @@ from compiler.lowering import SHM_VOLUME, env_vars, resource_requirements
 from compiler.resolve import Target
 from compiler.targets.base import TargetApi, gpus_in
 from schemas.bundle import Bundle, JsonObject, json_copy
-from schemas.quantity import canonical_text
+from schemas.quantity import canonical_quantities
 from schemas.trainjob import Resources, RuntimeRef
 
 GROUP = "trainer.kubeflow.org"
@@ -152,33 +152,13 @@ def lower(target: Target) -> Bundle:
     job_spec["runtimePatches"] = [
         {"manager": MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated_jobs}}}}
     ]
-    job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": canonical_quantities(job_spec)}
+    job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": canonical_spec(job_spec)}
     return Bundle(target=target, adapter=fw, job=job, api=API)
 
 
-def _canonical(node: object, path: tuple[str, ...]) -> object:
-    """`node` with the quantities at `path` (below it) in canonical form."""
-    if not path:
-        try:
-            return canonical_text(node)
-        except ValueError:  # not a quantity: the rules or the API server say so at its line
-            return node
-    head, rest = path[0], path[1:]
-    if isinstance(node, dict):
-        keys = list(node) if head == "*" else [head] if head in node else []
-        return {**node, **{k: _canonical(node[k], rest) for k in keys}}
-    if isinstance(node, list) and head == "*":
-        return [_canonical(item, rest) for item in node]
-    return node
-
-
-def canonical_quantities(spec: JsonObject) -> JsonObject:
+def canonical_spec(spec: JsonObject) -> JsonObject:
     """The TrainJob spec as Trainer's admission stores it (see QUANTITY_PATHS)."""
-    out: object = spec
-    for path in QUANTITY_PATHS:
-        out = _canonical(out, path)
-    assert isinstance(out, dict)
-    return out
+    return canonical_quantities(spec, QUANTITY_PATHS)
 
 
 def pod_templates(bundle: Bundle) -> list[tuple[str, str]]:

@@ -122,8 +122,8 @@ def test_gpus_are_limits_with_equal_requests_on_node_roles_only(tmp_path, framew
     for rtype, c in containers(job).items():
         resources = c.get("resources", {})
         if rtype in NODE_ROLES[framework]:
-            assert resources["limits"]["nvidia.com/gpu"] == 4, rtype
-            assert resources["requests"]["nvidia.com/gpu"] == 4, rtype
+            assert resources["limits"]["nvidia.com/gpu"] == "4", rtype
+            assert resources["requests"]["nvidia.com/gpu"] == "4", rtype
             assert resources["requests"]["cpu"] == "8"
             assert resources["limits"]["memory"] == resources["requests"]["memory"] == "32Gi"
         else:
@@ -138,11 +138,11 @@ def test_a_role_asks_for_its_own_resources(tmp_path):
 
     c = containers(job)
     assert c["Evaluator"]["resources"] == {
-        "limits": {"memory": "8Gi", "nvidia.com/gpu": 1},
-        "requests": {"memory": "8Gi", "nvidia.com/gpu": 1},
+        "limits": {"memory": "8Gi", "nvidia.com/gpu": "1"},
+        "requests": {"memory": "8Gi", "nvidia.com/gpu": "1"},
     }
     assert "resources" not in c["PS"]
-    assert c["Chief"]["resources"]["limits"]["nvidia.com/gpu"] == 8
+    assert c["Chief"]["resources"]["limits"]["nvidia.com/gpu"] == "8"
 
 
 def test_a_job_without_gpus_asks_for_none(tmp_path):
@@ -157,7 +157,7 @@ def test_the_environment_names_the_gpu_resource(tmp_path):
 
     job = only_job(tmp_path, job_doc("jax", resources={"gpu": 2}), env="amd", project=project)
 
-    assert containers(job)["Worker"]["resources"]["limits"] == {"amd.com/gpu": 2}
+    assert containers(job)["Worker"]["resources"]["limits"] == {"amd.com/gpu": "2"}
 
 
 @FRAMEWORKS
@@ -391,7 +391,7 @@ def test_pod_template_merges_the_framework_container_by_name(tmp_path):
         assert [c["name"] for c in pod["containers"]] == ["pytorch", "log-shipper"], rtype
         main = pod["containers"][0]
         assert main["image"] == "ghcr.io/acme/train:1"  # merged, not replaced
-        assert main["resources"]["limits"]["nvidia.com/gpu"] == 1
+        assert main["resources"]["limits"]["nvidia.com/gpu"] == "1"
         assert main["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456}]
         assert main["securityContext"] == {"runAsNonRoot": True}
         assert main["env"] == [
@@ -423,9 +423,9 @@ def test_an_environment_override_changes_only_that_environment(tmp_path):
     prod = only_job(tmp_path / "b", doc, env="prod", project=project)
 
     assert {t: r["replicas"] for t, r in replicas(dev).items()} == {"Master": 1}
-    assert containers(dev)["Master"]["resources"]["limits"] == {"memory": "64Gi", "nvidia.com/gpu": 1}
+    assert containers(dev)["Master"]["resources"]["limits"] == {"memory": "64Gi", "nvidia.com/gpu": "1"}
     assert {t: r["replicas"] for t, r in replicas(prod).items()} == {"Master": 1, "Worker": 3}
-    assert containers(prod)["Master"]["resources"]["limits"] == {"memory": "64Gi", "nvidia.com/gpu": 8}
+    assert containers(prod)["Master"]["resources"]["limits"] == {"memory": "64Gi", "nvidia.com/gpu": "8"}
 
 
 def test_a_job_is_compiled_into_every_declared_environment(tmp_path):

@@ -365,12 +365,10 @@ def test_a_higher_kueue_priority_preempts_and_the_evicted_job_reruns(world, loop
     assert {n: r["health"]["status"] for n, r in app_resources(app, "PaddleJob").items()} == {"victim": "Healthy"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Kueue's defaulting webhook stores a job's typed round trip on create: nvidia.com/gpu: 1 from git becomes "
-    "\"1\", and Argo CD shows the new job (here: urgent) OutOfSync until a later sync writes the integer back. "
-    "Fix: the kubeflow-v1 lowering emits canonical quantity strings (schemas.quantity.canonical_text), as "
-    "the trainer-v2 target does"))
 def test_argocd_shows_kueue_managed_jobs_synced(world, loop, kueue, workloads):
+    """Kueue's webhook stores a queued job's typed round trip on create (`nvidia.com/gpu: 1`
+    becomes "1"); the compiler writes that form (compiler/lowering.POD_TEMPLATE_QUANTITIES),
+    so Argo CD sees no drift on the jobs Kueue admitted."""
     app = world.client.get(RESOURCES["Application"], ARGOCD_NAMESPACE, APP)
     jobs = {r["name"]: r["status"] for r in app["status"]["resources"] if r.get("group") == "kubeflow.org"}
     assert jobs and set(jobs.values()) == {"Synced"}, jobs

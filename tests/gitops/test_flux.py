@@ -71,7 +71,8 @@ def test_kueue_fields_are_ignored_for_every_replica_type_of_every_kind(kustomiza
     rules = kustomizations["trainforge-prod"]["spec"]["ignore"]
     assert [r["target"] for r in rules] == [
         {"group": "kubeflow.org", "version": "v1", "kind": kind} for api, kind in health.kinds() if api == "kubeflow.org/v1"
-    ] + [{"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}]  # test_trainer_v2_health.py
+    ] + [{"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob",  # test_trainer_v2_health.py
+          "labelSelector": "kueue.x-k8s.io/queue-name"}]  # only queued TrainJobs: git may suspend/resume the others
     (tf,) = [r["paths"] for r in rules if r["target"]["kind"] == "TFJob"]
     assert tf[:2] == ["/spec/runPolicy/suspend", "/spec/runPolicy/managedBy"]
     for replica_type in ("Chief", "Master", "Worker", "PS", "Evaluator"):

@@ -185,7 +185,7 @@ def test_min_resources_sum_the_requests_of_the_gang():
          "roles": {"launcher": {"resources": {"cpu": "1", "memory": "512Mi"}}}, "scheduling": {"gang": True}},
         framework="mpi",
     )
-    expected = {"cpu": "2500m", "memory": "295424Mi", "nvidia.com/gpu": 24}
+    expected = {"cpu": "2500m", "memory": "295424Mi", "nvidia.com/gpu": "24"}
     assert job["spec"]["runPolicy"]["schedulingPolicy"]["minResources"] == expected
     assert out.component("scheduling").resources[0]["spec"]["minResources"] == expected
 
@@ -195,7 +195,7 @@ def test_elastic_min_resources_count_only_min_nodes():
         {"nodes": 4, "elastic": {"minNodes": 2, "maxNodes": 4}, "resources": {"gpu": 4, "memory": "64Gi"},
          "scheduling": {"gang": True}}
     )
-    assert job["spec"]["runPolicy"]["schedulingPolicy"]["minResources"] == {"memory": "128Gi", "nvidia.com/gpu": 8}
+    assert job["spec"]["runPolicy"]["schedulingPolicy"]["minResources"] == {"memory": "128Gi", "nvidia.com/gpu": "8"}
 
 
 @pytest.mark.parametrize(
@@ -229,7 +229,10 @@ def test_user_scheduler_name_from_pod_template_is_kept():
     ],
 )
 def test_pod_groups_validate_against_the_scheduling_crds(gang, framework, spec):
-    _, out, _ = _apply({**spec, "scheduling": {"gang": gang, "queue": "team-a", "priority": "high"}},
+    from compiler.frameworks import ADAPTERS
+
+    queued = {} if ADAPTERS[framework].facts.kueue_unmanaged else {"queue": "team-a"}  # a queued MPIJob is refused
+    _, out, _ = _apply({**spec, "scheduling": {"gang": gang, **queued, "priority": "high"}},
                        framework=framework, metadata={"labels": {"team": "a"}})
     (group,) = out.component("scheduling").resources
     assert crd_errors(group) == []
