@@ -23,6 +23,7 @@ from typing import Any, Iterator
 
 from compiler.diagnostics import Diagnostic
 from compiler.resolve import Target
+from compiler.validation import describe_value
 
 FORMAT = "x-trainforge-format"  # schemas.podtemplate.FORMAT, without importing the schema module early
 PARTS = {"metadata": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "spec": "io.k8s.api.core.v1.PodSpec"}
@@ -144,18 +145,6 @@ def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _shown(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    return "a mapping" if isinstance(value, dict) else "a list"
-
-
 def _explain_path(loc: tuple[Any, ...]) -> str:
     """`kubectl explain` for the field: the pod's own field names, list indexes left out."""
     return "pod." + ".".join(str(p) for p in loc if not isinstance(p, int))
@@ -192,7 +181,7 @@ def _explain(target: Target, loc: tuple[Any, ...], error: Any) -> Iterator[Diagn
     elif kind == "enum":
         choices = [c for c in error.validator_value if c is not None]
         hint = _suggest(str(value), choices) if isinstance(value, str) else ""
-        yield target.view.error(at, f"{_shown(value)} is not one of the values Kubernetes allows here",
+        yield target.view.error(at, f"{describe_value(value)} is not one of the values Kubernetes allows here",
                                 f"{hint}use one of {', '.join(choices)}")
     elif kind in ("pattern", "minimum") and schema.get(FORMAT) == "quantity":
         yield target.view.error(at, _not_a_quantity(loc, value), QUANTITY_FIX)
@@ -223,7 +212,7 @@ def _wrong_type(loc: tuple[Any, ...], value: Any, schema: dict[str, Any]) -> tup
     if schema.get(FORMAT) == "quantity":
         return _not_a_quantity(loc, value), QUANTITY_FIX
     if schema.get("x-kubernetes-int-or-string"):
-        return f"expected a whole number or a string, got {_shown(value)}", "write e.g. 8080 or http"
+        return f"expected a whole number or a string, got {describe_value(value)}", "write e.g. 8080 or http"
     expected = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
     fix = _TYPE_FIXES.get(types[0], "quote the value") if types else "see the field's type"
     if types == ["string"] and isinstance(value, (bool, int, float)):
@@ -235,7 +224,7 @@ def _wrong_type(loc: tuple[Any, ...], value: Any, schema: dict[str, Any]) -> tup
             first = next(iter(value.items()), ("NAME", "value"))
             item = f"{{name: {first[0]}, value: {first[1]}}}" if loc[-1] == "env" else f"{{name: {first[0]}, ...}}"
             fix = f"write it as a list of items with a name, e.g. - {item}"
-    return f"expected {expected}, got {_shown(value)}", fix
+    return f"expected {expected}, got {describe_value(value)}", fix
 
 
 # --- list-map keys: unique items --------------------------------------------------------------

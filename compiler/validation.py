@@ -58,7 +58,8 @@ def format_path(path: Loc) -> str:
     return out
 
 
-def _type_name(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """How a diagnostic names a value it did not expect ("the string 'x'", "a mapping")."""
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):
@@ -133,7 +134,7 @@ def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[s
         return f"the key {value!r} is not a string", "quote the key"
     if kind in _UNION_ERRORS:
         what, fix = split_message(error["msg"])
-        return f"{what}, not {_type_name(value)}", fix
+        return f"{what}, not {describe_value(value)}", fix
     if kind == "extra_forbidden":
         owner = _model_at(root, path)
         known = sorted(owner.model_fields) if owner else []
@@ -145,19 +146,19 @@ def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[s
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",")]
         hint = _suggest(str(value), choices) if isinstance(value, str) else ""
         return (
-            f"{_type_name(value)} is not allowed",
+            f"{describe_value(value)} is not allowed",
             f"{hint + ' ' if hint else ''}use one of {', '.join(choices)}",
         )
     if kind in {"int_type", "int_from_float", "int_parsing"}:
-        return f"expected a whole number, got {_type_name(value)}", "write a number without quotes, e.g. 4"
+        return f"expected a whole number, got {describe_value(value)}", "write a number without quotes, e.g. 4"
     if kind in {"string_type", "str_type"}:
-        return f"expected a string, got {_type_name(value)}", "quote the value"
+        return f"expected a string, got {describe_value(value)}", "quote the value"
     if kind == "bool_type":
-        return f"expected true or false, got {_type_name(value)}", "write true or false without quotes"
+        return f"expected true or false, got {describe_value(value)}", "write true or false without quotes"
     if kind in {"model_type", "dict_type", "model_attributes_type"}:
-        return f"expected a mapping, got {_type_name(value)}", "write key: value pairs under it"
+        return f"expected a mapping, got {describe_value(value)}", "write key: value pairs under it"
     if kind == "list_type":
-        return f"expected a list, got {_type_name(value)}", "write it as a YAML list ([a, b] or - items)"
+        return f"expected a list, got {describe_value(value)}", "write it as a YAML list ([a, b] or - items)"
     if kind in {"greater_than_equal", "greater_than"}:
         bound = ctx.get("ge", ctx.get("gt"))
         op = ">=" if kind == "greater_than_equal" else ">"
