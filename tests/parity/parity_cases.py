@@ -181,8 +181,9 @@ def scenarios() -> list[Case]:
                                      run_policy={"backoffLimit": 2}),
          [("running",), ("exit", "worker-1", "1"), ("terminal",), ("objects",)],
          "v1.9.2 and older delete every pod on a backoff failure; v1.9.4 honours cleanPodPolicy (None here)"),
-        # long enough for the running step to settle first (5 s quiet on a loaded machine)
-        ("activeDeadlineSeconds", job("PyTorchJob", "sc-deadline", PT, run_policy={"activeDeadlineSeconds": 40}),
+        # long enough for the running step to settle first (5 s quiet; with the whole table running,
+        # the resume-while-terminating case included, 40 s had passed before step 1 in two full-table runs at load ~2)
+        ("activeDeadlineSeconds", job("PyTorchJob", "sc-deadline", PT, run_policy={"activeDeadlineSeconds": 120}),
          [("running",), ("past-deadline",), ("terminal",), ("objects",)],
          "v1.9.2 and older delete every pod on a deadline failure; v1.9.4 honours cleanPodPolicy (None here); "
          "v1.9.4 fails the job only at the first event after the deadline (its delayed requeue is a no-op), "
