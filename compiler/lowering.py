@@ -119,14 +119,14 @@ def run_policy(policy: Policy) -> JsonObject:
 # server stores each of these in canonical form (`nvidia.com/gpu: 1` -> "1", `1.5Gi` ->
 # "1536Mi"), and Argo CD then showed every Kueue-admitted job OutOfSync against git (found
 # by tests/e2e/test_kueue_e2e.py). The compiler writes the stored form.
-_DIVISOR = ("env", "*", "valueFrom", "resourceFieldRef", "divisor")
+DIVISOR = ("env", "*", "valueFrom", "resourceFieldRef", "divisor")  # a resourceFieldRef's quantity
 _CLAIM = ("volumes", "*", "ephemeral", "volumeClaimTemplate", "spec", "resources")
 POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
     ("spec", *path) for path in (
         *((kind, "*", "resources", amounts, "*") for kind in ("containers", "initContainers")
           for amounts in ("requests", "limits")),
-        ("containers", "*", *_DIVISOR),
-        ("initContainers", "*", *_DIVISOR),
+        ("containers", "*", *DIVISOR),
+        ("initContainers", "*", *DIVISOR),
         ("volumes", "*", "emptyDir", "sizeLimit"),
         (*_CLAIM, "requests", "*"),
         (*_CLAIM, "limits", "*"),

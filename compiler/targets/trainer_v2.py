@@ -25,7 +25,7 @@ from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import TrainerV2Capable
-from compiler.lowering import SHM_VOLUME, env_vars, resource_requirements
+from compiler.lowering import DIVISOR, POD_TEMPLATE_QUANTITIES, SHM_VOLUME, env_vars, resource_requirements
 from compiler.resolve import Target
 from compiler.targets.base import TargetApi, gpus_in
 from schemas.bundle import Bundle, JsonObject, json_copy
@@ -45,18 +45,15 @@ PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJo
 # these as its canonical string (`4` -> "4", `0.5` -> "500m", `1.5Gi` -> "1536Mi"); and
 # `spec.trainer` is immutable, so a re-apply of the written form was refused ("field is
 # immutable") once a job existed. The compiler writes the stored form instead.
-_POD = ("runtimePatches", "*", "trainingRuntimeSpec", "template", "spec", "replicatedJobs", "*",
-        "template", "spec", "template", "spec")
-_DIVISOR = ("env", "*", "valueFrom", "resourceFieldRef", "divisor")
+# each replicated job's pod template: every quantity a PodTemplateSpec holds (the paths
+# kubeflow-v1 canonicalizes for Kueue's webhook) is one here too
+_POD_TEMPLATE = ("runtimePatches", "*", "trainingRuntimeSpec", "template", "spec", "replicatedJobs", "*",
+                 "template", "spec", "template")
 QUANTITY_PATHS: tuple[tuple[str, ...], ...] = (
     ("trainer", "resourcesPerNode", "requests", "*"),
     ("trainer", "resourcesPerNode", "limits", "*"),
-    ("trainer", *_DIVISOR),
-    (*_POD, "volumes", "*", "emptyDir", "sizeLimit"),
-    (*_POD, "volumes", "*", "ephemeral", "volumeClaimTemplate", "spec", "resources", "requests", "*"),
-    (*_POD, "volumes", "*", "ephemeral", "volumeClaimTemplate", "spec", "resources", "limits", "*"),
-    (*_POD, "containers", "*", *_DIVISOR),
-    (*_POD, "initContainers", "*", *_DIVISOR),
+    ("trainer", *DIVISOR),
+    *((*_POD_TEMPLATE, *path) for path in POD_TEMPLATE_QUANTITIES),
 )
 
 
