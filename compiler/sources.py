@@ -35,6 +35,7 @@ class Sources:
     jobs: list[Document] = field(default_factory=list)
     project: Optional[Document] = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)  # each skipped document's notice, its kind
 
 
 def _display(path: Path, resolved: str, cwd: str) -> str:
@@ -44,8 +45,9 @@ def _display(path: Path, resolved: str, cwd: str) -> str:
     return resolved[len(cwd):] if resolved.startswith(cwd) else str(path)
 
 
-def _classify(doc: Document, diagnostics: list[Diagnostic]) -> Optional[str]:
-    """'TrainJob', 'Project' or None (not ours / broken); adds diagnostics."""
+def _classify(doc: Document, diagnostics: list[Diagnostic], skipped: list[tuple[Diagnostic, str]]) -> Optional[str]:
+    """'TrainJob', 'Project' or None (not ours / broken); adds diagnostics, and a notice per
+    document that is someone else's to `skipped` (summarised once the run is read)."""
     data = doc.data
     line, col = doc.start
     if not isinstance(data, dict):
@@ -57,13 +59,14 @@ def _classify(doc: Document, diagnostics: list[Diagnostic]) -> Optional[str]:
     kind = data.get("kind")
     ours_group = isinstance(api_version, str) and api_version.split("/")[0] == GROUP
     if not ours_group and (kind not in OUR_KINDS or _trainer_v2_job(api_version, kind)):
-        diagnostics.append(
+        named = str(kind) if kind else "a document without kind"
+        skipped.append((
             Diagnostic(
-                doc.file, line, col, "",
-                f"skipped {kind or 'a document without kind'} ({api_version or 'no apiVersion'})",
+                doc.file, line, col, "", f"skipped {named} ({api_version or 'no apiVersion'})",
                 "only TrainJob and Project documents are compiled", "notice",
-            )
-        )
+            ),
+            named,
+        ))
         return None
     expected = f"{GROUP}/{VERSION}"
     if kind not in OUR_KINDS:
@@ -99,25 +102,22 @@ def project_file_for(path: Path) -> Path:
         folder = folder.parent
 
 
-def _summarise_skipped(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
-    """Up to SKIP_NOTICES "skipped" notices as they are; more become one notice at the first."""
-    skipped = [d for d in diagnostics if d.severity == "notice" and d.message.startswith("skipped ")]
+def _skip_notices(skipped: list[tuple[Diagnostic, str]]) -> list[Diagnostic]:
+    """Up to SKIP_NOTICES notices as they are; more become one notice at the first."""
     if len(skipped) <= SKIP_NOTICES:
-        return diagnostics
-    first = skipped[0]
-    kinds = sorted({d.message.split(" ", 2)[1] for d in skipped})
-    files = len({d.file for d in skipped})
+        return [notice for notice, _ in skipped]
+    first = skipped[0][0]
+    kinds = sorted({kind for _, kind in skipped})
+    files = len({notice.file for notice, _ in skipped})
     shown = ", ".join(kinds[:5]) + (", ..." if len(kinds) > 5 else "")
-    summary = Diagnostic(
+    return [Diagnostic(
         first.file, first.line, first.col, "",
         f"skipped {len(skipped)} documents in {files} file(s) that are not TrainJob or Project specs ({shown}),"
         " the first here",
         "only TrainJob and Project documents are compiled; name your spec folders, not the compiled output,"
         " to leave them out",
         "notice",
-    )
-    drop = set(map(id, skipped))
-    return [d for d in diagnostics if id(d) not in drop] + [summary]
+    )]
 
 
 def _trainer_v2_job(api_version: object, kind: object) -> bool:
@@ -148,7 +148,7 @@ def collect(paths: list[Path]) -> Sources:
         if project_file.is_file() and str(project_file) not in seen:
             display = _display(project_file, str(project_file.resolve()), cwd)
             _collect_file(project_file, display, is_project_file=True, out=out)
-    out.diagnostics = _summarise_skipped(out.diagnostics)
+    out.diagnostics.extend(_skip_notices(out.skipped))
     if not out.jobs and not any(d.severity == "error" for d in out.diagnostics):
         named = ", ".join(str(p) for p in paths)
         out.diagnostics.append(Diagnostic(
@@ -165,7 +165,7 @@ def _collect_file(path: Path, display: str, *, is_project_file: bool, out: Sourc
         Diagnostic(p.file, p.line, p.col, "", p.message, p.fix) for p in problems
     )
     for doc in documents:
-        kind = _classify(doc, out.diagnostics)
+        kind = _classify(doc, out.diagnostics, out.skipped)
         if kind == "TrainJob":
             out.jobs.append(doc)
         elif kind == "Project":
