@@ -21,6 +21,7 @@ from schemas.quantity import canonical_quantities
 from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
 
 SHM_VOLUME = "dshm"
+SHM_PATH = "/dev/shm"  # where resources.sharedMemory is mounted
 
 
 def env_vars(spec: TrainJobSpec) -> list[JsonObject]:
@@ -78,7 +79,7 @@ def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource
     if resources:
         container["resources"] = resources
     if plan.accelerated and spec.resources.sharedMemory:
-        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
     return container
 
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from compiler.diagnostics import Diagnostic
+from compiler.lowering import SHM_PATH
 from compiler.podsecurity import as_dict, as_list
 from compiler.resolve import Target
 from compiler.targets import api
 
 CONTAINER_KINDS = ("initContainers", "containers")
-SHM_PATH = "/dev/shm"
 
 
 def check(target: Target) -> Iterator[Diagnostic]:

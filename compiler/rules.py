@@ -15,6 +15,7 @@ from compiler import admission_review, podcheck, podrules, podschema, policy, st
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import ADAPTERS, adapter
 from compiler.frameworks.base import Facts
+from compiler.lowering import SHM_PATH, SHM_VOLUME
 from compiler.resolve import Target
 from compiler.targets import api
 
@@ -110,7 +111,7 @@ def _storage(target: Target) -> Iterator[Diagnostic]:
             yield target.view.error(("storage", i, "name"), f"volume name '{volume.name}' is used twice", "give each volume its own name")
         if volume.mountPath in paths:
             yield target.view.error(("storage", i, "mountPath"), f"mountPath '{volume.mountPath}' is used twice", "mount each volume at its own path")
-        if volume.name == "dshm" or volume.mountPath == "/dev/shm":
+        if volume.name == SHM_VOLUME or volume.mountPath == SHM_PATH:
             yield target.view.error(("storage", i, "name"), "dshm and /dev/shm are reserved", "use resources.sharedMemory for /dev/shm")
         names.add(volume.name)
         paths.add(volume.mountPath)

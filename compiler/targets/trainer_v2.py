@@ -25,7 +25,7 @@ from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import TrainerV2Capable
-from compiler.lowering import DIVISOR, POD_TEMPLATE_QUANTITIES, SHM_VOLUME, env_vars, resource_requirements
+from compiler.lowering import DIVISOR, POD_TEMPLATE_QUANTITIES, SHM_PATH, SHM_VOLUME, env_vars, resource_requirements
 from compiler.resolve import Target
 from compiler.targets.base import TargetApi, gpus_in
 from schemas.bundle import Bundle, JsonObject, json_copy
@@ -99,7 +99,7 @@ def _pod_template(target: Target) -> JsonObject:
     container: JsonObject = {"name": CONTAINER}
     pod: JsonObject = {"containers": [container]}
     if spec.resources.sharedMemory:
-        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}]
+        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
         pod["volumes"] = [
             {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.resources.sharedMemory}}
         ]
