@@ -57,12 +57,12 @@ def _with_crds(entry: gobuild.Build, work: Path, out: Path, env: dict[str, str])
 
 SOURCE_CONTROLLER = gobuild.register(gobuild.Build(
     "source-controller", "github.com/fluxcd/source-controller", VERSION,
-    ("github.com/fluxcd/source-controller",), recipe="wrapper", smoke=("--help",),
+    ("github.com/fluxcd/source-controller",), recipe="wrapper", smoke=("--help",), gcflags=gobuild.UNOPTIMIZED,
     replaces=("github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.1",),
     cold="20 min measured at load ~20 with cold modules", custom=_with_crds))
 KUSTOMIZE_CONTROLLER = gobuild.register(gobuild.Build(
     "kustomize-controller", "github.com/fluxcd/kustomize-controller", VERSION,
-    ("github.com/fluxcd/kustomize-controller",), recipe="wrapper", smoke=("--help",),
+    ("github.com/fluxcd/kustomize-controller",), recipe="wrapper", smoke=("--help",), gcflags=gobuild.UNOPTIMIZED,
     cold="14 min measured at load ~20 with cold modules", custom=_with_crds))
 
 

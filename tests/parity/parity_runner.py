@@ -134,14 +134,20 @@ class Runner:
 
     def step_exit(self, r: Result, step: str, selector: str, code: str) -> None:
         case = r.case
-        ended = []
-        for ns in self.both(case):
-            pods = self.select(ns, case, selector)
-            for pod in pods:
-                self.h.client.patch(PODS, ns, pod["metadata"]["name"],
-                                    {"metadata": {"annotations": {RUN: "0", EXIT: code}}})
-            ended.append(sorted(p["metadata"]["name"] for p in pods))
-        self.record(r, f"{step}: pods ended", ended[0], ended[1])  # the same on both sides, or the step is moot
+
+        def chosen() -> tuple[Any, Any]:
+            return tuple(sorted(p["metadata"]["name"] for p in self.select(ns, case, selector))
+                         for ns in self.both(case))  # type: ignore[return-value]
+
+        # The same pods on both sides, or the step is moot. They are chosen once both sides
+        # offer the same ones and have been quiet for 2 s: kwok v0.8.0 may still be deleting a
+        # pod re-created under its old name (after a resume), and the operators re-creating it;
+        # chosen mid-way, the two sides once offered [worker-0] / [] in a full make test at load ~2.
+        ended = self.h.settle(chosen, self.keys(case), done=lambda a, b: a == b, min_quiet=2.0)
+        for ns, names in zip(self.both(case), ended):
+            for name in names:
+                self.h.client.patch(PODS, ns, name, {"metadata": {"annotations": {RUN: "0", EXIT: code}}})
+        self.record(r, f"{step}: pods ended", ended[0], ended[1])
         self.compare_status(r, step, expect_change=bool(ended[0]))
 
     def step_terminal(self, r: Result, step: str) -> None:
