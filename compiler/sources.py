@@ -15,6 +15,7 @@ step pointed at the wrong folder must not stay green.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,21 @@ def project_file_for(path: Path) -> Path:
         folder = folder.parent
 
 
+def repo_path(resolved: str) -> Optional[str]:
+    """`resolved` (an absolute path) from the root of the git repository holding it (the
+    nearest folder above with a `.git`), or None outside one. Folders are looked up once."""
+    root = _repo_root(os.path.dirname(resolved))
+    return None if root is None else os.path.relpath(resolved, root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _repo_root(folder: str) -> Optional[str]:
+    if os.path.exists(os.path.join(folder, ".git")):
+        return folder
+    parent = os.path.dirname(folder)
+    return None if parent == folder else _repo_root(parent)
+
+
 def _skip_notices(skipped: list[tuple[Diagnostic, str]]) -> list[Diagnostic]:
     """Up to SKIP_NOTICES notices as they are; more become one notice at the first."""
     if len(skipped) <= SKIP_NOTICES:
@@ -143,11 +159,11 @@ def collect(paths: list[Path]) -> Sources:
                 continue
             seen.add(resolved)
             display = _display(path, resolved, cwd)
-            _collect_file(path, display, is_project_file=resolved in project_names, out=out)
+            _collect_file(path, display, resolved, is_project_file=resolved in project_names, out=out)
     for project_file in sorted(project_files):
         if project_file.is_file() and str(project_file) not in seen:
-            display = _display(project_file, str(project_file.resolve()), cwd)
-            _collect_file(project_file, display, is_project_file=True, out=out)
+            resolved = str(project_file.resolve())
+            _collect_file(project_file, _display(project_file, resolved, cwd), resolved, is_project_file=True, out=out)
     out.diagnostics.extend(_skip_notices(out.skipped))
     if not out.jobs and not any(d.severity == "error" for d in out.diagnostics):
         named = ", ".join(str(p) for p in paths)
@@ -159,8 +175,11 @@ def collect(paths: list[Path]) -> Sources:
     return out
 
 
-def _collect_file(path: Path, display: str, *, is_project_file: bool, out: Sources) -> None:
+def _collect_file(path: Path, display: str, resolved: str, *, is_project_file: bool, out: Sources) -> None:
     documents, problems = load_file(path, display)
+    origin = repo_path(resolved) or display
+    for doc in documents:
+        doc.origin = origin
     out.diagnostics.extend(
         Diagnostic(p.file, p.line, p.col, "", p.message, p.fix) for p in problems
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from compiler import namespaces, serialize
 from compiler.pipeline import Result
+from schemas import patching
 from schemas.bundle import Bundle, Component
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
@@ -42,9 +43,20 @@ def job_dir(bundle: Bundle) -> str:
     return f"{t.namespace}/{t.name}"
 
 
-def _component_files(bundle: Bundle, component: Component) -> dict[str, str]:
+def source_header(bundle: Bundle) -> str:
+    """The comment that opens every object and patch file of a job: the spec it came from,
+    as a path from the git repository's root (the same from any working folder) and the
+    document's line, so a reviewer of the compiled diff finds what to edit. A comment,
+    not an annotation: kustomize drops it, so the cluster's objects do not change when
+    an edit elsewhere in the file moves the line."""
+    doc = bundle.target.doc
+    return (f"# From {doc.origin or doc.file}:{doc.start[0]} (TrainJob {bundle.target.name}); "
+            "compiled by train-compile: edit the spec, not this file\n")
+
+
+def _component_files(bundle: Bundle, component: Component, header: str) -> dict[str, str]:
     base = f"{job_dir(bundle)}/{component.name}"
-    out = {f"{base}/{resource_file(r)}": serialize.dump(r) for r in component.resources}
+    out = {f"{base}/{resource_file(r)}": header + serialize.dump(r) for r in component.resources}
     kustomization: dict = {"apiVersion": COMPONENT_API, "kind": "Component"}
     if component.resources:
         kustomization["resources"] = sorted(resource_file(r) for r in component.resources)
@@ -62,7 +74,7 @@ def _component_files(bundle: Bundle, component: Component) -> dict[str, str]:
                 },
             }
         ]
-        out[f"{base}/{PATCH_FILE}"] = serialize.dump(list(component.patches))
+        out[f"{base}/{PATCH_FILE}"] = header + serialize.dump(patching.guarded(bundle.job, component.patches))
     out[f"{base}/kustomization.yaml"] = serialize.dump(kustomization)
     return out
 
@@ -73,12 +85,13 @@ def bundle_files(bundle: Bundle) -> dict[str, str]:
     kustomization: dict = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": [job_file]}
     if bundle.components:
         kustomization["components"] = [c.name for c in bundle.components]
+    header = source_header(bundle)
     out = {
         f"{base}/kustomization.yaml": serialize.dump(kustomization),
-        f"{base}/{job_file}": serialize.dump(bundle.job),
+        f"{base}/{job_file}": header + serialize.dump(bundle.job),
     }
     for component in bundle.components:
-        out.update(_component_files(bundle, component))
+        out.update(_component_files(bundle, component, header))
     return out
 
 

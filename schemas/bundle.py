@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 if TYPE_CHECKING:
+    from schemas.loader import Document
     from schemas.project import Environment
     from schemas.trainjob import Resources, TrainJobSpec
 
@@ -31,6 +32,7 @@ JsonObject = dict[str, Any]
 class JobTarget(Protocol):
     """One job in one environment (compiler.resolve.Target)."""
 
+    doc: "Document"  # the spec document it came from
     name: str
     namespace: str
     labels: dict[str, str]

@@ -40,6 +40,9 @@ class Document:
     key_pos: dict[Loc, Pos] = field(default_factory=dict)  # where the key (or item) starts
     value_pos: dict[Loc, Pos] = field(default_factory=dict)  # where the value starts
     start: Pos = (1, 1)
+    # the file's path from its git repository's root (compiler/sources.py sets it): the
+    # compiled files name it, the same from any working folder
+    origin: str = ""
 
     def position(self, loc: Loc, *, prefer_key: bool = True) -> Pos:
         """Best position for `loc`: the key (or value), else the nearest enclosing one."""

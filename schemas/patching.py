@@ -4,8 +4,9 @@
 parses every path into a `JsonPointer` object twice and deep-copies every value, which
 made applying the patches ~60% of rendering 1,000 jobs. The overlays write one kind of
 operation only: `add` at a path whose parents exist, ending in a mapping key or `-`
-(append to a list). Those are applied here directly, with the same meaning (the value
-copied, a key replaced if present); any other operation, or a path that does not walk
+(append to a list), and the tree puts a `test` before a path through a list position
+(`guarded`). Those are applied here directly, with the same meaning (the value copied, a
+key replaced if present; a test that holds changes nothing); any other operation, or a path that does not walk
 cleanly, goes to `jsonpatch` itself, one operation at a time and on the same document,
 so its result and its errors stay exactly the library's. It sits beside schemas/bundle.py
 because `Bundle.rendered_job()` is what applies patches, and overlays must not reach
@@ -19,10 +20,40 @@ from typing import Any, Iterable
 from schemas.bundle import JsonObject, json_copy
 
 
+# What names a list item, in the order looked for: a container, volume or replicated job by
+# its `name`, a Trainer v2 runtimePatches entry by its `manager`.
+IDENTITY_KEYS = ("name", "manager")
+
+
+def guarded(job: Any, operations: Iterable[JsonObject]) -> list[JsonObject]:
+    """`operations` with a `test` before the first one that walks through each list item by
+    position, asserting that item's name (`.../containers/0/name` is `pytorch`). The patch
+    then says which container or replicated job it means, for the reviewer, and kustomize
+    refuses it (the test fails) rather than patching another item if the list has changed."""
+    out: list[JsonObject] = []
+    tested: set[str] = set()
+    for operation in operations:
+        node, prefix = job, ""
+        for token in operation["path"][1:].split("/")[:-1]:
+            prefix += "/" + token
+            if node.__class__ is dict:
+                node = node.get(_unescape(token))
+            elif node.__class__ is list and _index(token, len(node)):
+                node = node[int(token)]
+                key = next((k for k in IDENTITY_KEYS if node.__class__ is dict and k in node), None)
+                if key is not None and prefix not in tested:
+                    tested.add(prefix)
+                    out.append({"op": "test", "path": f"{prefix}/{key}", "value": node[key]})
+            else:
+                break
+        out.append(operation)
+    return out
+
+
 def apply(doc: Any, operations: Iterable[JsonObject]) -> Any:
     """`jsonpatch.apply_patch(doc, operations, in_place=True)`: `doc` is changed and returned."""
     for operation in operations:
-        if not _add(doc, operation):
+        if not (_add(doc, operation) or _passes(doc, operation)):
             import jsonpatch
 
             doc = jsonpatch.apply_patch(doc, [operation], in_place=True)
@@ -51,6 +82,23 @@ def _add(doc: Any, operation: JsonObject) -> bool:
     else:
         return False  # an insert by index, or not a container: the library decides
     return True
+
+
+def _passes(doc: Any, operation: JsonObject) -> bool:
+    """A `test` that holds (nothing to do); False for anything else, a failing test
+    included, which the library then reports."""
+    path = operation.get("path")
+    if operation.get("op") != "test" or "value" not in operation or path.__class__ is not str or path[:1] != "/":
+        return False
+    node = doc
+    for token in (_unescape(t) for t in path[1:].split("/")):
+        if node.__class__ is dict and token in node:
+            node = node[token]
+        elif node.__class__ is list and _index(token, len(node)):
+            node = node[int(token)]
+        else:
+            return False
+    return node == operation["value"] and node.__class__ is operation["value"].__class__
 
 
 def _unescape(token: str) -> str:

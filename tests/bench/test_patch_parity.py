@@ -1,4 +1,4 @@
-"""`schemas.patching` (the `add` fast path) must do exactly what `jsonpatch` does.
+"""`schemas.patching` (the `add` and `test` fast paths) must do exactly what `jsonpatch` does.
 
 It exists for speed only (`train-compile render`), so the patches of every job of a
 compiled benchmark tree and of the examples, and a list of operations it must leave to
@@ -41,6 +41,11 @@ OPERATIONS = {
         {"op": "remove", "path": "/a/b/0"},
         {"op": "test", "path": "/s", "value": "t"},
     ],
+    "a test that holds": [{"op": "test", "path": "/a/b/1/c", "value": 2}, {"op": "add", "path": "/a/b/1/d", "value": 1}],
+    "a test that fails": [{"op": "test", "path": "/a/b/1/c", "value": 3}, {"op": "add", "path": "/a/b/1/d", "value": 1}],
+    "a test of 1 against true": [{"op": "test", "path": "/a/b/0", "value": True}],
+    "a test of a missing path": [{"op": "test", "path": "/a/b/7/c", "value": 2}],
+    "a test of an escaped key": [{"op": "test", "path": "/a/x~1y/~0t", "value": 0}],
     "a missing parent": [{"op": "add", "path": "/nope/x", "value": 1}],
     "an index past the end": [{"op": "add", "path": "/a/b/5/x", "value": 1}],
     "a key on a string": [{"op": "add", "path": "/s/x", "value": 1}],
@@ -87,3 +92,8 @@ def test_every_compiled_job_renders_as_jsonpatch_renders_it(tmp_path: Path, sour
         for component in bundle.components:
             expected = jsonpatch.apply_patch(expected, list(component.patches), in_place=True)
         assert bundle.rendered_job() == expected
+        # and the patches as git holds them, each list position guarded by a test
+        written = json_copy(bundle.job)
+        for component in bundle.components:
+            written = jsonpatch.apply_patch(written, patching.guarded(bundle.job, component.patches), in_place=True)
+        assert written == expected

@@ -9,9 +9,12 @@ All through the real CLI, in-process (`run_cli`), on files written to a temporar
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from compiler_builders import EXAMPLES, job_text, run_cli
 
@@ -324,3 +327,80 @@ def test_a_required_field_takes_no_null_in_an_override_in_the_compiler_and_the_e
         editor = list(jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(text)))
         assert (run.exit_code == 1) is refused, (field, run.stderr)
         assert bool(editor) is refused, (field, [e.message for e in editor])
+
+
+# --- 8. the compiled output points back to its spec, and names the list items it patches ----
+
+KUBECTL = "/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else shutil.which("kubectl")
+WITH_COMPONENTS = """\
+storage:
+  - {name: ckpt, mountPath: /ckpt, size: 10Gi}
+serviceAccount: {create: true}
+"""
+
+
+def test_each_compiled_file_names_its_spec_from_the_repository_root_from_any_folder(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    jobs = _project(repo)
+    second = job_text(WITH_COMPONENTS, name="ckpt")
+    (jobs / "llm" / "sft.yaml").write_text(job_text(name="sft") + "---\n" + second)
+    second_line = len(job_text(name="sft").splitlines()) + 2  # its apiVersion, after the ---
+
+    monkeypatch.chdir(repo)
+    assert run_cli("build", "jobs", "-o", tmp_path / "a").exit_code == 0
+    monkeypatch.chdir(jobs / "llm")
+    assert run_cli("build", "..", "-o", tmp_path / "b").exit_code == 0
+
+    a = {str(p.relative_to(tmp_path / "a")): p.read_text() for p in (tmp_path / "a").rglob("*.yaml")}
+    b = {str(p.relative_to(tmp_path / "b")): p.read_text() for p in (tmp_path / "b").rglob("*.yaml")}
+    assert a == b  # same bytes whichever folder build ran in
+    job_files = {path: text for path, text in a.items() if path.startswith("dev/default/ckpt/")
+                 and not path.endswith("kustomization.yaml")}
+    assert {path.split("/", 3)[3] for path in job_files} >= {
+        "pytorchjob.yaml", "rbac/job-patch.yaml", "rbac/serviceaccount-ckpt.yaml", "storage/job-patch.yaml",
+        "storage/persistentvolumeclaim-ckpt-ckpt.yaml"}
+    for path, text in job_files.items():
+        assert text.splitlines()[0] == (f"# From jobs/llm/sft.yaml:{second_line} (TrainJob ckpt); "
+                                        "compiled by train-compile: edit the spec, not this file"), path
+    assert a["dev/default/sft/pytorchjob.yaml"].startswith("# From jobs/llm/sft.yaml:1 (TrainJob sft);")
+    assert not a["dev/default/ckpt/kustomization.yaml"].startswith("#")
+
+
+def test_outside_a_repository_the_pointer_is_the_path_the_run_was_given(tmp_path, monkeypatch):
+    jobs = _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("build", "jobs", "-o", "deploy").exit_code == 0
+    assert (tmp_path / "deploy/dev/default/sft/pytorchjob.yaml").read_text().startswith(
+        "# From jobs/llm/sft.yaml:1 (TrainJob sft);")
+    assert jobs.is_dir()
+
+
+@pytest.mark.parametrize(("example", "env", "job", "patch", "tests"), [
+    ("project-v2", "prod", "ml/fraud-xgboost/trainjob.yaml", "rbac/job-patch.yaml",
+     [("/spec/runtimePatches/0/manager", "trainforge.dev/compiler"),
+      ("/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs/0/name", "node")]),
+    ("kitchen-sink.yaml", "default", "ml-platform/kitchen-sink/pytorchjob.yaml", "storage/job-patch.yaml",
+     [("/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0/name", "pytorch")]),
+])
+def test_a_patch_through_a_list_position_tests_the_item_and_kustomize_refuses_a_moved_one(
+        tmp_path, example, env, job, patch, tests):
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed")
+    out = tmp_path / "out"
+    assert run_cli("build", EXAMPLES / example, "-o", out).exit_code == 0
+    ops = yaml.safe_load((out / env / Path(job).parent / patch).read_text())
+    guards = [(op["path"], op["value"]) for op in ops if op["op"] == "test"]
+    assert guards == tests
+    for path, _ in guards:  # each test comes before the first operation that walks through it
+        first = next(i for i, op in enumerate(ops) if op["op"] != "test" and op["path"].startswith(path.rsplit("/", 1)[0]))
+        assert ops.index({"op": "test", "path": path, "value": dict(guards)[path]}) < first
+    assert subprocess.run([KUBECTL, "kustomize", str(out / env)], capture_output=True, timeout=60).returncode == 0
+
+    # the named item moved (renamed here): kustomize stops instead of patching another one
+    name = tests[-1][1]
+    target = out / env / job
+    target.write_text(target.read_text().replace(f"- name: {name}\n", f"- name: {name}-moved\n", 1))
+    proc = subprocess.run([KUBECTL, "kustomize", str(out / env)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert f"testing value {tests[-1][0]} failed" in proc.stderr
