@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
-from compiler.frameworks.base import OperatorInit
+from compiler.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit, operator_init_container
 from compiler.lowering import pod_template
 from compiler.resolve import Target
 from compiler.targets import api
@@ -203,9 +203,10 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
     for plan in plans:
         template = pod_template(spec, plan, fw.facts, target)
         injected = operator_init_containers(fw.facts.kind, plan.replica_type, types)
-        if injected:  # checked as the operator will create them (a copy: the template is the job's)
+        if injected:  # checked as the controller will create them (a copy: the template is the job's)
             template = {**template, "spec": {**template["spec"], "initContainers": [
-                *(template["spec"].get("initContainers") or []), *({"name": n} for n in injected)]}}
+                *(template["spec"].get("initContainers") or []),
+                *(operator_init_container(n, target.controller) for n in injected)]}}
         operator_refusals: set[str] = set()
         for finding in podsecurity.findings(template, level):
             if finding.container in injected:
@@ -224,23 +225,33 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
                                     sorted(operator_refusals), level=level, where=where)
 
 
+CONTROLLER_TITLES = {"training-operator": "the Training Operator", "train-controller": "train-controller"}
+
+
 def _operator_refusal(target: Target, init: OperatorInit, replica_type: str, injected: list[str],
                       controls: list[str], *, level: str, where: str) -> Diagnostic:
     """At the spec field whose choice brings the init container in (the framework adapter's
-    `operator_init`); a framework as a whole is pointed at by its key, a count by its value."""
+    `operator_init`); a framework as a whole is pointed at by its key, a count by its value.
+    Under the Training Operator the first way out is the controller whose init containers
+    meet restricted (`INIT_SECURITY_CONTEXT`)."""
     names = ", ".join(f"'{n}'" for n in injected)
+    bare = INIT_SECURITY_CONTEXT[target.controller] is None
+    fix = init.refusal_fix
+    if bare:
+        fix = f"set controller: train-controller in trainforge.yaml (the init containers it adds meet restricted), or {fix}"
     return target.view.error(
         init.refusal_at,
-        f"pod security level '{level}'{where} refuses the {replica_type} pods: the Training Operator adds init"
-        f" container {names} without a securityContext ({', '.join(controls)})",
-        init.refusal_fix,
+        f"pod security level '{level}'{where} refuses the {replica_type} pods: {CONTROLLER_TITLES[target.controller]}"
+        f" adds init container {names}{' without a securityContext' if bare else ''} ({', '.join(controls)})",
+        fix,
         prefer_key=init.refusal_at == ("framework",),
     )
 
 
 def project_diagnostics(project: Project, doc: Document) -> Iterator[Diagnostic]:
     """The deprecated `allowPrivileged`, wherever a policy sets it: a warning, or an error when
-    it contradicts the same policy's podSecurity."""
+    it contradicts the same policy's podSecurity; an environment's `controller` under trainer-v2."""
+    yield from _controller_diagnostics(project, doc)
     policies = [(("policy",), project.policy)] + [
         (("environments", name, "policy"), env.policy) for name, env in project.environments.items()
         if env.policy is not None
@@ -259,6 +270,21 @@ def project_diagnostics(project: Project, doc: Document) -> Iterator[Diagnostic]
             yield Diagnostic(doc.file, line, col, path,
                              "allowPrivileged is deprecated; policy.podSecurity sets the Pod Security Standards"
                              " level", f"write {now} instead", severity="warning")
+
+
+def _controller_diagnostics(project: Project, doc: Document) -> Iterator[Diagnostic]:
+    """An environment that names its own `controller` while lowering to trainer-v2: neither
+    controller runs Trainer v2 TrainJobs (the Trainer's JobSet makes those pods), so the
+    setting cannot say what it promises. `defaults.controller` is simply not applied there."""
+    for name, env in project.environments.items():
+        if env.controller is None or project.target_for(name) == "kubeflow-v1":
+            continue
+        at = ("environments", name, "controller")
+        line, col = doc.position(at, prefer_key=True)
+        yield Diagnostic(doc.file, line, col, ".".join(at),
+                         f"controller: {env.controller} says who makes the pods of kubeflow-v1 jobs; environment"
+                         f" '{name}' lowers to target {project.target_for(name)}, whose pods Kubeflow Trainer makes",
+                         f"remove controller from environment '{name}', or set its target: kubeflow-v1")
 
 
 def check(target: Target) -> Iterator[Diagnostic]:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from compiler.diagnostics import Diagnostic
 from compiler.validation import diagnostics_from, format_path
 from schemas.loader import Document, Loc, Pos
-from schemas.project import DEFAULT_TARGET, Environment, Project, ProjectPolicy
+from schemas.project import DEFAULT_CONTROLLER, DEFAULT_TARGET, Environment, Project, ProjectPolicy
 from schemas.trainjob import TrainJob, TrainJobSpec
 
 DEFAULT_NAMESPACE = "default"
@@ -75,6 +75,8 @@ class Target:
     spec: TrainJobSpec
     view: SpecView
     api: str = DEFAULT_TARGET  # the environment's target (compiler/targets), by name
+    # the environment's controller: whose init containers the pod security review adds (kubeflow-v1)
+    controller: str = DEFAULT_CONTROLLER
 
 
 def deep_merge(base: Any, override: Any) -> Any:
@@ -185,6 +187,7 @@ def targets_for(
                 spec=_with_scheduling_defaults(spec, environment),
                 view=view,
                 api=project.target_for(env_name),
+                controller=project.controller_for(env_name),
             )
         )
     return targets, diagnostics

@@ -50,6 +50,24 @@ def duration(value: str | float) -> float:
     return float(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
 
 
+UPSTREAM_INIT_TEMPLATE_FILE = Path("/etc/config/initContainer.yaml")  # upstream's default, read when present
+
+
+def _init_template(flag: str | None) -> str | None:
+    """The text of the PyTorch init container template: the flag's file (which must be there),
+    else upstream's default path when it exists (as upstream), else None (the built-in one)."""
+    path = Path(flag) if flag else UPSTREAM_INIT_TEMPLATE_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        if flag:
+            raise click.BadParameter(f"cannot read {flag}: {exc.strerror}",
+                                     param_hint="--pytorch-init-container-template-file") from None
+        return None
+    log.info("PyTorch init containers from the template %s", path)
+    return text
+
+
 def _bind(value: str, flag: str) -> tuple[str, int] | None:
     from controller.health import parse_bind_address
 
@@ -87,8 +105,18 @@ def _lease_namespace(flag: str | None) -> str:
               help="Image of the init container that waits for the master's Service (multi-node PyTorch).")
 @click.option("--pytorch-init-container-max-tries", default=100, show_default=True,
               help="How often that init container looks up the master before it fails.")
+@click.option("--pytorch-init-container-template-file", default=None,
+              help=f"A YAML list of init containers for those Worker pods, as upstream's: {{{{.MasterAddr}}}}, "
+                   f"{{{{.InitContainerImage}}}} and {{{{.MaxTries}}}} are filled in (default: "
+                   f"{UPSTREAM_INIT_TEMPLATE_FILE} if present, else the built-in template). A container that sets "
+                   "no securityContext gets the restricted one (see --upstream-init-containers).")
 @click.option("--mpi-kubectl-delivery-image", default="ghcr.io/kubeflow/training-v1/kubectl-delivery:latest",
               show_default=True, help="Image of the MPI launcher's init container that delivers kubectl.")
+@click.option("--upstream-init-containers", is_flag=True,
+              help="Add init-pytorch and kubectl-delivery exactly as the Training Operator does, without a "
+                   "securityContext. Default: they run as user 65532 with runAsNonRoot, no privilege escalation, "
+                   "all capabilities dropped and the RuntimeDefault seccomp profile, which Pod Security "
+                   "'restricted' admits (the compiler's controller: train-controller).")
 @click.option("--gang-scheduler-name", default="", show_default=True,
               help="Gang scheduling: 'volcano', or the schedulerName of a scheduler-plugins (coscheduling) scheduler; empty: off.")
 @click.option("--pods-first/--no-pods-first", default=True, show_default=True,
@@ -113,14 +141,15 @@ def _lease_namespace(flag: str | None) -> str:
               help="host:port for /healthz and /readyz (':8081' all interfaces; '0' disables).")
 def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace: str | None, workers: int,
          watch_timeout: int, pytorch_init_container_image: str, pytorch_init_container_max_tries: int,
-         mpi_kubectl_delivery_image: str, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
+         pytorch_init_container_template_file: str | None, mpi_kubectl_delivery_image: str,
+         upstream_init_containers: bool, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
          leader_election_id: str, lease_duration: float, renew_deadline: float, retry_period: float,
          metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str,
          pods_first: bool) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
     from controller import errors, preflight
     from controller import kinds as kind_table
-    from controller.desired import Options
+    from controller.desired import Options, TemplateError, render_init_template
     from controller.gang import scheduler_for
     from controller.kube import Client
     from controller.kubelib import LOAD_ERRORS
@@ -133,6 +162,18 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         enabled = kind_table.select(frameworks)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--frameworks") from exc
+    options = Options(
+        pytorch_init_image=pytorch_init_container_image,
+        pytorch_init_max_tries=pytorch_init_container_max_tries,
+        mpi_kubectl_delivery_image=mpi_kubectl_delivery_image,
+        pytorch_init_template=_init_template(pytorch_init_container_template_file),
+        upstream_init_containers=upstream_init_containers,
+    )
+    if options.pytorch_init_template is not None:
+        try:  # a template that cannot make a pod is refused now, not at the first multi-node job
+            render_init_template(options.pytorch_init_template, master="job-master-0", options=options)
+        except TemplateError as exc:
+            raise click.BadParameter(str(exc), param_hint="--pytorch-init-container-template-file") from exc
     metrics_at = _bind(metrics_bind_address, "--metrics-bind-address")
     probes_at = _bind(health_probe_bind_address, "--health-probe-bind-address")
     lease = None
@@ -156,11 +197,6 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         log.warning("could not check which APIs are served (%s); starting anyway", exc)
     metrics = Metrics(process=True)
     client.observer = metrics.api_request
-    options = Options(
-        pytorch_init_image=pytorch_init_container_image,
-        pytorch_init_max_tries=pytorch_init_container_max_tries,
-        mpi_kubectl_delivery_image=mpi_kubectl_delivery_image,
-    )
     manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout,
                       gang_scheduler_name=gang_scheduler_name, pods_first=pods_first,
                       metrics=metrics)

@@ -6,13 +6,24 @@ Training Operator would POST (semantics §4–§5): name `{job}-{rt}-{i}`, the f
 restartPolicy from the replica (`ExitCode` -> `Never`), the rendezvous environment from
 the shared framework module, and PyTorch's `init-pytorch` wait-for-master container.
 MPIJob's launcher/worker shapes live in `controller/mpi.py`.
+
+One deliberate difference, off with `--upstream-init-containers`: the init containers we
+add carry the restricted securityContext (`INIT_SECURITY_CONTEXT` in
+compiler/frameworks/base.py, the fact the compiler's pod security review reads under
+`controller: train-controller`), so multi-node PyTorch and MPI jobs run in namespaces that
+enforce `restricted`. An init container template (upstream's
+`--pytorch-init-container-template-file`) keeps any securityContext it writes itself.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
+import yaml
+
+from compiler.frameworks.base import INIT_SECURITY_CONTEXT
 from controller import jsondata
 from controller.kinds import Kind
 from controller.status import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, ROLE_LABEL, TYPE_LABEL
@@ -23,6 +34,17 @@ INIT_CONTAINER_COMMAND = (
 )
 
 
+# upstream's template (pkg/controller.v1/pytorch/initcontainer.go), for
+# --pytorch-init-container-template-file: a YAML list of containers; the only actions are
+# these three fields (upstream runs Go's text/template over the same struct)
+INIT_TEMPLATE_FIELDS = ("MasterAddr", "InitContainerImage", "MaxTries")
+_ACTION = re.compile(r"{{-?\s*(.*?)\s*-?}}", re.S)
+
+
+class TemplateError(ValueError):
+    """An init container template we cannot render (a message for the operator)."""
+
+
 @dataclass(frozen=True)
 class Options:
     """Operator flags that shape pods (semantics §10)."""
@@ -30,6 +52,44 @@ class Options:
     pytorch_init_image: str = "alpine:3.10"
     pytorch_init_max_tries: int = 100
     mpi_kubectl_delivery_image: str = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
+    # the text of --pytorch-init-container-template-file; None: upstream's built-in template
+    pytorch_init_template: Optional[str] = None
+    # add the init containers exactly as upstream does: no securityContext
+    upstream_init_containers: bool = False
+
+    def init_security_context(self) -> Optional[dict[str, Any]]:
+        """What our init containers get when they set no securityContext of their own."""
+        return INIT_SECURITY_CONTEXT["training-operator" if self.upstream_init_containers else "train-controller"]
+
+
+def secured(containers: list[dict[str, Any]], options: Options) -> list[dict[str, Any]]:
+    """Init containers the controller adds, with `options`' securityContext where they have none."""
+    security = options.init_security_context()
+    if security is None:
+        return containers
+    return [c if "securityContext" in c else {**c, "securityContext": jsondata.copy(security)} for c in containers]
+
+
+def render_init_template(text: str, *, master: str, options: Options) -> list[dict[str, Any]]:
+    """Upstream's init container template filled in: `{{.MasterAddr}}`, `{{.InitContainerImage}}`
+    and `{{.MaxTries}}` replaced, the result read as a YAML list of containers."""
+    values = {"MasterAddr": master, "InitContainerImage": options.pytorch_init_image,
+              "MaxTries": str(options.pytorch_init_max_tries)}
+
+    def fill(match: re.Match[str]) -> str:
+        action = match.group(1)
+        if not action.startswith(".") or action[1:] not in values:
+            raise TemplateError(f"the init container template uses {{{{{action}}}}}; it may use only "
+                                + ", ".join(f"{{{{.{name}}}}}" for name in INIT_TEMPLATE_FIELDS))
+        return values[action[1:]]
+
+    try:
+        containers = yaml.safe_load(_ACTION.sub(fill, text))
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"the init container template is not YAML once filled in: {exc}") from None
+    if not isinstance(containers, list) or not all(isinstance(c, dict) and c.get("name") for c in containers):
+        raise TemplateError("the init container template must be a YAML list of containers, each with a name")
+    return containers
 
 
 def child_name(job_name: str, replica_type: str, *, index: int) -> str:
@@ -82,7 +142,7 @@ def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, optio
         if kind.env_default_container_only:
             break
     if kind.name == "PyTorchJob" and replica_type == "Worker" and "Master" in replicas:
-        spec["initContainers"] = [*(spec.get("initContainers") or []), _init_pytorch(job, options)]
+        spec["initContainers"] = [*(spec.get("initContainers") or []), *secured(_init_pytorch(job, options), options)]
     spec["restartPolicy"] = pod_restart_policy(replica)
     metadata: dict[str, Any] = {
         "name": child_name(job["metadata"]["name"], replica_type, index=index),
@@ -102,9 +162,11 @@ def template_sets_restart_policy(job: dict[str, Any], kind: Kind, *, replica_typ
     return bool(((replica.get("template") or {}).get("spec") or {}).get("restartPolicy"))
 
 
-def _init_pytorch(job: dict[str, Any], options: Options) -> dict[str, Any]:
+def _init_pytorch(job: dict[str, Any], options: Options) -> list[dict[str, Any]]:
     master = child_name(job["metadata"]["name"], "master", index=0)
-    return {
+    if options.pytorch_init_template is not None:
+        return render_init_template(options.pytorch_init_template, master=master, options=options)
+    return [{
         "name": "init-pytorch",
         "image": options.pytorch_init_image,
         "imagePullPolicy": "IfNotPresent",
@@ -113,7 +175,7 @@ def _init_pytorch(job: dict[str, Any], options: Options) -> dict[str, Any]:
             "requests": {"cpu": "50m", "memory": "10Mi"},
         },
         "command": ["sh", "-c", INIT_CONTAINER_COMMAND.format(tries=options.pytorch_init_max_tries, master=master)],
-    }
+    }]
 
 
 def service(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int) -> dict[str, Any]:

@@ -108,7 +108,9 @@ def worker_pod(job: dict[str, Any], kind: Any, *, index: int) -> dict[str, Any]:
     return pod
 
 
-def launcher_pod(job: dict[str, Any], kind: Any, *, delivery_image: str) -> dict[str, Any]:
+def launcher_pod(job: dict[str, Any], kind: Any, *, options: desired.Options = desired.Options()) -> dict[str, Any]:
+    """The launcher pod; its `kubectl-delivery` init container is secured as `options` say
+    (desired.secured: restricted, unless --upstream-init-containers)."""
     name = job["metadata"]["name"]
     labels = {**desired.base_labels(job, kind), st.TYPE_LABEL: "launcher", st.ROLE_LABEL: "master"}
     pod = _pod(job, kind, "Launcher", f"{name}-launcher", labels)
@@ -116,14 +118,14 @@ def launcher_pod(job: dict[str, Any], kind: Any, *, delivery_image: str) -> dict
     if not spec.get("serviceAccountName"):
         spec["serviceAccountName"] = f"{name}-launcher"
     resources = {"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
-    spec["initContainers"] = [*(spec.get("initContainers") or []), {
+    spec["initContainers"] = [*(spec.get("initContainers") or []), *desired.secured([{
         "name": "kubectl-delivery",
-        "image": delivery_image,
+        "image": options.mpi_kubectl_delivery_image,
         "imagePullPolicy": "IfNotPresent",
         "env": [{"name": "TARGET_DIR", "value": KUBECTL_MOUNT}, {"name": "NAMESPACE", "value": job["metadata"]["namespace"]}],
         "volumeMounts": [{"name": KUBECTL_VOLUME, "mountPath": KUBECTL_MOUNT}, {"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT}],
         "resources": {"limits": dict(resources), "requests": dict(resources)},
-    }]
+    }], options)]
     container = spec["containers"][0]
     container["env"] = [*(container.get("env") or []), *kind.adapter.rendezvous_env(job, "Launcher", 0)]
     container["volumeMounts"] = [*(container.get("volumeMounts") or []),
@@ -172,7 +174,7 @@ class MPI:
             self._ensure(r, key, ctx, res=ROLEBINDINGS, name=f"{name}-launcher", content=binding, field=None)
             workers = self._workers(r, key, ctx, pods)
             if launcher is None:
-                pod = launcher_pod(job, kind, delivery_image=r.options.mpi_kubectl_delivery_image)
+                pod = launcher_pod(job, kind, options=r.options)
                 if r.gang is not None:
                     r.gang.decorate(ctx, pod, "Launcher")
                 r.create_child(key, ctx, res=PODS, obj=pod)

@@ -21,6 +21,16 @@ PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
 DEFAULT_POD_SECURITY = "baseline"
 TargetName = Literal["kubeflow-v1", "trainer-v2"]
 DEFAULT_TARGET = "kubeflow-v1"
+# compiler/frameworks/base.py INIT_SECURITY_CONTEXT says how each one's init containers are secured
+ControllerName = Literal["training-operator", "train-controller"]
+DEFAULT_CONTROLLER = "training-operator"
+CONTROLLER_HELP = (
+    "Which controller turns the kubeflow-v1 jobs into pods, so the pod security review judges the pods it"
+    " makes: training-operator (upstream: its init-pytorch and kubectl-delivery init containers have no"
+    " securityContext, so policy.podSecurity: restricted refuses multi-node PyTorch and MPI jobs) or"
+    " train-controller (its init containers meet restricted). Under target trainer-v2 the Trainer makes"
+    " the pods: a default here does not apply there, and an environment's own controller is an error."
+)
 
 
 class GpuPlacement(StrictModel):
@@ -103,6 +113,9 @@ class Environment(StrictModel):
     target: Optional[TargetName] = Field(
         None, description="The API jobs are lowered to here; default: defaults.target."
     )
+    controller: Optional[ControllerName] = Field(
+        None, description="The controller that makes the pods here (target kubeflow-v1 only); default: defaults.controller."
+    )
 
 
 class ProjectDefaults(StrictModel):
@@ -119,6 +132,7 @@ class ProjectDefaults(StrictModel):
         " cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime without podGroupPolicy"
         " (docs/migration-trainer-v2.md).",
     )
+    controller: ControllerName = Field(DEFAULT_CONTROLLER, description=CONTROLLER_HELP)
 
 
 class ProjectMetadata(StrictModel):
@@ -142,6 +156,12 @@ class Project(StrictModel):
     def target_for(self, env: str) -> str:
         own = self.environment(env).target
         return own if own is not None else self.defaults.target
+
+    def controller_for(self, env: str) -> str:
+        """The controller that makes the environment's kubeflow-v1 pods (under trainer-v2 the
+        Trainer's own controllers make them: the value then has no effect)."""
+        own = self.environment(env).controller
+        return own if own is not None else self.defaults.controller
 
     def policy_for(self, env: str) -> ProjectPolicy:
         """The environment's own policy, else the project's; an own policy that leaves the pod

@@ -19,11 +19,13 @@ The other optional facts are declared data, read by the rules and overlays inste
 framework name: `Facts.elastic` and `Facts.processes_per_node` (which spec fields a kind
 takes), `Adapter.launcher` (a one-pod replica type that drives the workers: MPI) and
 `Adapter.operator_init` (the init container the Training Operator adds to some pods, which
-the pod security review checks).
+the pod security review checks, with the securityContext the environment's `controller`
+gives it: `INIT_SECURITY_CONTEXT`).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol
 
@@ -96,13 +98,36 @@ class Launcher:
     names: tuple[str, ...]
 
 
+# restricted's four container controls, plus a user id: runAsNonRoot alone stops a container
+# whose image runs as root (upstream's alpine and kubectl-delivery images do), so the id that
+# distroless images call `nonroot` is given; neither container needs root (nslookup; copying
+# kubectl into an emptyDir, which is writable by all)
+RESTRICTED_INIT_SECURITY_CONTEXT: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+INIT_SECURITY_CONTEXT: dict[str, Optional[dict[str, Any]]] = {
+    "training-operator": None,  # upstream's templates have none
+    # controller/desired.py and controller/mpi.py write this (unless --upstream-init-containers)
+    "train-controller": RESTRICTED_INIT_SECURITY_CONTEXT,
+}
+"""Per controller a project may name (schemas/project.py `controller`), the securityContext of
+the init containers it adds (None: none): the one place both the pod security review and
+train-controller read it."""
+
+
 @dataclass(frozen=True)
 class OperatorInit:
     """An init container the Training Operator (and train-controller, its drop-in) adds to the
-    pods of `replica_type` it makes from a template, without a securityContext (upstream
-    defaults; an operator given its own init container template may differ, which no spec
-    shows). Only the spec's shape avoids it, so a pod security level that refuses it is
-    reported at `refusal_at` with `refusal_fix`."""
+    pods of `replica_type` it makes from a template. The Training Operator gives it no
+    securityContext; train-controller gives it `INIT_SECURITY_CONTEXT["train-controller"]`
+    (an operator given its own init container template may differ, which no spec shows).
+    Only the spec's shape or the controller avoids it, so a pod security level that refuses
+    it is reported at `refusal_at` with `refusal_fix`."""
 
     name: str  # e.g. init-pytorch
     replica_type: str  # the pods that get it
@@ -115,6 +140,12 @@ class OperatorInit:
         if replica_type == self.replica_type and (self.beside is None or self.beside in replica_types):
             return [self.name]
         return []
+
+
+def operator_init_container(name: str, controller: str) -> dict[str, Any]:
+    """Init container `name` as far as pod security sees it when `controller` adds it."""
+    security = INIT_SECURITY_CONTEXT[controller]
+    return {"name": name, "securityContext": copy.deepcopy(security)} if security is not None else {"name": name}
 
 
 class TrainerV2Capable(Protocol):

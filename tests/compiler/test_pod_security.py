@@ -53,12 +53,14 @@ def test_with_the_defaults_only_run_as_non_root_is_left_to_the_user(tmp_path, mo
     pytest.param("pytorch", "nodes: 2\n",
                  "job.yaml:8:10: error: spec.nodes: pod security level 'restricted' refuses the Worker pods: the"
                  " Training Operator adds init container 'init-pytorch' without a securityContext (Capabilities,"
-                 " Privilege Escalation); run it elastic (Worker pods only), on one node, or in an environment at"
-                 " baseline", id="pytorch workers beside a master get the operator's init-pytorch"),
+                 " Privilege Escalation); set controller: train-controller in trainforge.yaml (the init containers"
+                 " it adds meet restricted), or run it elastic (Worker pods only), on one node, or in an environment"
+                 " at baseline", id="pytorch workers beside a master get the operator's init-pytorch"),
     pytest.param("mpi", "",
                  "job.yaml:6:3: error: spec.framework: pod security level 'restricted' refuses the Launcher pods: the"
                  " Training Operator adds init container 'kubectl-delivery' without a securityContext (Capabilities,"
-                 " Privilege Escalation); run MPI jobs in an environment whose policy.podSecurity is baseline",
+                 " Privilege Escalation); set controller: train-controller in trainforge.yaml (the init containers"
+                 " it adds meet restricted), or run MPI jobs in an environment whose policy.podSecurity is baseline",
                  id="the mpi launcher gets the operator's kubectl-delivery"),
 ])
 def test_restricted_refuses_what_the_operator_adds_even_to_a_ready_template(

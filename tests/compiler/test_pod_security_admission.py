@@ -5,7 +5,10 @@ each level (privileged, baseline, restricted), and every pod the operator would 
 the compiled job (train-controller's own pod builder: the template plus the operator's
 init containers, rendezvous env and restart policy) goes to the project's kube-apiserver
 v1.32 as a server-side dry-run create, into a namespace labelled with that level. The
-compiler must refuse the spec exactly when the server refuses one of its pods.
+compiler must refuse the spec exactly when the server refuses one of its pods, under each
+project `controller`: `training-operator` is judged on the pods upstream's operator makes
+(our builder with --upstream-init-containers: init containers without a securityContext),
+`train-controller` on the pods train-controller makes by default.
 
 Each case runs twice: as written (policy.podSecurityDefaults off), and over a
 restricted-ready base (runAsNonRoot: true for the pod, podSecurityDefaults on), so a
@@ -41,6 +44,9 @@ pytestmark = pytest.mark.controlplane
 LEVELS = ("privileged", "baseline", "restricted")
 READY = {"spec": {"securityContext": {"runAsNonRoot": True}}}  # the one setting the compiler never writes
 BUSYBOX = "busybox:1.36"
+# the project's `controller` -> the pod builder's options that make that controller's pods
+CONTROLLERS = {"training-operator": desired.Options(upstream_init_containers=True),
+               "train-controller": desired.Options()}
 
 
 @dataclass(frozen=True)
@@ -231,14 +237,16 @@ def _job(case: Case, ready: bool) -> dict[str, Any]:
     return job_doc(case.framework, name="oracle", **spec)
 
 
-def _compile(folder, job: dict[str, Any], level: str, defaults: bool):
+def _compile(folder, job: dict[str, Any], level: str, defaults: bool, controller: str = "training-operator"):
     write_docs(folder / "job.yaml", job)
-    write_docs(folder / "trainforge.yaml", project_doc(policy={"podSecurity": level, "podSecurityDefaults": defaults}))
+    write_docs(folder / "trainforge.yaml", project_doc(policy={"podSecurity": level, "podSecurityDefaults": defaults},
+                                                       defaults={"controller": controller}))
     return compile_sources([folder])
 
 
-def compiler_refuses(folder, job: dict[str, Any], level: str, defaults: bool) -> tuple[bool, list[str]]:
-    result = _compile(folder, job, level, defaults)
+def compiler_refuses(folder, job: dict[str, Any], level: str, defaults: bool,
+                     controller: str = "training-operator") -> tuple[bool, list[str]]:
+    result = _compile(folder, job, level, defaults, controller)
     errors = [d.text() for d in result.diagnostics if d.severity == "error"]
     ours = [e for e in errors if "pod security level" in e]
     others = [e for e in errors if e not in ours and "ephemeralContainers" not in e]
@@ -263,8 +271,9 @@ def compiled_job(folder, job: dict[str, Any], defaults: bool) -> dict[str, Any]:
     return by_kind[0]
 
 
-def operator_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
-    """Index 0 of every replica type, as train-controller (upstream's pod builder) makes it."""
+def operator_pods(job: dict[str, Any], options: desired.Options = CONTROLLERS["training-operator"]) -> list[dict[str, Any]]:
+    """Index 0 of every replica type, as train-controller (upstream's pod builder) makes it
+    with `options` (by default as upstream's operator does)."""
     job = copy.deepcopy(job)
     job["metadata"]["uid"] = str(uuid.uuid4())
     kind = KINDS[job["kind"]]
@@ -273,10 +282,10 @@ def operator_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
         if replica.get("replicas", 1) < 1:
             continue
         if kind.name == "MPIJob":
-            pod = mpi.launcher_pod(job, kind, delivery_image=desired.Options().mpi_kubectl_delivery_image) \
+            pod = mpi.launcher_pod(job, kind, options=options) \
                 if replica_type == "Launcher" else mpi.worker_pod(job, kind, index=0)
         else:
-            pod = desired.pod(job, kind, replica_type=replica_type, index=0)
+            pod = desired.pod(job, kind, replica_type=replica_type, index=0, options=options)
         pod["metadata"].pop("ownerReferences", None)  # the job is not created; its pods only dry-run
         pods.append(pod)
     assert pods
@@ -343,11 +352,11 @@ def test_the_compiler_refuses_exactly_what_pod_security_admission_refuses(
         case_id, control_plane, level_namespaces, tmp_path):
     case = CASES[case_id]
     disagreements = []
-    for ready in (False, True):
+    for ready, (controller, options) in ((r, c) for r in (False, True) for c in CONTROLLERS.items()):
         job = _job(case, ready)
-        pods = operator_pods(compiled_job(tmp_path, job, defaults=ready))
+        pods = operator_pods(compiled_job(tmp_path, job, defaults=ready), options)
         for level in LEVELS:
-            refused, why = compiler_refuses(tmp_path, job, level, defaults=ready)
+            refused, why = compiler_refuses(tmp_path, job, level, defaults=ready, controller=controller)
             answers = [server_refuses(control_plane, level_namespaces[level], pod) for pod in pods]
             server = any(no for no, _ in answers)
             if case.gated and refused and not server:
@@ -358,7 +367,7 @@ def test_the_compiler_refuses_exactly_what_pod_security_admission_refuses(
             if refused != server:
                 messages = [str(body.get("message") if isinstance(body, dict) else body)[:300]
                             for no, body in answers if no]
-                disagreements.append(f"{level} ({'restricted-ready' if ready else 'as written'}): compiler"
+                disagreements.append(f"{level} ({'restricted-ready' if ready else 'as written'}, {controller}): compiler"
                                      f" {'refuses' if refused else 'accepts'} {why}, server {messages or 'admits'}")
     assert not disagreements, "\n".join(disagreements)
 

@@ -115,7 +115,8 @@ def test_pod_shape_restart_policy_and_template_metadata():
 
 def test_pytorch_worker_waits_for_master_with_init_container():
     pod = desired.pod(applied(job("PyTorchJob", "p", Master=1, Worker=1)), KINDS["PyTorchJob"], replica_type="Worker", index=0,
-                      options=desired.Options(pytorch_init_image="busybox:1", pytorch_init_max_tries=7))
+                      options=desired.Options(pytorch_init_image="busybox:1", pytorch_init_max_tries=7,
+                                              upstream_init_containers=True))
     assert pod["spec"]["initContainers"] == [{
         "name": "init-pytorch", "image": "busybox:1", "imagePullPolicy": "IfNotPresent",
         "resources": {"limits": {"cpu": "100m", "memory": "20Mi"}, "requests": {"cpu": "50m", "memory": "10Mi"}},
@@ -181,7 +182,7 @@ def test_mpi_launcher_env_for_gpu_launcher_and_user_bootstrap():
     launcher["resources"] = {"limits": {"nvidia.com/gpu": 1}}
     launcher["env"] = [{"name": "I_MPI_HYDRA_BOOTSTRAP", "value": "ssh"}]
     out = applied(body)
-    pod = mpi.launcher_pod(out, KINDS["MPIJob"], delivery_image="img")
+    pod = mpi.launcher_pod(out, KINDS["MPIJob"], options=desired.Options(mpi_kubectl_delivery_image="img"))
     assert env(pod) == [("I_MPI_HYDRA_BOOTSTRAP", "ssh"), ("OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"),
                         ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC", "/etc/mpi/kubexec.sh")]
     data = mpi.config_data(out, ["m-worker-1", "m-worker-0"])

@@ -29,6 +29,10 @@ QPS = ("--kube-api-qps=1000", "--kube-api-burst=2000")
 LOGS = Path(tempfile.gettempdir()) / "trainforge-parity-logs"
 # TRAINFORGE_TEST_UPSTREAM_ORDER=1 runs ours in upstream's order, as it does for tests/controller
 ORDER = ("--no-pods-first",) if os.environ.get("TRAINFORGE_TEST_UPSTREAM_ORDER") == "1" else ()
+# upstream's init containers (no securityContext), so the pods compare like with like: our
+# default differs from them only in that securityContext, which tests/controller/
+# test_restricted_pods.py holds (the difference is the one INIT_SECURITY_CONTEXT fact)
+INIT = ("--upstream-init-containers",)
 
 
 @dataclass
@@ -66,7 +70,7 @@ def parity_world() -> Iterator[tuple[World, object]]:
                    # its client's default 20 requests/s would make it minutes late on ~60 jobs
                    upstream.Operator(sides.up, version=upstream.PRIMARY, threads=WORKERS, extra_args=QPS),
                    upstream.Operator(sides.up_mx, version=upstream.MXJOB, threads=WORKERS),
-                   TrainController(sides.ours, workers=WORKERS, extra_args=ORDER)])
+                   TrainController(sides.ours, workers=WORKERS, extra_args=ORDER + INIT)])
     try:
         world.start()
     except WorldError as err:
