@@ -10,7 +10,10 @@ one pool shared by the workers (controller.creates), its Events through one send
 `stop()` shuts the queue, closes the watches, lets in-flight reconciles finish and
 sends their queued Events (queued keys are dropped: the next leader relists and
 requeues everything). Every reconcile, queue move and API request is recorded in
-`metrics` (controller.metrics), which the CLI serves.
+`metrics` (controller.metrics), which the CLI serves. A reconcile that raises anything
+else than the API server's refusals or an invalid job is a bug: it is logged once with its
+traceback, counted in `controller_runtime_reconcile_panics_total`, recorded as a Warning
+Event on the job and retried with backoff; the worker thread survives it (controller.bugs).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from controller import errors, jsondata
+from controller import bugs, errors, jsondata
 from controller.burst import Held
 from controller.creates import CreatePool
 from controller.desired import Options
@@ -107,6 +110,7 @@ class Manager:
         self._started = False
         self.reconciles = 0
         self.errors = 0
+        self.bugs = bugs.Bugs()
         self.metrics.watch_informers(self.informers)
 
     # ------------------------------------------------------------------ informers
@@ -224,7 +228,11 @@ class Manager:
 
     def ready(self) -> bool:
         """Workers running on synced caches (what `/readyz` asks of a leader)."""
-        return self._started and all(informer.synced for informer in self.informers())
+        return self._started and self.workers_alive() == self.workers and all(
+            informer.synced for informer in self.informers())
+
+    def workers_alive(self) -> int:
+        return sum(thread.is_alive() for thread in self._threads)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Graceful: no new keys, watches closed, in-flight reconciles finished, Events sent."""
@@ -260,6 +268,9 @@ class Manager:
                 return
             try:
                 self.process(key)
+            except Exception:  # process reports the reconcile's errors; this is a bug in that reporting
+                log.exception("processing %s failed; retried with backoff", key)
+                self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)
 
@@ -275,18 +286,36 @@ class Manager:
             delay = self.queue.add_rate_limited(key)
             log.warning("reconcile %s: %s (retry in %.2fs)", key, exc, delay)
             return
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        except Exception as exc:  # a bug: visible once, retried with backoff, never the end of the worker
             self.errors += 1
-            self.metrics.reconciled(key, result="error", seconds=time.monotonic() - started)
-            delay = self.queue.add_rate_limited(key)
-            log.exception("reconcile %s failed: %s (retry in %.2fs)", key, exc, delay)
+            self.metrics.reconciled(key, result="error", seconds=time.monotonic() - started, panic=True)
+            self._report_bug(key, exc, self.queue.add_rate_limited(key))
             return
         seconds = time.monotonic() - started
         self.metrics.reconciled(key, result="success" if wake is None else "requeue_after", seconds=seconds)
         log.debug("reconciled %s in %.3fs (again in %s s)", key, seconds, "-" if wake is None else f"{wake:.2f}")
         self.queue.forget(key)
+        self.bugs.succeeded(key)
         if wake is not None:
             self.queue.add_after(key, wake)
+
+    def _report_bug(self, key: str, exc: Exception, delay: float) -> None:
+        """Traceback the first time this error is seen, a line per key, an Event per key and error."""
+        seen = self.bugs.failed(key, exc)
+        if seen.new:
+            log.error("reconcile %s failed with an unexpected error, a bug (retry in %.2fs)", key, delay, exc_info=exc)
+        elif seen.new_for_key:
+            log.error("reconcile %s failed: %s (a bug; the traceback is logged for %s; retry in %.2fs)",
+                      key, bugs.describe(exc), seen.first_key, delay)
+        else:
+            log.debug("reconcile %s failed again: %s (retry in %.2fs)", key, bugs.describe(exc), delay)
+        if not seen.new_for_key:
+            return
+        job = bugs.job_of(key, self.job_informers)
+        if job is not None:
+            kind = self.kinds[key.split("/", 1)[0]]
+            self.recorder.event(job, "Warning", reason=bugs.REASON, message=bugs.event_message(exc),
+                                component=kind.facts.operator_name)
 
     def now(self) -> datetime:
         return datetime.now(timezone.utc)

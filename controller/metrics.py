@@ -1,9 +1,11 @@
 """Prometheus metrics for `/metrics`, named as controller-runtime and client-go name theirs.
 
 Dashboards and alerts written for Go operators keep working: reconciles are
-`controller_runtime_reconcile_total{controller,result}`, `..._errors_total` and
-`..._time_seconds` (the controller label is the job kind, lower case, as upstream's
-`pytorchjob-controller` minus the suffix); the queue is `workqueue_*{name}`; leadership
+`controller_runtime_reconcile_total{controller,result}`, `..._errors_total`,
+`..._panics_total` (an exception the reconcile did not expect, i.e. a bug; also counted in
+errors, as controller-runtime counts a recovered panic) and `..._time_seconds` (the
+controller label is the job kind, lower case, as upstream's `pytorchjob-controller` minus
+the suffix); the queue is `workqueue_*{name}`; leadership
 is client-go's `leader_election_master_status{name}`. API requests carry what our
 `kube.Client` knows and client-go's metric does not: `trainforge_api_requests_total
 {verb,resource,code}`. Everything lives in one `CollectorRegistry` per `Metrics`, so
@@ -41,6 +43,9 @@ class Metrics:
                                        ["controller", "result"], registry=r)
         self.reconcile_errors = Counter("controller_runtime_reconcile_errors_total", "Reconciles that failed.",
                                         ["controller"], registry=r)
+        self.reconcile_panics = Counter("controller_runtime_reconcile_panics_total",
+                                        "Reconciles that raised an unexpected exception (a bug); also errors.",
+                                        ["controller"], registry=r)
         self.reconcile_time = Histogram("controller_runtime_reconcile_time_seconds", "Time per reconcile.",
                                         ["controller"], buckets=RECONCILE_BUCKETS, registry=r)
         self.queue_depth = Gauge("workqueue_depth", "Keys waiting in the work queue.", ["name"], registry=r)
@@ -64,12 +69,15 @@ class Metrics:
     def queue(self, name: str = QUEUE_NAME, **kwargs: Any) -> MeteredQueue:
         return MeteredQueue(self, name=name, **kwargs)
 
-    def reconciled(self, key: str, *, result: str, seconds: float) -> None:
+    def reconciled(self, key: str, *, result: str, seconds: float, panic: bool = False) -> None:
+        """One reconcile's outcome; `panic`: it raised what it did not expect (result "error")."""
         controller = key.split("/", 1)[0].lower()
         self.reconcile_total.labels(controller, result).inc()
         self.reconcile_time.labels(controller).observe(seconds)
         if result == "error":
             self.reconcile_errors.labels(controller).inc()
+        if panic:
+            self.reconcile_panics.labels(controller).inc()
 
     def api_request(self, verb: str, resource: str, code: str, seconds: float) -> None:
         """`kube.Client.observer`: one call per request, code "<error>" if none came back."""

@@ -8,7 +8,8 @@ pass and the framework's status rule. Unlike upstream, the pods a suspension del
 left out of everything after it while they terminate (controller.runs). Status goes to
 `/status` with the cached resourceVersion as precondition, and only when it differs from
 what is stored (`lastReconcileTime` ignored), so a settled job costs zero write requests.
-Errors propagate to the manager, which retries the key with backoff.
+A job whose shape the code cannot read fails at validation, as one the webhook refuses
+(controller.shapes). Errors propagate to the manager, which retries with backoff (controller.bugs).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from controller import conditions as cond
-from controller import defaults, desired, diff, errors, jsondata, policies, runs, validation
+from controller import defaults, desired, diff, errors, jsondata, policies, runs, shapes, validation
 from controller import status as st
 from controller.burst import Held
 from controller.creates import CreatePool
@@ -36,7 +37,8 @@ log = logging.getLogger(__name__)
 
 
 class InvalidJob(Exception):
-    """A job upstream validates in the reconciler (MPIJob, MXJob) is invalid: retry with backoff."""
+    """An invalid job upstream reports and retries (MPIJob and MXJob validation, a pod it
+    refuses to build): the manager retries with backoff and logs one line, no traceback."""
 
 
 class Gang(Protocol):
@@ -97,10 +99,12 @@ class Reconciler:
             return None
         if not self.expectations.satisfied(key):
             return self.expectations.next_deadline(key)
-        problems = validation.problems(job, kind)
+        bad_shape = shapes.problems(job, kind)
+        problems = bad_shape or validation.problems(job, kind)
         if problems:
             self._drop_held(key)
-            return self._invalid(key, job, kind, problems)
+            return self._invalid(key, job, kind, problems,
+                                 retry=not bad_shape and kind.name in validation.RECONCILER_VALIDATED)
         held = self.held.held_status(key) if self.held is not None else None
         ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), pods={}, now=self.clock(),
                      status=jsondata.copy(held if held is not None else job.get("status") or {}))
@@ -204,7 +208,7 @@ class Reconciler:
             pod = desired.pod(ctx.job, ctx.kind, replica_type=rtype, index=index, options=self.options)
         except ValueError as exc:
             ctx.events.append(("Warning", "FailedCreatePod", f"Error creating: {exc}"))
-            raise
+            raise InvalidJob(f"cannot build pod {rtype} {index}: {exc}") from exc
         if pod["metadata"]["name"] in ctx.previous:
             return  # its name is taken until the old pod is gone; that deletion queues the job again
         if desired.template_sets_restart_policy(ctx.job, ctx.kind, replica_type=rtype):
@@ -374,13 +378,13 @@ class Reconciler:
         for etype, why, message in events:
             self.recorder.event(job, etype, reason=why, message=message, component=kind.facts.operator_name)
 
-    def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str]) -> float | None:
+    def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str], *, retry: bool) -> float | None:
         message = validation.failure_message(kind, problems)
         why = cond.reason(kind.name, "FailedValidation")
         # sent before the Failed condition is written, as upstream orders them
         self.recorder.event(job, "Warning", reason=why, message=message, component=kind.facts.operator_name, wait=True)
-        if kind.name in validation.RECONCILER_VALIDATED:
-            raise InvalidJob(message)  # upstream: event, no condition, retry with backoff
+        if retry:
+            raise InvalidJob(message)  # upstream's MPIJob/MXJob checks: event, no condition, retry with backoff
         status = jsondata.copy(job.get("status") or {})
         now = self.clock()
         cond.set_condition(status, cond.CREATED, state="True", reason=cond.reason(kind.name, "Created"),
