@@ -229,13 +229,19 @@ def replica_count(replica: dict[str, Any]) -> int:
     return 1 if value is None else int(value)
 
 
+def template_part(replica: dict[str, Any], part: str) -> dict[str, Any]:
+    """`replica.template.<part>` (spec or metadata) of a raw replica spec, {} when absent or
+    null: the API server keeps `metadata:` with no value as null, and reads null as absent."""
+    return (replica.get("template") or {}).get(part) or {}
+
+
 def named_port(replica: dict[str, Any], facts: Facts, *, fallback: Optional[int] = None) -> int:
     """The framework port (`facts.port_name` on `facts.container`) of a raw replica spec.
 
     Upstream refuses to create the pod when a framework needs the port and it is
     missing (ValueError here); TF and Paddle fall back to the default number instead.
     """
-    for container in replica.get("template", {}).get("spec", {}).get("containers") or []:
+    for container in template_part(replica, "spec").get("containers") or []:
         if container.get("name") == facts.container:
             for port in container.get("ports") or []:
                 if port.get("name") == facts.port_name:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, Launcher, OperatorInit, ReplicaPlan, TrainerV2, env_var
+from compiler.frameworks.base import (Adapter, Facts, Launcher, OperatorInit, ReplicaPlan, TrainerV2, env_var,
+                                     template_part)
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -63,7 +64,7 @@ _CONFIG_MOUNT = "/etc/mpi"
 def is_gpu_launcher(job: dict[str, Any]) -> bool:
     """Any launcher container limit whose key ends in `.com/gpu` or mentions `gpu`."""
     launcher = job["spec"][FACTS.replica_specs].get("Launcher") or {}
-    for container in launcher.get("template", {}).get("spec", {}).get("containers") or []:
+    for container in template_part(launcher, "spec").get("containers") or []:
         limits = (container.get("resources") or {}).get("limits") or {}
         if any(key.endswith(".com/gpu") or "gpu" in key for key in limits):
             return True
@@ -81,7 +82,7 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     if not is_gpu_launcher(job):
         env += [env_var("NVIDIA_VISIBLE_DEVICES", ""), env_var("NVIDIA_DRIVER_CAPABILITIES", "")]
     launcher = job["spec"][FACTS.replica_specs]["Launcher"]
-    containers = launcher.get("template", {}).get("spec", {}).get("containers") or [{}]
+    containers = template_part(launcher, "spec").get("containers") or [{}]
     present = {item.get("name") for item in (containers[0].get("env") or []) + env}
     if "I_MPI_HYDRA_BOOTSTRAP" not in present:
         env.append(env_var("I_MPI_HYDRA_BOOTSTRAP", "rsh"))

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count, role_plan
+from compiler.frameworks.base import (Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count, role_plan,
+                                     template_part)
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -55,7 +56,7 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
         rt, port = rtype.lower(), named_port(replica, FACTS)
         count = replica_count(replica)
         cluster[rt] = [{"url": f"{name}-{rt}-{i}", "port": port} for i in range(count)]
-        annotations = replica.get("template", {}).get("metadata", {}).get("annotations") or {}
+        annotations = template_part(replica, "metadata").get("annotations") or {}
         labels[rt] = annotations.get(_TUNER_SERVER_KEY, "")
     rt = replica_type.lower()
     config = {"cluster": cluster, "labels": labels, "task": {"type": rt, "index": index}}

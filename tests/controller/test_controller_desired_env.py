@@ -198,3 +198,20 @@ def test_services_carry_every_port_of_the_default_container():
     assert svc["spec"] == {"clusterIP": "None", "selector": svc["metadata"]["labels"],
                            "ports": [{"name": "metrics", "port": 9090}, {"name": "pytorchjob-port", "port": 23456}]}
     assert "training.kubeflow.org/job-role" not in svc["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(("kind", "replicas"), [("MXJob", {"Scheduler": 1, "Server": 1, "Worker": 1}),
+                                                ("MPIJob", {"Launcher": 1, "Worker": 1}),
+                                                ("PyTorchJob", {"Master": 1, "Worker": 1})])
+def test_a_null_template_metadata_reads_as_absent_for_every_replica(kind, replicas):
+    """`metadata:` left empty in YAML reaches the controller as null (the CRD keeps it): the
+    rendezvous env of every replica type is what it is without the key."""
+    body = job(kind, "n", **replicas)
+    plain = applied(body)
+    specs = KINDS[kind].facts.replica_specs
+    for replica in body["spec"][specs].values():
+        replica["template"]["metadata"] = None
+    nulled = applied(body)
+    for rtype in replicas:
+        ours = desired.pod(nulled, KINDS[kind], replica_type=rtype, index=0)
+        assert env(ours) == env(desired.pod(plain, KINDS[kind], replica_type=rtype, index=0))
