@@ -72,7 +72,8 @@ def test_the_api_server_accepts_the_whole_install(control_plane, tmp_path) -> No
     control_plane.kubectl("create", "namespace", "trainforge-system", check=False)  # a dry run creates nothing
     docs = render(overlay(tmp_path, "volcano", "upstream-order"))
     assert {d["kind"] for d in docs} >= {"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole",
-                                          "ClusterRoleBinding", "Deployment"}
+                                          "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
+                                          "PodDisruptionBudget"}
     manifest = tmp_path / "install.yaml"
     manifest.write_text(yaml.safe_dump_all(docs))
     out = control_plane.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server",
@@ -126,3 +127,42 @@ def test_the_no_admission_component_leaves_out_exactly_the_policies(tmp_path) ->
     policy_kinds = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     assert len([d for d in full if d["kind"] in policy_kinds]) == 12
     assert without == [d for d in full if d["kind"] not in policy_kinds]
+
+
+@pytest.mark.parametrize("namespace", [None, "ml-platform"])
+def test_the_lease_is_granted_only_where_the_controller_runs(tmp_path, namespace) -> None:
+    """No ClusterRole rule names leases; the Role that does lives in the namespace the
+    Deployment runs in (its POD_NAMESPACE, where the Lease is), bound to its ServiceAccount,
+    also when a user's kustomization moves the install to another namespace."""
+    folder = overlay(tmp_path, None)
+    if namespace:
+        body = yaml.safe_load((folder / "kustomization.yaml").read_text())
+        (folder / "kustomization.yaml").write_text(yaml.safe_dump({**body, "namespace": namespace}))
+    docs = render(folder)
+    by_kind = lambda kind: [d for d in docs if d["kind"] == kind]  # noqa: E731
+    assert not [r for d in by_kind("ClusterRole") for r in d["rules"] if "leases" in r["resources"]]
+    (deployment,), (account,) = by_kind("Deployment"), by_kind("ServiceAccount")
+    runs_in = deployment["metadata"]["namespace"]
+    assert runs_in == (namespace or "trainforge-system")
+    env = {e["name"]: e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    leases = [d for d in by_kind("Role") if any("leases" in r["resources"] for r in d["rules"])]
+    assert [(d["metadata"]["namespace"], d["rules"]) for d in leases] == [
+        (runs_in, [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}])]
+    (binding,) = [d for d in by_kind("RoleBinding") if d["roleRef"]["name"] == leases[0]["metadata"]["name"]]
+    subject = {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": runs_in}
+    assert binding["metadata"]["namespace"] == runs_in and binding["subjects"] == [subject]
+    assert account["metadata"]["namespace"] == runs_in
+    assert by_kind("ClusterRoleBinding")[0]["subjects"] == [subject]
+
+
+def test_the_disruption_budget_keeps_one_replica_and_lets_a_drain_evict_the_other() -> None:
+    docs = render(INSTALL)
+    (pdb,) = [d for d in docs if d["kind"] == "PodDisruptionBudget"]
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert pdb["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["spec"]["minAvailable"] == 1 and "maxUnavailable" not in pdb["spec"]
+    assert deployment["spec"]["replicas"] - pdb["spec"]["minAvailable"] >= 1, "a drain could never evict a replica"
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"

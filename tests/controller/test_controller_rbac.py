@@ -1,5 +1,6 @@
-"""The install ClusterRole is sufficient and minimal: the controller runs as an identity
-bound to nothing but `controller/install/clusterrole.yaml` through a scenario that takes
+"""The install's roles are sufficient and minimal: the controller runs as an identity bound
+to nothing but `controller/install/clusterrole.yaml` (and `role.yaml`, the Lease's, in the
+namespace it elects in) through a scenario that takes
 every code path that talks to the API server (create, adopt, restart, clean up, TTL
 delete, MPI helpers updated as workers run and scale down, PodGroups of both gang
 schedulers created, updated and deleted, an elastic job's HPA likewise), never gets a
@@ -26,12 +27,13 @@ from controller.reconcile import job_resource
 from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
 ROLE_FILE = crds.OUT.parent / "clusterrole.yaml"
+LEASE_ROLE_FILE = crds.OUT.parent / "role.yaml"  # the Lease, in the controller's namespace only
 ESCALATION_ONLY = {("get", "/pods"), ("create", "/pods/exec")}
 
 
 def granted() -> set[tuple[str, str]]:
-    role = yaml.safe_load(ROLE_FILE.read_text())
-    return {(verb, f"{group}/{res}") for rule in role["rules"] for group in rule["apiGroups"]
+    rules = [rule for path in (ROLE_FILE, LEASE_ROLE_FILE) for rule in yaml.safe_load(path.read_text())["rules"]]
+    return {(verb, f"{group}/{res}") for rule in rules for group in rule["apiGroups"]
             for res in rule["resources"] for verb in rule["verbs"]}
 
 
@@ -39,6 +41,9 @@ def test_clusterrole_is_exactly_what_the_controller_uses(control_plane, namespac
     user = "trainforge-rbac-probe"
     control_plane.kubectl("apply", "-f", str(ROLE_FILE))
     control_plane.kubectl("create", "clusterrolebinding", f"{user}-{namespace}", "--clusterrole=train-controller", f"--user={user}")
+    control_plane.kubectl("apply", "-n", namespace, "-f", str(LEASE_ROLE_FILE))
+    control_plane.kubectl("create", "rolebinding", "-n", namespace, "lease", "--role=train-controller-leader-election",
+                          f"--user={user}")
     kubeconfig = control_plane.add_user(user)
     client = Client.connect(str(Path(kubeconfig)))
     answers: Counter[str] = Counter()  # HTTP codes (409s from racing the test's own patches are fine)

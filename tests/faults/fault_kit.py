@@ -42,6 +42,7 @@ from controller.reconcile import job_resource
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE_FILE = REPO / "controller" / "install" / "clusterrole.yaml"
+LEASE_ROLE_FILE = REPO / "controller" / "install" / "role.yaml"  # the Lease, in the controller's namespace only
 PT = job_resource(KINDS["PyTorchJob"])
 FAST_LEASE = ("2s", "1.5s", "0.3s")  # lease duration, renew deadline, retry period
 LEASE_ID = "train-controller-fault"
@@ -49,16 +50,20 @@ LEASE_ID = "train-controller-fault"
 
 # ---------------------------------------------------------------------------- the identity
 def controller_identity(plane: ControlPlane, namespace: str) -> tuple[str, Path]:
-    """A user bound to nothing but the install ClusterRole; returns (name, kubeconfig)."""
+    """A user bound to nothing but the install's ClusterRole and, in `namespace` (where it
+    elects), its Lease Role; returns (name, kubeconfig)."""
     user = f"train-controller-{namespace}"[:60]
     plane.kubectl("apply", "-f", str(ROLE_FILE))
     plane.kubectl("create", "clusterrolebinding", user, "--clusterrole=train-controller", f"--user={user}")
+    plane.kubectl("apply", "-n", namespace, "-f", str(LEASE_ROLE_FILE))
+    plane.kubectl("create", "rolebinding", "-n", namespace, "lease", "--role=train-controller-leader-election",
+                  f"--user={user}")
     return user, plane.add_user(user)
 
 
 def granted_pairs() -> set[tuple[str, str]]:
-    role = yaml.safe_load(ROLE_FILE.read_text())
-    return {(verb, f"{group}/{res}") for rule in role["rules"] for group in rule["apiGroups"]
+    rules = [rule for path in (ROLE_FILE, LEASE_ROLE_FILE) for rule in yaml.safe_load(path.read_text())["rules"]]
+    return {(verb, f"{group}/{res}") for rule in rules for group in rule["apiGroups"]
             for res in rule["resources"] for verb in rule["verbs"]}
 
 
