@@ -40,6 +40,7 @@ from bench import audit_count, report, server_cost
 from bench import kube_tools as kt
 from bench.scale_controllers import Controller, Ours, Upstream, WORKERS, proc_figures, upstream_binary
 from bench.scale_lifecycle import Lifecycle, Milestones, pytorch_job
+from controller.event_correlator import split_combined
 from controller.kube import EVENTS, Client
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,6 +71,15 @@ class Run:
     server_cpu: Optional[float]  # kube-apiserver + etcd, same window
     loads: list[float] = field(default_factory=list)  # 1-min load average at apply, each milestone, the end
     events: Counter[str] = field(default_factory=Counter)  # Events on the jobs by reason, repeats included
+    distinct: tuple[int, int] = (0, 0)  # distinct pod/Service-create and Succeeded Events found, expected
+
+    @property
+    def distinct_per_job(self) -> float:
+        return self.distinct[0] / self.jobs
+
+    @property
+    def expected_per_job(self) -> float:
+        return self.distinct[1] / self.jobs
 
     @property
     def event_writes_per_job(self) -> float:
@@ -100,6 +110,31 @@ def job_events(client: Client, namespace: str) -> Counter[str]:
         if (event.get("involvedObject") or {}).get("kind") == "PyTorchJob":
             out[event.get("reason", "")] += int(event.get("count") or 1)
     return out
+
+
+def distinct_events(client: Client, namespace: str, jobs: int, pods_per_job: int) -> tuple[int, int]:
+    """(found, expected) distinct Events a user's `kubectl describe` of each job should show: one
+    "Created pod: <pod>" and one "Created service: <pod>" per pod, as both controllers word them,
+    and one {Kind}Succeeded per job; a combined Event counts for every message it lists.
+    ExitedWithCode is left out: how many exits a pass sees differs between the two (README)."""
+    found: set[tuple[str, str, str]] = set()
+    for event in client.list(EVENTS, namespace=namespace)["items"]:
+        ref = event.get("involvedObject") or {}
+        if ref.get("kind") != "PyTorchJob":
+            continue
+        reason = event.get("reason", "")
+        if reason == "PyTorchJobSucceeded":
+            found.add((ref.get("name", ""), reason, ""))
+        else:
+            found.update((ref.get("name", ""), reason, m) for m in split_combined(event.get("message") or ""))
+    expected: set[tuple[str, str, str]] = set()
+    for i in range(jobs):
+        job = f"job-{i:05d}"
+        pods = [f"{job}-master-0"] + [f"{job}-worker-{k}" for k in range(pods_per_job - 1)]
+        expected.update((job, "SuccessfulCreatePod", f"Created pod: {p}") for p in pods)
+        expected.update((job, "SuccessfulCreateService", f"Created service: {p}") for p in pods)
+        expected.add((job, "PyTorchJobSucceeded", ""))
+    return len(found & expected), len(expected)
 
 
 def _idle(pid: int, *, quiet: float = 3.0, timeout: float = 60.0) -> None:
@@ -163,7 +198,8 @@ def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: i
         loads.append(load())
         requests = audit_count.count(world.audit_logs(), USER, since=since)
         return Run(controller.label, jobs, total, life.milestones(), end.cpu - cpu0, end.peak_rss_mb, idle.rss_mb,
-                   requests, None if server0 is None else server1 - server0, loads, job_events(client, namespace))
+                   requests, None if server0 is None else server1 - server0, loads, job_events(client, namespace),
+                   distinct_events(client, namespace, jobs, pods_per_job))
     finally:
         life.stop()
         controller.stop()
@@ -187,6 +223,8 @@ def _ratio_rows(ours: Run, base: Run, tag: str) -> list[report.Row]:
         R(f"... of which Event writes per job ({tag})", ours.event_writes_per_job, base.event_writes_per_job, ""),
         R(f"API requests per job other than Events ({tag})", ours.requests_per_job - ours.event_writes_per_job,
           base.requests_per_job - base.event_writes_per_job, ""),
+        R(f"distinct Events recorded per job, of {ours.expected_per_job:g} expected (pod/Service creates, "
+          f"Succeeded; {tag})", ours.distinct_per_job, base.distinct_per_job, "", f"= {ours.expected_per_job:g}"),
         R(f"controller CPU per 1,000 pods (s; {tag})", ours.cpu * per_k, base.cpu * 1000 / base.pods, "s",
           "<= 1.0x"),
         R(f"controller peak RSS (MB; {tag})", ours.peak_rss_mb, base.peak_rss_mb, "MB",
@@ -206,6 +244,9 @@ def _alone_rows(run: Run) -> list[report.Row]:
         R(f"{run.jobs:,} jobs: apply -> all jobs Running (s)", m.jobs_running, None, "s"),
         R(f"{run.jobs:,} jobs: apply -> all jobs Succeeded (s)", m.jobs_succeeded, None, "s"),
         R(f"{run.jobs:,} jobs: API requests per job (writes {run.writes_per_job:.1f})", run.requests_per_job, None, ""),
+        R(f"{run.jobs:,} jobs: Event writes per job", run.event_writes_per_job, None, ""),
+        R(f"{run.jobs:,} jobs: distinct Events recorded per job, of {run.expected_per_job:g} expected",
+          run.distinct_per_job, None, "", f"= {run.expected_per_job:g}"),
         R(f"{run.jobs:,} jobs: controller CPU per 1,000 pods (s)", run.cpu * 1000 / run.pods, None, "s"),
         R(f"{run.jobs:,} jobs: controller peak RSS (MB)", run.peak_rss_mb, None, "MB"),
     ]

@@ -1,6 +1,7 @@
 """The Event recorder sends off the caller's thread, in order, from a bounded queue that
-drops (and counts) when full, adds senders while a backlog grows, and flushes on close;
-`wait=True` sends at once."""
+folds into its object's combined Event when behind (and drops, counted, only when full of
+distinct keys for `full_wait` s), adds senders while a backlog grows, and flushes on close;
+`wait=True` sends at once. Against the API server: test_event_correlation.py."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ class FakeClient:
         self.sent.append((namespace, body, threading.current_thread().name))
         return body
 
+    def patch(self, res: Any, namespace: str, name: str, patch: Any, **kw: Any) -> Any:
+        self.hold.wait(10)
+        self.sent.append((namespace, {"patch": name, **patch}, threading.current_thread().name))
+        return patch
+
 
 def record(rec: EventRecorder, message: str, **kw: Any) -> bool:
     return rec.event(JOB, "Normal", reason="SuccessfulCreatePod", message=message, component="pytorchjob-controller", **kw)
@@ -49,18 +55,32 @@ def test_events_are_sent_in_order_by_the_sender_with_the_same_body() -> None:
     rec.close()
 
 
-def test_a_full_queue_drops_and_counts_and_close_flushes_the_rest() -> None:
+def test_a_queue_behind_folds_into_the_objects_combined_event_and_close_flushes_it() -> None:
     client = FakeClient()
     client.hold.clear()  # the API server does not answer
-    rec = EventRecorder(client, queue_size=3)  # type: ignore[arg-type]
+    rec = EventRecorder(client, queue_size=4, fold_at=2)  # type: ignore[arg-type]
     assert record(rec, "m0")
     wait_for(lambda: rec.pending() == 1 and not rec._queue, what="m0 in flight")  # noqa: SLF001
-    assert [record(rec, f"m{i}") for i in range(1, 6)] == [True, True, True, False, False]
-    assert rec.overflowed == 2 and rec.pending() == 4
+    assert all(record(rec, f"m{i}") for i in range(1, 7))  # nothing refused
+    assert rec.overflowed == 0 and rec.pending() == 4 and rec.folded == 3  # m1, m2 own; m3 new combined; m4-6 fold
     client.hold.set()
     assert rec.close(timeout=5)
-    assert [body["message"] for _, body, _ in client.sent] == ["m0", "m1", "m2", "m3"]
+    bodies = [body for _, body, _ in client.sent]
+    assert [(b["message"], b["count"]) for b in bodies] == [
+        ("m0", 1), ("m1", 1), ("m2", 1), ("(combined from similar events): m3; m4; m5; m6", 4)]
     assert record(rec, "after close") and client.sent[-1][2] == threading.current_thread().name
+
+
+def test_a_queue_full_of_distinct_objects_waits_then_drops_and_counts() -> None:
+    client = FakeClient()
+    client.hold.clear()
+    rec = EventRecorder(client, queue_size=2, fold_at=1, full_wait=0.2)  # type: ignore[arg-type]
+    jobs = [{**JOB, "metadata": {**JOB["metadata"], "uid": f"u-{i}"}} for i in range(4)]
+    for j in jobs:
+        rec.event(j, "Normal", reason="R", message="m", component="c")
+    assert rec.overflowed == 1 and rec.pending() == 3  # one in flight, two queued, the fourth object had no slot
+    client.hold.set()
+    assert rec.close(timeout=5)
 
 
 def test_wait_sends_on_the_callers_thread() -> None:
@@ -74,7 +94,7 @@ def test_wait_sends_on_the_callers_thread() -> None:
 def test_a_growing_backlog_gets_more_senders_who_leave_once_it_is_gone() -> None:
     client = FakeClient()
     client.hold.clear()
-    rec = EventRecorder(client, backlog_step=4, max_senders=3)  # type: ignore[arg-type]
+    rec = EventRecorder(client, backlog_step=4, max_senders=3, similar=20, fold_at=100)  # type: ignore[arg-type]
     for i in range(20):
         record(rec, f"m{i}")
     assert len(rec._senders) == 3  # noqa: SLF001 - 1, then one more past 4 and past 8 queued

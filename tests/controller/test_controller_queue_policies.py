@@ -11,7 +11,7 @@ import pytest
 
 from controller import defaults, diff, policies
 from controller import status as st
-from controller.events import EventRecorder
+from controller.event_correlator import Correlator, Sent
 from controller.expectations import Expectations
 from controller.kinds import KINDS
 from controller.workqueue import ShutDown, WorkQueue
@@ -253,14 +253,24 @@ def test_managed_elsewhere():
 # --- events ---------------------------------------------------------------------------------------
 
 
-def test_event_dedupe_and_per_object_rate_limit():
+def test_event_correlation_repeats_similar_threshold_and_per_object_rate_limit():
+    """Which Event an event joins (controller.event_correlator); nothing is refused any more."""
     clock = Clock()
-    rec = EventRecorder(client=None, dedupe_seconds=60, burst=3, refill_per_second=0.1, clock=clock)  # type: ignore[arg-type]
-    key = ("uid", "Normal", "R", "m")
-    assert rec._admit(key, "uid") and not rec._admit(key, "uid")
-    assert rec._admit(("uid", "Normal", "R", "m2"), "uid") and rec._admit(("uid", "Normal", "R", "m3"), "uid")
-    assert not rec._admit(("uid", "Normal", "R", "m4"), "uid")  # bucket empty
+    cor = Correlator(window=60, similar=3, burst=4, refill=0.1, clock=clock)
+    none = lambda key: False  # noqa: E731 - nothing pending
+    own = cor.route("uid", "Normal", "R", "m", none, pressure=False)
+    assert own == ("uid", "Normal", "R", "m")
+    cor.record(own, Sent("e", "ns", 1, "t", (), 0, clock()))
+    assert cor.route("uid", "Normal", "R", "m", none, pressure=False) == own  # a repeat: that Event's count
+    assert cor.route("uid", "Normal", "R", "m2", none, pressure=False)[3] == "m2"
+    assert cor.route("uid", "Normal", "R", "m3", none, pressure=False)[3] == "m3"
+    combined = ("uid", "Normal", "R", None)
+    assert cor.route("uid", "Normal", "R", "m4", none, pressure=False) == combined  # past 3 similar messages
+    assert cor.route("uid", "Normal", "X", "x1", none, pressure=True) == ("uid", "Normal", "X", None)  # queue behind
+    # the spam filter: 4 own Events (m, m2, m3 took 3), then the rest combined until a token refills
+    assert cor.route("uid", "Normal", "Y", "y1", none, pressure=False)[3] == "y1"
+    assert cor.route("uid", "Normal", "Y", "y2", none, pressure=False)[3] is None
     clock.t += 10
-    assert rec._admit(("uid", "Normal", "R", "m4"), "uid")
-    clock.t += 61
-    assert rec._admit(key, "uid") or True  # after the window the same event may be recorded again
+    assert cor.route("uid", "Normal", "Z", "z1", none, pressure=False)[3] == "z1"
+    clock.t += 61  # past the window: the repeat is an Event of its own again, not a PATCH
+    assert cor.written(own) is None

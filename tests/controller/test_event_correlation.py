@@ -1,0 +1,157 @@
+"""Events against the real API server (controller.events + controller.event_correlator): a
+burst past the old queue bound (8,192, which dropped the rest) records every distinct Event
+with the right counts in far fewer writes; an identical repeat is one Event whose count and
+lastTimestamp grow (PATCH); past 10 similar messages one Event combines them; the caches
+stay bounded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller.event_correlator import COMBINED, split_combined
+from controller.events import EventRecorder
+from controller.kube import EVENTS, Client
+from controller_kit import wait_for
+
+
+class Burst:
+    """What controller.burst.Held offers the senders: they wait while `settling()`."""
+
+    max_hold = 60.0
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+
+    def settling(self) -> bool:
+        return not self.open.is_set()
+
+
+@pytest.fixture
+def client(control_plane) -> Iterator[Client]:
+    c = Client.connect(str(control_plane.kubeconfig), pool_size=8)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def job(namespace: str, i: int) -> dict[str, Any]:
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": f"j{i}", "namespace": namespace, "uid": f"uid-{namespace}-{i}", "resourceVersion": "1"}}
+
+
+def emit(rec: EventRecorder, obj: dict[str, Any], reason: str, message: str, etype: str = "Normal") -> bool:
+    return rec.event(obj, etype, reason=reason, message=message, component="pytorchjob-controller")
+
+
+def server_events(client: Client, namespace: str) -> list[dict[str, Any]]:
+    return client.list(EVENTS, namespace=namespace)["items"]
+
+
+def event_writes(client: Client) -> int:
+    return sum(n for (verb, res), n in client.snapshot().items() if "events" in res and verb in ("create", "patch"))
+
+
+def test_a_burst_past_the_old_queue_bound_records_every_distinct_event_with_its_count(client, namespace) -> None:
+    held = Burst()  # the senders wait, as during a --pods-first pod burst: everything piles up
+    rec = EventRecorder(client, pod_burst=held)
+    jobs = [job(namespace, i) for i in range(500)]
+    expected: Counter[tuple[str, str, str]] = Counter()  # (job, reason, message) -> times emitted
+    for j in jobs:
+        name = j["metadata"]["name"]
+        for k in range(8):
+            for reason, what in (("SuccessfulCreatePod", "pod"), ("SuccessfulCreateService", "service")):
+                message = f"Created {what}: {name}-worker-{k}"
+                assert emit(rec, j, reason, message)
+                expected[(name, reason, message)] += 1
+        message = f"PyTorchJob {name} is successfully completed."
+        assert emit(rec, j, "PyTorchJobSucceeded", message)
+        expected[(name, "PyTorchJobSucceeded", message)] += 1
+    emitted = sum(expected.values())
+    assert emitted == 8500 > 8192  # the old queue's bound: it dropped what came past it
+    assert rec.overflowed == 0 and rec.pending() <= rec.queue_size
+    before = event_writes(client)
+    held.open.set()
+    wait_for(lambda: rec.pending() == 0, timeout=120, what="every write sent")
+    writes = event_writes(client) - before
+    items = [e for e in server_events(client, namespace) if e["involvedObject"]["uid"].startswith(f"uid-{namespace}-")]
+    recorded = {(e["involvedObject"]["name"], e["reason"], m) for e in items for m in split_combined(e["message"])}
+    assert recorded == set(expected), sorted(set(expected) - recorded)[:5]
+    counts: Counter[tuple[str, str]] = Counter()
+    for e in items:
+        counts[(e["involvedObject"]["name"], e["reason"])] += e["count"]
+    assert counts == Counter({(n, r): c for (n, r, _), c in expected.items()} and _by_reason(expected))
+    assert sum(counts.values()) == emitted
+    assert writes == len(items) < emitted / 4, (writes, len(items))  # one write per Event, ~3 per job
+    assert any(e["message"].startswith(COMBINED) and e["count"] > 1 for e in items)
+    assert rec.close()
+
+
+def _by_reason(expected: Counter[tuple[str, str, str]]) -> Counter[tuple[str, str]]:
+    out: Counter[tuple[str, str]] = Counter()
+    for (name, reason, _), n in expected.items():
+        out[(name, reason)] += n
+    return out
+
+
+def test_an_identical_event_repeated_is_one_event_with_its_count_and_last_timestamp(client, namespace) -> None:
+    rec = EventRecorder(client)
+    obj = job(namespace, 0)
+    message = "Pod: ns.j0-worker-0 exited with code 1"
+    assert emit(rec, obj, "ExitedWithCode", message)
+    wait_for(lambda: rec.pending() == 0, what="the first write")
+    [first] = server_events(client, namespace)
+    time.sleep(1.1)  # timestamps have seconds
+    for _ in range(4):  # each after the previous was written: a PATCH each
+        assert emit(rec, obj, "ExitedWithCode", message)
+        wait_for(lambda: rec.pending() == 0, what="the repeat")
+    for _ in range(5):  # at once: folded into one PATCH or two
+        assert emit(rec, obj, "ExitedWithCode", message)
+    wait_for(lambda: rec.pending() == 0, what="the repeats")
+    [event] = server_events(client, namespace)
+    assert event["metadata"]["name"] == first["metadata"]["name"] and event["message"] == message
+    assert event["count"] == 10 and event["reason"] == "ExitedWithCode"
+    assert event["firstTimestamp"] == first["firstTimestamp"] < event["lastTimestamp"]
+    patches = client.snapshot()[("patch", "/events")]
+    assert 5 <= patches <= 6, patches
+    assert rec.close()
+
+
+def test_similar_events_past_the_threshold_are_combined_into_one(client, namespace) -> None:
+    rec = EventRecorder(client)
+    obj = job(namespace, 1)
+    messages = [f"Created pod: j1-worker-{k}" for k in range(15)]
+    for m in messages:
+        assert emit(rec, obj, "SuccessfulCreatePod", m)
+        wait_for(lambda: rec.pending() == 0, what=m)  # no backlog: only the threshold combines
+    items = server_events(client, namespace)
+    own = sorted(e["message"] for e in items if not e["message"].startswith(COMBINED))
+    assert own == sorted(messages[:10]) and all(e["count"] == 1 for e in items if e["message"] in own)
+    [combined] = [e for e in items if e["message"].startswith(COMBINED)]
+    assert combined["message"] == COMBINED + "; ".join(messages[10:]) and combined["count"] == 5
+    assert combined["reason"] == "SuccessfulCreatePod" and combined["type"] == "Normal"
+    assert rec.close()
+
+
+def test_memory_stays_bounded_under_a_burst_of_many_objects(client, namespace) -> None:
+    held = Burst()
+    rec = EventRecorder(client, pod_burst=held, max_keys=64, queue_size=256, fold_at=32)
+    peak = 0
+    for i in range(400):
+        for k in range(3):
+            assert emit(rec, job(namespace, i), "SuccessfulCreatePod", f"Created pod: j{i}-worker-{k}")
+        peak = max(peak, rec.sizes()["pending"])  # queued (at most max_senders more in flight)
+        if i == 200:
+            held.open.set()  # the senders start: slots free up as writes land
+    sizes = rec.sizes()
+    assert peak <= 256 and sizes["sent"] <= 64 and sizes["similar"] <= 64 and sizes["buckets"] <= 64, (peak, sizes)
+    wait_for(lambda: rec.pending() == 0, timeout=60, what="every write sent")
+    assert rec.overflowed == 0
+    assert sum(e["count"] for e in server_events(client, namespace)) == 1200
+    assert rec.close()
