@@ -16,7 +16,7 @@ from compiler import podsecurity, strategic
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import Facts, ReplicaPlan
 from compiler.resolve import Target
-from schemas.bundle import Bundle, JsonObject
+from schemas.bundle import Bundle, JsonObject, json_copy
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
 
@@ -83,8 +83,30 @@ def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource
     return container
 
 
+# The last target's merged pod templates: (spec, plan, template) per replica type asked for.
+_MERGED: list[Any] = [None, []]
+
+
 def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Target) -> JsonObject:
-    """One replica type's pod template, `podTemplate` merged in (also what the GPU policy counts)."""
+    """One replica type's pod template, `podTemplate` merged in (also what the GPU policy counts).
+
+    The caller owns what it gets (the pod rules add volumes to it). A job with a podTemplate
+    has its templates asked for by four review rules and by lowering, and merging is most of
+    their cost: each template is merged once per target and copied after that (measured:
+    rules over 1,000 specs, a quarter with a podTemplate, ~0.2 s of a ~4.5 s build at load 7)."""
+    if not spec.podTemplate:
+        return _pod_template(spec, plan, facts, target)
+    if _MERGED[0] is not target:
+        _MERGED[:] = [target, []]
+    for seen_spec, seen_plan, template in _MERGED[1]:
+        if seen_spec is spec and seen_plan == plan:
+            return json_copy(template)
+    template = _pod_template(spec, plan, facts, target)
+    _MERGED[1].append((spec, plan, template))
+    return json_copy(template)
+
+
+def _pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Target) -> JsonObject:
     pod_spec: JsonObject = {"containers": [_container(spec, plan, facts, target.environment.gpuResource)]}
     if plan.accelerated and spec.resources.sharedMemory:
         pod_spec["volumes"] = [
