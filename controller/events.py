@@ -19,7 +19,9 @@ event never waits for a request of its own when one is already due for its key: 
 into it (count + 1, lastTimestamp, and for a combined Event its message is listed). When
 `fold_at` writes (128) are pending, i.e. the senders are behind, a new event joins its
 object's combined Event instead of adding a write: a burst costs one write per (job, type,
-reason) while it lasts, not one per event, and the counts stay right. A sender takes the
+reason) while it lasts, not one per event, and the counts stay right (`make bench-scale` at
+150 jobs x 8 pods: 8.9 Event writes per job against upstream's 13.9, and 17 of the 17
+distinct pod/Service-create and Succeeded Events per job recorded against its 11.5). A sender takes the
 oldest pending write and POSTs it (a new Event, the caller's message unchanged unless
 combined) or PATCHes the Event its key wrote (count, lastTimestamp, message); one key is
 never in flight twice, so a repeat PATCHes instead of racing a second POST. Memory is
@@ -28,8 +30,11 @@ bounded: at most `queue_size` (8,192) pending writes of at most ~1 KB of message
 Events, similar messages, token buckets), as client-go's. With the queue full of distinct
 keys (8,192 objects x reasons behind at once) `event` waits up to `full_wait` s for a slot
 (back-pressure on the reconcile) before it drops and counts `overflowed`: only a server that
-does not answer gets there. An Event the server refuses to PATCH (the install grants `create`
-only) is written as a new Event carrying the repeats' count, once said in the log.
+does not answer gets there. PATCH needs `patch` on events, which upstream's ClusterRole grants
+and controller/install/clusterrole.yaml does not yet (create only): until it does, PATCH_EVENTS
+is False and a repeat after its Event was written is a new Event carrying the repeats' count
+(same number of requests, the counts still sum right, `kubectl describe` shows two lines). An
+Event the server refuses to PATCH is written the same way, once said in the log.
 
 A growing backlog gets another sender per `backlog_step` pending, up to `max_senders`, each
 leaving once the backlog is back under its step. `close` flushes what is pending. With
@@ -57,12 +62,17 @@ from controller.kube import EVENTS, Client
 
 log = logging.getLogger(__name__)
 
+# True once controller/install/clusterrole.yaml grants `patch` on events (with its ablation in
+# tests/controller/test_install_rbac.py); until then a PATCH would be a 403 under the install
+PATCH_EVENTS = False
+
 
 class EventRecorder:
     def __init__(self, client: Client, *, dedupe_seconds: float = 600.0, burst: int = 25, refill_per_second: float = 1 / 10,
                  clock: Callable[[], float] = time.monotonic, max_keys: int = 4096, queue_size: int = 8192,
                  fold_at: int = 128, similar: int = 10, full_wait: float = 5.0,
-                 backlog_step: int = 512, max_senders: int = 4, pod_burst: Any = None) -> None:
+                 backlog_step: int = 512, max_senders: int = 4, pod_burst: Any = None,
+                 patch: bool = PATCH_EVENTS) -> None:
         self.client = client
         self.correlator = Correlator(window=dedupe_seconds, similar=similar, burst=burst, refill=refill_per_second,
                                      cache_size=max_keys, clock=clock)
@@ -72,7 +82,7 @@ class EventRecorder:
         self.backlog_step, self.max_senders = backlog_step, max_senders
         self.folded = 0  # events that joined a write already due (no request of their own)
         self.overflowed = 0  # dropped: the queue stayed full for `full_wait` s
-        self.patch_refused = False
+        self.patch_refused = not patch  # True: never PATCH, write a repeat as a new Event
         self._queue: OrderedDict[Key, Pending] = OrderedDict()
         self._inflight: set[Key] = set()
         self._wake = threading.Condition()

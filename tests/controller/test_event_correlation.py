@@ -101,7 +101,7 @@ def _by_reason(expected: Counter[tuple[str, str, str]]) -> Counter[tuple[str, st
 
 
 def test_an_identical_event_repeated_is_one_event_with_its_count_and_last_timestamp(client, namespace) -> None:
-    rec = EventRecorder(client)
+    rec = EventRecorder(client, patch=True)
     obj = job(namespace, 0)
     message = "Pod: ns.j0-worker-0 exited with code 1"
     assert emit(rec, obj, "ExitedWithCode", message)
@@ -124,7 +124,7 @@ def test_an_identical_event_repeated_is_one_event_with_its_count_and_last_timest
 
 
 def test_similar_events_past_the_threshold_are_combined_into_one(client, namespace) -> None:
-    rec = EventRecorder(client)
+    rec = EventRecorder(client, patch=True)
     obj = job(namespace, 1)
     messages = [f"Created pod: j1-worker-{k}" for k in range(15)]
     for m in messages:
@@ -136,6 +136,22 @@ def test_similar_events_past_the_threshold_are_combined_into_one(client, namespa
     [combined] = [e for e in items if e["message"].startswith(COMBINED)]
     assert combined["message"] == COMBINED + "; ".join(messages[10:]) and combined["count"] == 5
     assert combined["reason"] == "SuccessfulCreatePod" and combined["type"] == "Normal"
+    assert rec.close()
+
+
+def test_without_patch_a_repeat_is_a_new_event_with_its_count_and_none_is_lost(client, namespace) -> None:
+    """The install grants events `create` only (events.PATCH_EVENTS): no PATCH is sent, the counts still add up."""
+    rec = EventRecorder(client)
+    obj = job(namespace, 2)
+    before = client.snapshot()[("patch", "/events")]
+    assert emit(rec, obj, "ExitedWithCode", "m")
+    wait_for(lambda: rec.pending() == 0, what="the first write")
+    for _ in range(3):
+        assert emit(rec, obj, "ExitedWithCode", "m")
+    wait_for(lambda: rec.pending() == 0, what="the repeats")
+    items = server_events(client, namespace)
+    assert client.snapshot()[("patch", "/events")] == before
+    assert {e["message"] for e in items} == {"m"} and sum(e["count"] for e in items) == 4 and len(items) <= 3
     assert rec.close()
 
 
