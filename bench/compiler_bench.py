@@ -200,8 +200,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    notes = [f"{len(set(specs.FRAMEWORKS))} frameworks, 4 nodes per job, overlays: storage, serviceAccount, "
-             "queue + gang; one environment; one file per job",
+    notes = [f"{len(set(specs.FRAMEWORKS))} frameworks, 4 nodes per job, overlays: storage (1/2 of the jobs), "
+             "serviceAccount + RBAC rules (1/2), gang (all), Kueue queue (3/4), podTemplate (1/4); one environment; "
+             "one file per job",
              "ratio = ours / baseline; wall = median of the repeats, each command a fresh process",
              *(f"N={s.n}: train-compile render {'equals' if s.same_stream else 'DIFFERS FROM'} kubectl kustomize "
                "(same objects)" for s in measured if s.same_stream is not None)]
