@@ -171,3 +171,31 @@ def test_memory_stays_bounded_under_a_burst_of_many_objects(client, namespace) -
     assert rec.overflowed == 0
     assert sum(e["count"] for e in server_events(client, namespace)) == 1200
     assert rec.close()
+
+
+def test_the_controller_records_every_pod_and_service_create_of_a_burst_of_jobs(manager, cluster) -> None:
+    """Through train-controller itself: 40 jobs x 4 pods applied at once, every create's Event is on its job
+    (its own or listed in a combined one) and the counts add up to the creates. (Seen: 176 Events for the 320
+    with --pods-first, 206 in upstream's order; `make test` runs both.)"""
+    from controller_kit import job as make_job
+
+    names = [f"b{i}" for i in range(40)]
+    threads = [threading.Thread(target=cluster.apply, args=(make_job("PyTorchJob", n, Master=1, Worker=3),))
+               for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pods = {f"{n}-{rt}" for n in names for rt in ("master-0", "worker-0", "worker-1", "worker-2")}
+    cluster.wait_pods(pods, timeout=120)
+    expected = {(p.rsplit("-", 2)[0], reason, f"Created {what}: {p}") for p in pods
+                for reason, what in (("SuccessfulCreatePod", "pod"), ("SuccessfulCreateService", "service"))}
+
+    def recorded() -> tuple[set[tuple[str, str, str]], int]:
+        items = [e for e in server_events(client=cluster.client, namespace=cluster.namespace)
+                 if e["reason"] in ("SuccessfulCreatePod", "SuccessfulCreateService")]
+        found = {(e["involvedObject"]["name"], e["reason"], m) for e in items for m in split_combined(e["message"])}
+        return found, sum(e["count"] for e in items)
+
+    wait_for(lambda: recorded() == (expected, 320), timeout=120, what="every create's Event")
+    assert manager.recorder.overflowed == 0
