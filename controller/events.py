@@ -31,10 +31,11 @@ Events, similar messages, token buckets), as client-go's. With the queue full of
 keys (8,192 objects x reasons behind at once) `event` waits up to `full_wait` s for a slot
 (back-pressure on the reconcile) before it drops and counts `overflowed`: only a server that
 does not answer gets there. PATCH needs `patch` on events, which upstream's ClusterRole grants
-and controller/install/clusterrole.yaml does not yet (create only): until it does, PATCH_EVENTS
-is False and a repeat after its Event was written is a new Event carrying the repeats' count
-(same number of requests, the counts still sum right, `kubectl describe` shows two lines). An
-Event the server refuses to PATCH is written the same way, once said in the log.
+and so does controller/install/clusterrole.yaml (tests/controller/test_install_rbac.py shows the
+restart path needs it). With `patch=False` (an install that grants only `create`) a repeat
+after its Event was written is a new Event carrying the repeats' count (same number of
+requests, the counts still sum right, `kubectl describe` shows two lines). An Event the
+server refuses to PATCH is written the same way, once said in the log.
 
 A growing backlog gets another sender per `backlog_step` pending, up to `max_senders`, each
 leaving once the backlog is back under its step. `close` flushes what is pending. With
@@ -62,9 +63,9 @@ from controller.kube import EVENTS, Client
 
 log = logging.getLogger(__name__)
 
-# True once controller/install/clusterrole.yaml grants `patch` on events (with its ablation in
-# tests/controller/test_install_rbac.py); until then a PATCH would be a 403 under the install
-PATCH_EVENTS = False
+# controller/install/clusterrole.yaml grants `patch` on events (its ablation is in
+# tests/controller/test_install_rbac.py)
+PATCH_EVENTS = True
 
 
 class EventRecorder:

@@ -140,8 +140,8 @@ def test_similar_events_past_the_threshold_are_combined_into_one(client, namespa
 
 
 def test_without_patch_a_repeat_is_a_new_event_with_its_count_and_none_is_lost(client, namespace) -> None:
-    """The install grants events `create` only (events.PATCH_EVENTS): no PATCH is sent, the counts still add up."""
-    rec = EventRecorder(client)
+    """An install that grants events `create` only (patch=False): no PATCH is sent, the counts still add up."""
+    rec = EventRecorder(client, patch=False)
     obj = job(namespace, 2)
     before = client.snapshot()[("patch", "/events")]
     assert emit(rec, obj, "ExitedWithCode", "m")

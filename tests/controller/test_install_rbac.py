@@ -151,6 +151,8 @@ def _ablations() -> list[Ablation]:
         Ablation("services", "delete", "cleanup", ("delete", "/services")),
         Ablation("services", "patch", "adoption", ("patch", "/services")),
         Ablation("events", "create", lc, ("create", "/events")),
+        # the pod created again under its name repeats "Created pod: ...": the count is PATCHed
+        Ablation("events", "patch", "restart", ("patch", "/events")),
         *(Ablation("configmaps", verb, "mpi", (verb, "/configmaps")) for verb in ("list", "watch", "create", "update")),
         *(Ablation("serviceaccounts", verb, "mpi", (verb, "/serviceaccounts")) for verb in ("list", "watch", "create")),
         *(Ablation("roles", verb, "mpi", (verb, "rbac.authorization.k8s.io/roles"))
@@ -206,14 +208,15 @@ class Run:
         pod = self.cluster.pods().get(name)
         return pod["metadata"]["uid"] if pod else None
 
-    def finish(self, kind: str, name: str, pods: set[str]) -> None:
-        """Pods Running, then Succeeded, until the job's Succeeded condition."""
+    def finish(self, kind: str, name: str, pods: set[str], *, or_deleted: bool = False) -> None:
+        """Pods Running, then Succeeded, until the job's Succeeded condition (or, with
+        `or_deleted`, the job gone: a TTL of 0 may delete it before a poll sees the condition)."""
         self.until(lambda: pods <= set(self.cluster.pods()), f"pods {sorted(pods)}")
         self.cluster.run_all(*sorted(pods))
         for pod in sorted(pods):
             self.cluster.set_phase(pod, "Succeeded")
-        self.until(lambda: ("Succeeded", "True", f"{kind}Succeeded") in self.cluster.conditions(kind, name),
-                   f"{kind} {name} Succeeded")
+        self.until(lambda: ("Succeeded", "True", f"{kind}Succeeded") in self.cluster.conditions(kind, name)
+                   or (or_deleted and self.cluster.get_job(kind, name) is None), f"{kind} {name} Succeeded")
 
 
 SHAPES = {"PyTorchJob": {"Master": 1}, "TFJob": {"Worker": 1}, "MPIJob": {"Launcher": 1, "Worker": 1},
@@ -250,12 +253,19 @@ def adoption(run: Run) -> None:
 
 
 def restart(run: Run) -> None:
-    """restartPolicy OnFailure: a failed pod is deleted and created again."""
+    """restartPolicy OnFailure: a failed pod is deleted and created again, and the Event of
+    its create, written once before, counts 2 (PATCHed)."""
+    def created_count() -> int:
+        return sum(e.get("count") or 1 for e in run.cluster.objects(EVENTS).values()
+                   if e["message"] == "Created pod: restart-master-0")
+
     run.cluster.apply(job("PyTorchJob", "restart", Master=1, restart="OnFailure"))
     old = run.until(lambda: run.pod_uid("restart-master-0"), "the pod")
+    run.until(lambda: created_count() == 1, "the pod's create Event written")
     run.cluster.run_all("restart-master-0")
     run.cluster.set_phase("restart-master-0", "Failed", exit_code=1)
     run.until(lambda: run.pod_uid("restart-master-0") not in (None, old), "the pod created again")
+    run.until(lambda: created_count() == 2, "the create Event counting 2")
 
 
 def cleanup(run: Run) -> None:
@@ -269,7 +279,7 @@ def cleanup(run: Run) -> None:
 def ttl(run: Run) -> None:
     """ttlSecondsAfterFinished: the finished job is deleted."""
     run.cluster.apply(job("PyTorchJob", "ttl", Master=1, run_policy={"ttlSecondsAfterFinished": 0}))
-    run.finish("PyTorchJob", "ttl", {"ttl-master-0"})
+    run.finish("PyTorchJob", "ttl", {"ttl-master-0"}, or_deleted=True)
     run.until(lambda: run.cluster.get_job("PyTorchJob", "ttl") is None, "the job deleted")
 
 
