@@ -8,6 +8,8 @@ project whose `prod` environment targets trainer-v2 (and `dev` stays on kubeflow
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Any
 
@@ -477,3 +479,26 @@ def test_pod_security_defaults_reach_the_node_container_through_the_runtime_patc
     assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert pod["containers"] == [{"name": "node", "securityContext": {
         "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]
+
+
+def test_canonical_quantities_walks_every_path_once_and_leaves_the_rest_shared():
+    """One walk for all paths (a trie): `*` and a named key under the same parent both apply,
+    lists are entered only through `*`, what is not a quantity stays as written, the input is
+    not changed and what lies off the paths is the same object."""
+    from schemas.quantity import canonical_quantities
+
+    off = {"keep": ["1000"]}
+    obj = {"spec": {"containers": [{"resources": {"limits": {"cpu": "1000", "memory": "1.5Gi", "x": "abc"},
+                                                  "requests": [{"cpu": "0.5"}]}, "other": off}],
+                    "overhead": {"cpu": 0.5, "memory": 2048}}}
+    before = json.dumps(obj, sort_keys=True)
+    paths = (("spec", "containers", "*", "resources", "limits", "*"),
+             ("spec", "containers", "*", "resources", "limits", "cpu"),
+             ("spec", "containers", "*", "resources", "requests", "cpu"),
+             ("spec", "overhead", "*"))
+    out = canonical_quantities(obj, paths)
+    assert out["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "1k", "memory": "1536Mi", "x": "abc"}, "requests": [{"cpu": "0.5"}]}
+    assert out["spec"]["overhead"] == {"cpu": "500m", "memory": "2048"}
+    assert json.dumps(obj, sort_keys=True) == before
+    assert out["spec"]["containers"][0]["other"] is off
