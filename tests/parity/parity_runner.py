@@ -312,7 +312,11 @@ class Runner:
         def views() -> tuple[Any, Any]:
             return self.h.children(up_ns, case.kind, case.name), self.h.children(ours_ns, case.kind, case.name)
 
+        # At creation a side that has made nothing yet is behind, not different: with the whole
+        # table applied at once, upstream's queue once left two jobs without pods for over 30 s
+        # (a full make test at load ~2); so there the comparison waits for up to 120 s of quiet.
         up, ours = self.h.settle(views, self.keys(case), min_quiet=0.0 if created else 3.0,
+                                 quiet=120.0 if created else 30.0,
                                  done=lambda a, b: (bool(a) or not created) and self.agree(r, step, a, b))
         self.record(r, step, up, ours)
 
