@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from admission_cases import CASES, Case, case_id
-from admission_kit import Answer, our_policies, send, wait_enforced
+from admission_kit import Answer, our_policies, send, wait_every_policy
 from controller.connection import Connection
 from controller.kube import config_loader
 from testworld.controlplane import ControlPlane
@@ -33,7 +33,7 @@ def sides(envtest_assets):
         world.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(our_policies(OURS_NS, suffix="")))
         api = Connection(config_loader(str(world.kubeconfig)))
         try:
-            wait_enforced(api, OURS_NS)
+            wait_every_policy(api, OURS_NS, CASES)
             yield api
         finally:
             api.close()

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from admission_cases import CASES, Case, case_id
-from admission_kit import our_policies, send, wait_enforced
+from admission_kit import our_policies, send, wait_every_policy
 from controller import admission_policies
 from controller.connection import Connection
 from controller.kube import config_loader
@@ -35,7 +35,7 @@ def enforced(control_plane):
     manifest = yaml.safe_dump_all(docs)
     control_plane.kubectl("apply", "--server-side", "--field-manager=admission-test", "-f", "-", input=manifest)
     api = Connection(config_loader(str(control_plane.kubeconfig)))
-    wait_enforced(api, namespace)
+    wait_every_policy(api, namespace, CASES)
     yield api, namespace
     api.close()
     for doc in docs:
