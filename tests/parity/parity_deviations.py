@@ -34,7 +34,8 @@ KNOWN: list[Deviation] = [
         path=r"^(ConfigMap|ServiceAccount|Role|RoleBinding)/[^.]+\.metadata\.labels\.training\.kubeflow\.org/operator-name$",
         up=r"^'<missing>'$", readme="carry the `training.kubeflow.org/operator-name: mpijob-controller` label"),
     Deviation(
-        "restarting-map-order", path=r".*", step=r"^condition history$", case=r"ExitCode",
+        "restarting-map-order", path=r".*", step=r"^condition history$",
+        case=r"ExitCode|pod deleted behind the operator's back",
         up=r"^(?!.*Restarting)", random=True,
         readme="so upstream shows `Restarting` in about half the runs"),
     Deviation(
