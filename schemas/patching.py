@@ -73,14 +73,9 @@ def _add(doc: Any, operation: JsonObject) -> bool:
     if operation.get("op") != "add" or "value" not in operation or path.__class__ is not str or path[:1] != "/":
         return False
     *parents, last = [_unescape(token) for token in path[1:].split("/")]
-    node = doc
-    for token in parents:
-        if node.__class__ is dict and token in node:
-            node = node[token]
-        elif node.__class__ is list and _index(token, len(node)):
-            node = node[int(token)]
-        else:
-            return False
+    node = _walk(doc, parents)
+    if node is _NOWHERE:
+        return False
     if node.__class__ is dict:
         node[last] = json_copy(operation["value"])
     elif node.__class__ is list and last == "-":
@@ -96,15 +91,24 @@ def _passes(doc: Any, operation: JsonObject) -> bool:
     path = operation.get("path")
     if operation.get("op") != "test" or "value" not in operation or path.__class__ is not str or path[:1] != "/":
         return False
+    node = _walk(doc, (_unescape(t) for t in path[1:].split("/")))
+    return node is not _NOWHERE and node == operation["value"] and node.__class__ is operation["value"].__class__
+
+
+_NOWHERE = object()  # what `_walk` returns for a path that does not walk
+
+
+def _walk(doc: Any, tokens: Iterable[str]) -> Any:
+    """The node at `tokens` (unescaped) through existing mappings and list items, or _NOWHERE."""
     node = doc
-    for token in (_unescape(t) for t in path[1:].split("/")):
+    for token in tokens:
         if node.__class__ is dict and token in node:
             node = node[token]
         elif node.__class__ is list and _index(token, len(node)):
             node = node[int(token)]
         else:
-            return False
-    return node == operation["value"] and node.__class__ is operation["value"].__class__
+            return _NOWHERE
+    return node
 
 
 def _unescape(token: str) -> str:
