@@ -163,3 +163,21 @@ def env_of(pod: dict[str, Any], container_name: str | None = None) -> dict[str, 
 
 def tf_config(pod: dict[str, Any]) -> dict[str, Any]:
     return json.loads(env_of(pod, "tensorflow")["TF_CONFIG"])
+
+
+# RBAC the controller holds only to grant it to MPI launchers' Roles (the server refuses to
+# let it grant what it lacks), never requested itself
+ESCALATION_ONLY = {("get", "/pods"), ("create", "/pods/exec")}
+
+
+def one_job_resource(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """(verb, resource) pairs with every kind's jobs as one resource, `kubeflow.org/<jobs>`
+    (sub-resources kept): a rule used for one kind counts as used for all."""
+    plurals = {k.facts.plural for k in KINDS.values()}
+
+    def norm(resource: str) -> str:
+        group, _, rest = resource.partition("/")
+        plural, _, sub = rest.partition("/")
+        return f"{group}/<jobs>" + (f"/{sub}" if sub else "") if plural in plurals else resource
+
+    return {(verb, norm(resource)) for verb, resource in pairs}

@@ -24,11 +24,10 @@ from controller.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
 from controller.leader import LeaderConfig, LeaderElector
 from controller.manager import Manager
 from controller.reconcile import job_resource
-from controller_kit import PODS_FIRST, Cluster, job, wait_for
+from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_resource, wait_for
 
 ROLE_FILE = crds.OUT.parent / "clusterrole.yaml"
 LEASE_ROLE_FILE = crds.OUT.parent / "role.yaml"  # the Lease, in the controller's namespace only
-ESCALATION_ONLY = {("get", "/pods"), ("create", "/pods/exec")}
 
 
 def granted() -> set[tuple[str, str]]:
@@ -69,20 +68,10 @@ def test_clusterrole_is_exactly_what_the_controller_uses(control_plane, namespac
     assert "403" not in answers
     assert used <= granted(), used - granted()
     # the scenario drives PyTorchJob and MPIJob; every job kind goes through the same code
-    assert _generic(granted()) - _generic(used) == ESCALATION_ONLY
+    assert one_job_resource(granted()) - one_job_resource(used) == ESCALATION_ONLY
     # the API server's audit log of the run (user = the controller's identity) says the same
     assert _audited(control_plane, user, audit_from) == used
 
-
-def _generic(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    plurals = {k.facts.plural for k in KINDS.values()}
-
-    def norm(resource: str) -> str:
-        group, _, rest = resource.partition("/")
-        plural, _, sub = rest.partition("/")
-        return f"{group}/<job kinds>" + (f"/{sub}" if sub else "") if plural in plurals else resource
-
-    return {(verb, norm(res)) for verb, res in pairs}
 
 
 def _scenario(cluster: Cluster) -> None:

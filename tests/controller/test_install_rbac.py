@@ -42,7 +42,7 @@ from controller.kinds import KINDS
 from controller.kube import CONFIGMAPS, EVENTS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
 from controller.leader import LEASES
 from controller.reconcile import job_resource
-from controller_kit import PODS_FIRST, Cluster, job
+from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_resource
 from testworld.controlplane import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,7 +174,6 @@ def _ablations() -> list[Ablation]:
 
 
 ABLATIONS = _ablations()
-ESCALATION_ONLY = {("get", "/pods"), ("create", "/pods/exec")}  # held, never requested: granted to MPI launchers
 
 
 # ---------------------------------------------------------------------------- the paths
@@ -668,7 +667,7 @@ def test_the_install_runs_every_path_without_a_refusal(installed, admin, tmp_pat
     docs = installed.docs
     assert used <= grants(docs), used - grants(docs)
     # ttl deletes a PyTorchJob: every kind's delete is the same code (ablations: each kind's list and status)
-    assert _generic(grants(docs)) - _generic(used) == ESCALATION_ONLY
+    assert one_job_resource(grants(docs)) - one_job_resource(used) == ESCALATION_ONLY
     print(f"\nall paths, exactly the install's RBAC: {time.monotonic() - began:.1f} s "
           + ", ".join(f"{p} {s:.1f}s" for o in outcomes for p, s in o.completed.items()))
 
@@ -737,17 +736,6 @@ def test_without_any_grant_a_named_path_breaks(installed, admin, zygote, tmp_pat
         f"the controller did not log the 403 for {plural}:\n{outcome.log[-3000:]}")
     print(f"\n{ablation.id}: {ablation.path} refused {ablation.refused} after {outcome.seconds[0]:.1f} s")
 
-
-def _generic(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Each kind's jobs as one resource, `kubeflow.org/<jobs>`."""
-    plurals = set(JOB_PLURALS.values())
-
-    def norm(resource: str) -> str:
-        group, _, rest = resource.partition("/")
-        plural, _, sub = rest.partition("/")
-        return f"{group}/<jobs>" + (f"/{sub}" if sub else "") if plural in plurals else resource
-
-    return {(verb, norm(resource)) for verb, resource in pairs}
 
 
 def _whoami(kubeconfig: Path) -> str:
