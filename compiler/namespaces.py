@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.gitops import waves
 from compiler.podsecurity import KUBERNETES_VERSION
+from overlays import waves
 
 if TYPE_CHECKING:
     from compiler.pipeline import Result

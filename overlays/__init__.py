@@ -3,7 +3,8 @@
 Each step is a pure function `apply(bundle) -> bundle` that computes its own kustomize
 Component from the base job (`bundle.job`) and the target, and adds (or replaces) it by
 name; applying a step twice equals applying it once, and no step mutates its input. The
-order matters only for reading the output: rbac, storage, scheduling.
+order matters only for reading the output: rbac, storage, scheduling. A step that adds
+an object the job needs first puts it in an earlier Argo CD sync wave (`overlays.waves`).
 
 The patch helpers live here, above the step imports, because all three steps share one
 rule for writing JSON6902 against a base that may or may not have a field yet: a

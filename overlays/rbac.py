@@ -21,7 +21,7 @@ only the user's rules.
 
 from __future__ import annotations
 
-from overlays import merge_ops
+from overlays import merge_ops, waves
 from schemas.bundle import Bundle, Component, JsonObject
 from schemas.trainjob import PolicyRule, ServiceAccount
 
@@ -104,4 +104,4 @@ def apply(bundle: Bundle) -> Bundle:
     for rtype, spec_path in bundle.pod_templates():
         if rtype in names:
             patches += merge_ops(bundle.job, spec_path, {"serviceAccountName": names[rtype]})
-    return bundle.with_component(Component(NAME, tuple(resources), tuple(patches)))
+    return bundle.with_component(Component(NAME, tuple(waves.annotate(r) for r in resources), tuple(patches)))

@@ -16,7 +16,7 @@
 Why the PodGroup is in git rather than left to the operator: the pods carry the group
 decoration themselves, so gang scheduling works whether or not the operator runs with
 `--gang-scheduler-name`; the object is reviewable; and, having no owner reference, it
-can exist before the job (Argo CD syncs it one wave earlier, `sync-wave: "-1"`). Its
+can exist before the job (Argo CD syncs it one wave earlier: `overlays.waves`). Its
 spec is what the operator would compute, and `minResources` is also pinned in
 `schedulingPolicy`, so an operator that does manage PodGroups finds ours equal and never
 rewrites it. The price: such an operator deletes the PodGroup when the job finishes and
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Optional
 
-from overlays import MISSING, lookup, merge_ops
+from overlays import MISSING, lookup, merge_ops, waves
 from schemas import quantity as q
 from schemas.bundle import Bundle, Component, JsonObject
 from schemas.project import GpuPlacement
@@ -39,7 +39,6 @@ from schemas.trainjob import Gang
 NAME = "scheduling"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,6 @@ def _pod_group(bundle: Bundle, gang: GangScheduler, policy: JsonObject) -> JsonO
     meta: JsonObject = {"name": target.name, "namespace": target.namespace}
     if target.labels:
         meta["labels"] = dict(sorted(target.labels.items()))
-    meta["annotations"] = {SYNC_WAVE: "-1"}
     spec: JsonObject = {"minMember": policy["minAvailable"]}
     if "minResources" in policy:
         spec["minResources"] = policy["minResources"]
@@ -184,7 +182,7 @@ def _pod_group(bundle: Bundle, gang: GangScheduler, policy: JsonObject) -> JsonO
             spec["priorityClassName"] = policy["priorityClass"]
     elif "scheduleTimeoutSeconds" in policy:
         spec["scheduleTimeoutSeconds"] = policy["scheduleTimeoutSeconds"]
-    return {"apiVersion": gang.api_version, "kind": "PodGroup", "metadata": meta, "spec": spec}
+    return waves.annotate({"apiVersion": gang.api_version, "kind": "PodGroup", "metadata": meta, "spec": spec})
 
 
 def _scheduling_policy(bundle: Bundle, gang: Optional[tuple[GangScheduler, Optional[int]]]) -> JsonObject:

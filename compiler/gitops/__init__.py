@@ -2,7 +2,8 @@
 
 `health` holds the job health rule as Argo CD Lua and Flux CEL, `argocd` and `flux`
 generate the objects a user would otherwise write by hand (Applications, the Config
-Management Plugin, Flux Kustomizations), `waves` orders prerequisites before the job.
+Management Plugin, Flux Kustomizations). The sync waves that order a job's prerequisites
+before it are an overlay step (`overlays.waves`): they are written into the objects.
 Nothing here is imported by `train-compile --help`; `compiler.cli_gitops` imports these
 modules inside its commands.
 """

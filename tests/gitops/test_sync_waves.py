@@ -1,11 +1,10 @@
 """Sync waves on a compiled project with a ServiceAccount, RBAC, a new PVC and a PodGroup:
-after the waves step, the kustomize tree (rendered by kubectl kustomize) and the plugin
+as the pipeline compiles it (the overlays that add them annotate them), the kustomize tree (rendered by kubectl kustomize) and the plugin
 stream both put the job's prerequisites in an earlier wave than the job, and keep the
 PVC beside the job (an earlier wave would deadlock on WaitForFirstConsumer claims)."""
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,16 +13,15 @@ import yaml
 from gitops_tools import FIXTURES, by_kind, kustomize
 
 from compiler import render, tree
-from compiler.gitops import waves
 from compiler.pipeline import compile_sources
+from overlays import waves
 
 
 @pytest.fixture(scope="module")
 def result():
     compiled = compile_sources([FIXTURES / "project"])
     assert compiled.ok, compiled.diagnostics
-    bundles = {env: [waves.apply(b) for b in bs] for env, bs in compiled.bundles.items()}
-    return replace(compiled, bundles=bundles)
+    return compiled
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +75,6 @@ def test_the_plugin_stream_carries_the_same_waves(result, rendered_tree):
         return sorted((o["kind"], o["metadata"]["name"], waves.wave_of(o)) for o in objects)
 
     assert waves_of(stream) == waves_of(rendered_tree["prod"])
-
-
-def test_the_step_is_pure_and_idempotent():
-    compiled = compile_sources([FIXTURES / "project"])
-    for bundle in compiled.bundles["prod"]:
-        before = copy.deepcopy(bundle)
-        once = waves.apply(bundle)
-        assert bundle == before
-        assert waves.apply(once) == once
 
 
 def test_annotate_keeps_an_existing_earlier_wave_and_other_annotations():

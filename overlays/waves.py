@@ -19,18 +19,16 @@ lost: Argo CD sorts claims before custom resources, and a pod whose claim is not
 yet waits in Pending rather than failing.
 
 The annotation is written into the compiled objects, so the kustomize tree and
-`train-compile render` (the Config Management Plugin path) carry the same waves.
-`apply` is an overlay step (pure, idempotent) to run after the overlays that add the
-objects; `annotate` works on any single object.
+`train-compile render` (the Config Management Plugin path) carry the same waves. Each
+step that adds such an object passes it through `annotate` (rbac, scheduling, and the
+Namespaces of `compiler.namespaces`), so every step still writes only its own component;
+which kinds go early is decided here alone.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 from typing import Any
-
-from schemas.bundle import Bundle
 
 ANNOTATION = "argocd.argoproj.io/sync-wave"
 PREREQUISITE_WAVE = "-1"
@@ -51,12 +49,3 @@ def annotate(obj: dict[str, Any]) -> dict[str, Any]:
     out.setdefault("metadata", {}).setdefault("annotations", {})[ANNOTATION] = PREREQUISITE_WAVE
     return out
 
-
-def apply(bundle: Bundle) -> Bundle:
-    """Overlay step: put the prerequisites among the bundle's component objects in wave -1."""
-    components = tuple(
-        replace(c, resources=tuple(annotate(r) for r in c.resources)) for c in bundle.components
-    )
-    if components == bundle.components:
-        return bundle
-    return replace(bundle, components=components)
