@@ -26,7 +26,7 @@ import yaml
 from compiler.frameworks.base import INIT_SECURITY_CONTEXT
 from controller import jsondata
 from controller.kinds import Kind
-from controller.status import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, ROLE_LABEL, TYPE_LABEL
+from schemas.upstream import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, ROLE_LABEL, TYPE_LABEL
 
 INIT_CONTAINER_COMMAND = (
     "err=1;for i in $(seq {tries}); do if nslookup {master}; then err=0 && break; fi;"

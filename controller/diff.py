@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller import status as st
+from schemas import upstream
 
 log = logging.getLogger(__name__)
 
@@ -40,18 +41,18 @@ class ServicePlan:
 
 def of_type(objs: Iterable[dict[str, Any]], replica_type: str) -> list[dict[str, Any]]:
     rt = replica_type.lower()
-    return [o for o in objs if (o["metadata"].get("labels") or {}).get(st.TYPE_LABEL) == rt]
+    return [o for o in objs if (o["metadata"].get("labels") or {}).get(upstream.TYPE_LABEL) == rt]
 
 
 def slices(objs: Iterable[dict[str, Any]], replicas: int) -> list[list[dict[str, Any]]]:
     """Objects grouped by index, sized max(replicas, highest index + 1); bad indexes skipped."""
     grouped: dict[int, list[dict[str, Any]]] = {}
     for obj in objs:
-        raw = (obj["metadata"].get("labels") or {}).get(st.INDEX_LABEL)
+        raw = (obj["metadata"].get("labels") or {}).get(upstream.INDEX_LABEL)
         try:
             index = int(str(raw))
         except ValueError:
-            log.warning("%s has no valid %s label; ignored", obj["metadata"]["name"], st.INDEX_LABEL)
+            log.warning("%s has no valid %s label; ignored", obj["metadata"]["name"], upstream.INDEX_LABEL)
             continue
         if index < 0:
             continue

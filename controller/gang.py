@@ -25,22 +25,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller import errors, quantity
+from controller import errors
 from controller.desired import owner_reference
 from controller.informer import Informer
 from controller.kinds import Kind
 from controller.kube import Resource
 from controller.reconcile import job_key
 from controller.status import Ctx
+from schemas import quantity, upstream
 
 log = logging.getLogger(__name__)
 
-VOLCANO = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
-SCHEDULER_PLUGINS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+VOLCANO = Resource(*upstream.VOLCANO_PODGROUP_API, "podgroups", "PodGroup")
+SCHEDULER_PLUGINS = Resource(*upstream.COSCHEDULING_PODGROUP_API, "podgroups", "PodGroup")
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
-VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 CUSTOM_SCHEDULER_MESSAGE = "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten"
 # not copied to the PodGroup: a record of the job's own applied spec, and Argo CD's claim on the job
 NOT_COPIED = frozenset({"kubectl.kubernetes.io/last-applied-configuration", "argocd.argoproj.io/tracking-id"})
@@ -70,7 +68,8 @@ def scheduler_for(flag: str | None) -> Scheduler | None:
     if not flag or flag.strip().lower() == "none":
         return None
     name = flag.strip()
-    return Scheduler("volcano", volcano=True) if name.lower() == "volcano" else Scheduler(name, volcano=False)
+    volcano = upstream.VOLCANO_SCHEDULER
+    return Scheduler(volcano, volcano=True) if name.lower() == volcano else Scheduler(name, volcano=False)
 
 
 # ---------------------------------------------------------------------- pure rules
@@ -88,25 +87,14 @@ def min_member(job: Mapping[str, Any], kind: Kind) -> int:
 
 def min_resources(job: Mapping[str, Any], kind: Kind, *, members: int,
                   priority: Callable[[str], int] = lambda name: 0) -> dict[str, str]:
-    """Upstream's calcPGMinResources: replica types by PriorityClass value (highest first;
-    ties in the kind's replica-type order, where Go's map order is random), then the first
-    `members` pods, each container's requests, or its limits when requests are absent."""
+    """Upstream's calcPGMinResources (`schemas.upstream.min_resources`) with its order:
+    replica types by PriorityClass value, highest first; ties in the kind's replica-type
+    order, where Go's map order is random."""
     replicas = job["spec"][kind.facts.replica_specs]
     order = {rtype: i for i, rtype in enumerate(kind.facts.replica_types)}
     ranked = sorted(replicas, key=lambda rt: (-priority(_template_spec(replicas[rt]).get("priorityClassName") or ""),
                                               order.get(rt, len(order)), rt))
-    lists: list[Mapping[str, Any]] = []
-    counted = 0
-    for rtype in ranked:
-        for _ in range(int(replicas[rtype].get("replicas", 1))):
-            if counted >= members:
-                break
-            counted += 1
-            for container in _template_spec(replicas[rtype]).get("containers") or []:
-                resources = container.get("resources") or {}
-                requests = resources.get("requests")
-                lists.append(requests if requests is not None else resources.get("limits") or {})
-    return quantity.add_lists(lists)
+    return upstream.min_resources(replicas, ranked, members=members)
 
 
 def desired_spec(scheduler: Scheduler, job: Mapping[str, Any], kind: Kind, *, current: Mapping[str, Any] | None = None,
@@ -178,12 +166,9 @@ def decorate(scheduler: Scheduler, pod: dict[str, Any], *, job_name: str, replic
     spec, meta = pod["spec"], pod["metadata"]
     if not spec.get("schedulerName"):
         spec["schedulerName"] = scheduler.name
-    if scheduler.volcano:
-        annotations = meta.setdefault("annotations", {})
-        annotations[VOLCANO_GROUP_ANNOTATION] = job_name
-        annotations[VOLCANO_TASK_ANNOTATION] = replica_type.lower()
-    else:
-        meta.setdefault("labels", {})[POD_GROUP_LABEL] = job_name
+    for field, items in upstream.pod_group_decoration(volcano=scheduler.volcano, job_name=job_name,
+                                                      replica_type=replica_type).items():
+        meta.setdefault(field, {}).update(items)
 
 
 def custom_scheduler_set(replicas: Mapping[str, Any], scheduler: Scheduler) -> bool:

@@ -22,7 +22,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controller import errors, quantity
+from controller import errors
+from schemas import quantity
 from controller.desired import owner_reference
 from controller.informer import Informer
 from controller.kinds import Kind

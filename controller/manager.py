@@ -39,7 +39,7 @@ from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUN
 from controller.metrics import Metrics
 from controller.mpi import MPI
 from controller.reconcile import InvalidJob, Reconciler, child_index, job_key, job_resource
-from controller.status import JOB_NAME_LABEL, OPERATOR_LABEL
+from schemas.upstream import JOB_NAME_LABEL, OPERATOR_LABEL
 from controller.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ from controller import desired, errors, jsondata
 from controller import status as st
 from controller.informer import Informer
 from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, Resource
+from schemas import upstream
 
 CONFIG_MOUNT, KUBECTL_MOUNT = "/etc/mpi", "/opt/kube"
 CONFIG_VOLUME, KUBECTL_VOLUME = "mpi-job-config", "mpi-job-kubectl"
@@ -47,7 +48,7 @@ def _meta(job: dict[str, Any], kind: Any, name: str) -> dict[str, Any]:
     return {
         "name": name,
         "namespace": job["metadata"]["namespace"],
-        "labels": {"app": job["metadata"]["name"], st.OPERATOR_LABEL: kind.facts.operator_name},
+        "labels": {"app": job["metadata"]["name"], upstream.OPERATOR_LABEL: kind.facts.operator_name},
         "ownerReferences": [desired.owner_reference(job, kind)],
     }
 
@@ -93,7 +94,7 @@ def _pod(job: dict[str, Any], kind: Any, replica_type: str, name: str, labels: d
 
 
 def worker_pod(job: dict[str, Any], kind: Any, *, index: int) -> dict[str, Any]:
-    labels = {**desired.base_labels(job, kind), st.TYPE_LABEL: "worker", st.INDEX_LABEL: str(index)}
+    labels = {**desired.base_labels(job, kind), upstream.TYPE_LABEL: "worker", upstream.INDEX_LABEL: str(index)}
     pod = _pod(job, kind, "Worker", f"{job['metadata']['name']}-worker-{index}", labels)
     spec = pod["spec"]
     container = spec["containers"][0]
@@ -112,7 +113,7 @@ def launcher_pod(job: dict[str, Any], kind: Any, *, options: desired.Options = d
     """The launcher pod; its `kubectl-delivery` init container is secured as `options` say
     (desired.secured: restricted, unless --upstream-init-containers)."""
     name = job["metadata"]["name"]
-    labels = {**desired.base_labels(job, kind), st.TYPE_LABEL: "launcher", st.ROLE_LABEL: "master"}
+    labels = {**desired.base_labels(job, kind), upstream.TYPE_LABEL: "launcher", upstream.ROLE_LABEL: "master"}
     pod = _pod(job, kind, "Launcher", f"{name}-launcher", labels)
     spec = pod["spec"]
     if not spec.get("serviceAccountName"):
@@ -193,7 +194,7 @@ class MPI:
         existing = diff_workers(pods)
         for pod in existing:
             try:
-                index = int((pod["metadata"].get("labels") or {}).get(st.INDEX_LABEL, ""))
+                index = int((pod["metadata"].get("labels") or {}).get(upstream.INDEX_LABEL, ""))
             except ValueError:
                 continue
             if index >= wanted:
@@ -250,7 +251,7 @@ class MPI:
 
 
 def diff_workers(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [p for p in pods if (p["metadata"].get("labels") or {}).get(st.TYPE_LABEL) == "worker"]
+    return [p for p in pods if (p["metadata"].get("labels") or {}).get(upstream.TYPE_LABEL) == "worker"]
 
 
 def _worker_counts(workers: list[dict[str, Any]]) -> dict[str, int]:

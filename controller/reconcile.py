@@ -32,6 +32,7 @@ from controller.informer import Informer
 from controller.kinds import Kind
 from controller.kube import PODS, SERVICES, Client, Resource
 from controller.workqueue import WorkQueue
+from schemas import upstream
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def job_key(kind: str, namespace: str, name: str) -> str:
 def child_index(obj: dict[str, Any]) -> list[str]:
     """Index children by (namespace, operator, job-name label): the owning job's slot."""
     labels = obj["metadata"].get("labels") or {}
-    operator, job = labels.get(st.OPERATOR_LABEL), labels.get(st.JOB_NAME_LABEL)
+    operator, job = labels.get(upstream.OPERATOR_LABEL), labels.get(upstream.JOB_NAME_LABEL)
     if not operator or not job:
         return []
     return [f"{obj['metadata'].get('namespace', '')}/{operator}/{job}"]

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from controller.kinds import Kind
-from controller.quantity import parse
+from schemas.quantity import read
 
 INT32_MAX = 2**31 - 1
 MEMO_SIZE = 8192  # jobs whose answer is kept (a few hundred bytes each)
@@ -156,7 +156,7 @@ def _quantity(value: Any, path: str) -> Iterator[str]:
         yield _wrong(path, value, "string")
         return
     try:
-        parse(value)
+        read(value)
     except ValueError:
         yield f'{path}: Invalid value: "{value}": must be a quantity such as 500m, 2 or 4Gi'
 

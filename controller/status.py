@@ -16,12 +16,8 @@ from typing import Any
 from controller import conditions as cond
 from controller.conditions import FAILED, RESTARTING, RUNNING, SUCCEEDED
 from controller.kinds import Kind
+from schemas.upstream import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, TYPE_LABEL
 
-OPERATOR_LABEL = "training.kubeflow.org/operator-name"
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"
-TYPE_LABEL = "training.kubeflow.org/replica-type"
-INDEX_LABEL = "training.kubeflow.org/replica-index"
-ROLE_LABEL = "training.kubeflow.org/job-role"
 EXIT_CODE_UNKNOWN = 0xBEEF  # upstream's sentinel when the default container has no exit code
 
 Event = tuple[str, str, str]  # (type, reason, message)

@@ -25,20 +25,16 @@ a self-healing sync puts it back, empty, until the job leaves git.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any, Optional
+from typing import Optional
 
 from overlays import MISSING, lookup, merge_ops, waves
-from schemas import quantity as q
+from schemas import upstream
 from schemas.bundle import Bundle, Component, JsonObject
 from schemas.project import GpuPlacement
 from schemas.trainjob import Gang
 
 NAME = "scheduling"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 @dataclass(frozen=True)
@@ -47,22 +43,19 @@ class GangScheduler:
     scheduler_name: str  # the pods' schedulerName
     api_version: str  # of its PodGroup
 
+    @property
+    def volcano(self) -> bool:
+        return self.name == "volcano"
+
     def pod_metadata(self, job: str, replica_type: str) -> JsonObject:
         """The decoration upstream's PodGroupControl puts on each pod template."""
-        if self.name == "volcano":
-            return {
-                "annotations": {
-                    "scheduling.k8s.io/group-name": job,
-                    "volcano.sh/task-spec": replica_type.lower(),
-                }
-            }
-        return {"labels": {"scheduling.x-k8s.io/pod-group": job}}
+        return upstream.pod_group_decoration(volcano=self.volcano, job_name=job, replica_type=replica_type)
 
 
 SCHEDULERS = {
-    "volcano": GangScheduler("volcano", "volcano", "scheduling.volcano.sh/v1beta1"),
+    "volcano": GangScheduler("volcano", upstream.VOLCANO_SCHEDULER, "/".join(upstream.VOLCANO_PODGROUP_API)),
     "coscheduling": GangScheduler(
-        "coscheduling", "scheduler-plugins-scheduler", "scheduling.x-k8s.io/v1alpha1"
+        "coscheduling", upstream.COSCHEDULING_SCHEDULER, "/".join(upstream.COSCHEDULING_PODGROUP_API)
     ),
 }
 
@@ -89,78 +82,14 @@ def min_available(bundle: Bundle) -> int:
     return sum(int(r.get("replicas", 1)) for r in replicas.values())
 
 
-# --- quantities: minResources is the sum of the first minMember pods' requests ----------
-
-_BINARY = [(s, q.MULTIPLIERS[s]) for s in reversed(q.BINARY_SUFFIXES)]  # Ei first
-_DECIMAL = [(s, q.MULTIPLIERS[s]) for s in ("E", "P", "T", "G", "M", "k")]
-_SMALL = [(s, q.MULTIPLIERS[s]) for s in ("", "m", "u", "n")]
-_ZERO = Decimal(0)
-
-
-@functools.lru_cache(maxsize=None, typed=True)
-def _parse(value: Any) -> tuple[Decimal, str]:
-    """(amount, suffix family) of a quantity: family is int, binary, decimal or plain.
-
-    Cached: a run sees a few distinct quantities, each in every pod of every job."""
-    if isinstance(value, int):
-        return Decimal(value), "int"
-    parsed = q.parse(value)
-    if parsed.format == q.BINARY_SI:
-        return parsed.amount, "binary"
-    return parsed.amount, "plain" if parsed.suffix in ("", "m", "u", "n") else "decimal"
-
-
-def _format(total: Decimal, families: set[str]) -> Any:
-    return _format_once(total, frozenset(families))
-
-
-@functools.lru_cache(maxsize=None)
-def _format_once(total: Decimal, families: frozenset[str]) -> Any:
-    """`_format`, cached: the text depends only on the value (never on how a Decimal
-    writes it), and jobs of a repository mostly add up to the same few totals."""
-    if families == {"int"}:
-        return int(total)
-    candidates = (_BINARY if "binary" in families else []) + (_DECIMAL if "decimal" in families else []) + _SMALL
-    for suffix, unit in candidates:
-        amount = total / unit
-        if amount == amount.to_integral_value():
-            return f"{int(amount)}{suffix}"
-    return str(total.normalize())
-
-
-def _pod_requests(replica: JsonObject) -> list[tuple[str, Decimal, str]]:
-    """(resource, amount, family) per container of one replica's pod, in order: its
-    requests, or its limits if it has none."""
-    out = []
-    for container in replica["template"]["spec"].get("containers", []):
-        resources = container.get("resources") or {}
-        for key, value in (resources.get("requests") or resources.get("limits") or {}).items():
-            out.append((key, *_parse(value)))
-    return out
-
-
 def min_resources(bundle: Bundle, members: int) -> JsonObject:
-    """Upstream's calculation: the sum over the first `members` pods, in replica order.
-
-    The pods of one replica are alike, so each replica's requests are read once; they
-    are still added pod by pod, in upstream's order (Decimal sums then match exactly)."""
-    totals: dict[str, Decimal] = {}
-    families: dict[str, set[str]] = {}
-    counted = 0
-    for replica in bundle.job["spec"][bundle.adapter.facts.replica_specs].values():
-        if counted >= members:
-            break
-        pods = min(int(replica.get("replicas", 1)), members - counted)
-        counted += pods
-        if pods <= 0:
-            continue
-        requests = _pod_requests(replica)
-        for key, _, family in requests:
-            families.setdefault(key, set()).add(family)
-        for _ in range(pods):
-            for key, amount, _ in requests:
-                totals[key] = totals[key] + amount if key in totals else _ZERO + amount
-    return {key: _format(totals[key], families[key]) for key in sorted(totals)}
+    """Upstream's sum over the first `members` pods (`schemas.upstream.min_resources`), in
+    the kind's replica-type order: the order the operator takes when, as in every compiled
+    job, all pods share one PriorityClass."""
+    replicas = bundle.job["spec"][bundle.adapter.facts.replica_specs]
+    order = [rtype for rtype in bundle.adapter.facts.replica_types if rtype in replicas]
+    order += [rtype for rtype in replicas if rtype not in order]
+    return upstream.min_resources(replicas, order, members=members)
 
 
 # --- the pieces of the component --------------------------------------------------------
@@ -174,7 +103,7 @@ def _pod_group(bundle: Bundle, gang: GangScheduler, policy: JsonObject) -> JsonO
     spec: JsonObject = {"minMember": policy["minAvailable"]}
     if "minResources" in policy:
         spec["minResources"] = policy["minResources"]
-    if gang.name == "volcano":
+    if gang.volcano:
         # no queue: `scheduling.queue` names a Kueue LocalQueue, not a Volcano queue, and a
         # PodGroup in a Volcano queue that does not exist never starts (Volcano's default
         # queue is used instead, as the operator does when schedulingPolicy.queue is unset)
@@ -207,9 +136,9 @@ def _job_fragment(bundle: Bundle, policy: JsonObject) -> JsonObject:
     scheduling = bundle.target.spec.scheduling
     labels: JsonObject = {}
     if scheduling.queue:
-        labels[QUEUE_LABEL] = scheduling.queue
+        labels[upstream.QUEUE_LABEL] = scheduling.queue
     if scheduling.priority and bundle.target.environment.scheduling.kueuePriority:
-        labels[KUEUE_PRIORITY_LABEL] = scheduling.priority
+        labels[upstream.KUEUE_PRIORITY_LABEL] = scheduling.priority
     fragment: JsonObject = {}
     if labels:
         fragment["metadata"] = {"labels": labels}

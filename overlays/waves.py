@@ -30,7 +30,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-ANNOTATION = "argocd.argoproj.io/sync-wave"
+from schemas.upstream import SYNC_WAVE_ANNOTATION
+
+ANNOTATION = SYNC_WAVE_ANNOTATION
 PREREQUISITE_WAVE = "-1"
 JOB_WAVE = "0"  # Argo CD's default; the job carries no annotation
 EARLY_KINDS = frozenset({"Namespace", "ServiceAccount", "Role", "RoleBinding", "PodGroup"})

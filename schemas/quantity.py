@@ -91,6 +91,23 @@ def canonical(total: Decimal, fmt: str) -> str:
 
 
 
+def read(value: object) -> tuple[Decimal, str]:
+    """(amount, format) of a quantity as apimachinery reads it from JSON: text is trimmed
+    first, and an exponent's format prints as DecimalSI; ValueError if it is not one."""
+    parsed = parse(value.strip() if isinstance(value, str) else value)
+    return parsed.amount, BINARY_SI if parsed.format == BINARY_SI else DECIMAL_SI
+
+
+def amount(value: object) -> object:
+    """The exact amount of a quantity, or the value itself when it is not one: compare-safe,
+    so drift checks see `1` and `1000m` as equal (the API server rewrites quantities of
+    built-in types in canonical form, while CRDs keep what was written)."""
+    try:
+        return read(value)[0].normalize()
+    except ValueError:
+        return value
+
+
 def _kept_as_written(text: str) -> bool:
     """Whether Go's `ParseQuantity` keeps `text` itself as the quantity's `String()`: its fast
     path reuses the written text when it deems it canonical already (a decimal whose digits

@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from schemas import upstream
+
 from .argocd import NAMESPACE as ARGOCD_NAMESPACE
 from .argocd import ArgoCD
 from .controller_manager import ControllerManager
@@ -45,7 +47,7 @@ from .watching import RESOURCES, Missing, wait_for
 from .world import World
 
 ENGINES = ("flux", "argocd")
-GANG_SCHEDULERS = ("volcano", "scheduler-plugins-scheduler")
+GANG_SCHEDULERS = (upstream.VOLCANO_SCHEDULER, upstream.COSCHEDULING_SCHEDULER)
 REPO = "trainforge"
 
 

@@ -13,7 +13,7 @@ on both sides). One list feeds both, so the engines ignore the same things.
 from __future__ import annotations
 
 from compiler.frameworks import BY_KIND
-from overlays.scheduling import QUEUE_LABEL
+from schemas.upstream import QUEUE_LABEL
 
 RUN_POLICY_POINTERS = ("/spec/runPolicy/suspend", "/spec/runPolicy/managedBy")
 POD_TEMPLATE_FIELDS = (

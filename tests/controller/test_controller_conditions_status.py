@@ -12,6 +12,7 @@ from controller import defaults
 from controller import status as st
 from controller.kinds import KINDS
 from controller_kit import job
+from schemas import upstream
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -133,7 +134,7 @@ def _pod(name, index, phase, code=None):
     status = {"phase": phase}
     if code is not None:
         status["containerStatuses"] = [{"name": "tensorflow", "state": {"terminated": {"exitCode": code}}}]
-    return {"metadata": {"name": name, "labels": {st.INDEX_LABEL: str(index)}}, "status": status}
+    return {"metadata": {"name": name, "labels": {upstream.INDEX_LABEL: str(index)}}, "status": status}
 
 
 def test_tensorflow_worker0_success_policy():

@@ -16,6 +16,7 @@ from controller.expectations import Expectations
 from controller.kinds import KINDS
 from controller.workqueue import ShutDown, WorkQueue
 from controller_kit import job
+from schemas import upstream
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -129,7 +130,7 @@ def test_a_relist_ends_the_wait_for_children_it_cannot_show():
 
 
 def pod(rt, index, phase=None, *, code=None, deleting=False, name=None):
-    meta = {"name": name or f"j-{rt}-{index}", "labels": {st.TYPE_LABEL: rt, st.INDEX_LABEL: str(index)}}
+    meta = {"name": name or f"j-{rt}-{index}", "labels": {upstream.TYPE_LABEL: rt, upstream.INDEX_LABEL: str(index)}}
     if deleting:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     status = {"phase": phase} if phase else {}
@@ -152,7 +153,7 @@ def test_failed_pod_restart_decision(policy, code, restart, permanent):
 def test_diff_creates_missing_deletes_surplus_and_counts_terminating_running_as_failed():
     pods = [pod("worker", 0, "Running"), pod("worker", 2, "Running"), pod("worker", 3, "Running", deleting=True),
             pod("worker", 1, "Pending", name="dup-a"), pod("worker", 1, "Pending", name="dup-b"), pod("master", 0, "Running")]
-    pods[0]["metadata"]["labels"][st.INDEX_LABEL] = "0"
+    pods[0]["metadata"]["labels"][upstream.INDEX_LABEL] = "0"
     plan = diff.plan_pods(pods, "Worker", {"replicas": 2, "restartPolicy": "Never"}, container="pytorch")
     assert plan.create == []  # index 1 has two pods: only logged, never a third
     assert [p["metadata"]["name"] for p in plan.delete] == ["j-worker-2"]

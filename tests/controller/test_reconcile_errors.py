@@ -33,7 +33,7 @@ from controller.kinds import KINDS, select
 from controller.kube import EVENTS, Client
 from controller.manager import Manager
 from controller.reconcile import job_key
-from controller.status import JOB_NAME_LABEL
+from schemas.upstream import JOB_NAME_LABEL
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
 from testworld.controlplane import ControlPlane
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from decimal import Decimal
 
 import pytest
 from overlay_kit import build_bundle, component_yaml, crd_errors, project, templates
 
 from overlays import scheduling
+from schemas import quantity as q
+from schemas import upstream
 
 H100 = {
     "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
@@ -206,13 +207,17 @@ def test_elastic_min_resources_count_only_min_nodes():
         pytest.param(["500m", "1"], "1500m", id="millicpus"),
         pytest.param(["1.5", "1.5"], "3", id="decimals that add up"),
         pytest.param(["1G", "500M"], "1500M", id="decimal suffixes"),
-        pytest.param([2, 2], 4, id="integers stay integers"),
+        pytest.param([2, 2], "4", id="integers print as the operator prints them"),
+        pytest.param(["1024", "1Gi"], "1073742848", id="the first term's format"),
+        pytest.param(["1Gi", "1024"], "1048577Ki", id="the first term's format, binary"),
     ],
 )
-def test_quantity_sums(values, expected):
-    parsed = [scheduling._parse(v) for v in values]
-    total = sum((amount for amount, _ in parsed), Decimal(0))
-    assert scheduling._format(total, {family for _, family in parsed}) == expected
+def test_quantity_sums_print_as_the_operator_prints_them(values, expected):
+    """One pod per replica type, one request each: the sum is the controller's too
+    (schemas.upstream), so git and an operator that manages PodGroups agree."""
+    replicas = {f"R{i}": {"template": {"spec": {"containers": [{"resources": {"requests": {"cpu": v}}}]}}}
+                for i, v in enumerate(values)}
+    assert upstream.min_resources(replicas, list(replicas), members=len(values)) == {"cpu": expected}
 
 
 def test_user_scheduler_name_from_pod_template_is_kept():
@@ -315,18 +320,18 @@ def test_nothing_to_say_writes_no_component():
 
 
 def _min_resources_pod_by_pod(job: dict, replica_specs: str, members: int) -> dict:
-    """The calculation written plainly: every pod in replica order until `members`."""
+    """The calculation written plainly: every pod in replica order until `members`, each
+    sum printed in the format of its first term."""
     totals: dict = {}
-    families: dict = {}
     pods = [replica for replica in job["spec"][replica_specs].values() for _ in range(replica.get("replicas", 1))]
     for replica in pods[:members]:
         for container in replica["template"]["spec"]["containers"]:
             resources = container.get("resources") or {}
-            for key, value in (resources.get("requests") or resources.get("limits") or {}).items():
-                amount, family = scheduling._parse(value)
-                totals[key] = totals.get(key, Decimal(0)) + amount
-                families.setdefault(key, set()).add(family)
-    return {key: scheduling._format(totals[key], families[key]) for key in sorted(totals)}
+            requests = resources.get("requests")
+            for key, value in (requests if requests is not None else resources.get("limits") or {}).items():
+                amount, fmt = q.read(value)
+                totals[key] = (totals[key][0] + amount, totals[key][1]) if key in totals else (amount, fmt)
+    return {key: q.canonical(*totals[key]) for key in sorted(totals)}
 
 
 @pytest.mark.parametrize("members", [0, 1, 2, 3, 5, 9], ids=lambda m: f"{m} members")

@@ -27,7 +27,7 @@ from controller.kube import PODS
 from controller.reconcile import job_resource
 
 import parity_views as pv
-from controller.status import TYPE_LABEL
+from schemas.upstream import TYPE_LABEL
 from parity_cases import DECIDERS, EXIT, RUN, Case, replica_specs
 from parity_harness import Harness
 
