@@ -107,15 +107,17 @@ def find_assets(build: bool = True, quiet: bool = False) -> Assets:
 
 
 def kubectl_path(assets: Assets | None = None) -> Path:
-    """``$KUBEBUILDER_ASSETS/kubectl`` (or the asset dir's) if present, else PATH's."""
+    """The kubectl the tests run: the assets' own (``$KUBEBUILDER_ASSETS``, else the cache
+    `make k8s-assets` fills, where build-assets.sh puts one when PATH has none), else PATH's.
+    None anywhere is an error, never a reason to skip: `make test` builds one."""
     if assets is not None and assets.kubectl is not None:
         return assets.kubectl
-    env_dir = os.environ.get("KUBEBUILDER_ASSETS")
-    if env_dir and _is_exe(Path(env_dir) / "kubectl"):
-        return Path(env_dir) / "kubectl"
+    for directory in (os.environ.get("KUBEBUILDER_ASSETS"), str(default_cache_dir())):
+        if directory and _is_exe(Path(directory) / "kubectl"):
+            return Path(directory) / "kubectl"
     found = shutil.which("kubectl")
     if found is None:
-        raise AssetsError("no kubectl: put one on PATH or in KUBEBUILDER_ASSETS")
+        raise AssetsError(f"no kubectl: run `make k8s-assets` (bash {BUILD_SCRIPT}), or put one on PATH")
     return Path(found)
 
 

@@ -9,12 +9,12 @@ All through the real CLI, in-process (`run_cli`), on files written to a temporar
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from testworld.assets import kubectl_path
 
 from compiler_builders import EXAMPLES, job_text, run_cli
 
@@ -331,7 +331,7 @@ def test_a_required_field_takes_no_null_in_an_override_in_the_compiler_and_the_e
 
 # --- 8. the compiled output points back to its spec, and names the list items it patches ----
 
-KUBECTL = "/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else shutil.which("kubectl")
+KUBECTL = str(kubectl_path())
 WITH_COMPONENTS = """\
 storage:
   - {name: ckpt, mountPath: /ckpt, size: 10Gi}
@@ -385,8 +385,6 @@ def test_outside_a_repository_the_pointer_is_the_path_the_run_was_given(tmp_path
 ])
 def test_a_patch_through_a_list_position_tests_the_item_and_kustomize_refuses_a_moved_one(
         tmp_path, example, env, job, patch, tests):
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
     out = tmp_path / "out"
     assert run_cli("build", EXAMPLES / example, "-o", out).exit_code == 0
     ops = yaml.safe_load((out / env / Path(job).parent / patch).read_text())

@@ -11,7 +11,6 @@ a misspelled or misplaced field would pass validation and vanish in the cluster)
 from __future__ import annotations
 
 import functools
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Iterator
@@ -19,10 +18,11 @@ from typing import Any, Iterator
 import jsonschema
 import pytest
 import yaml
+from testworld.assets import kubectl_path
 
 from compiler_builders import example_sets, run_cli, shared_dir
 
-KUBECTL = "/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else shutil.which("kubectl")
+KUBECTL = str(kubectl_path())
 CRD_FOLDERS = ("kubeflow-v1", "scheduling", "trainer-v2.3.0")
 
 SETS = example_sets()
@@ -198,8 +198,6 @@ def test_there_is_one_example_per_framework_and_a_kitchen_sink():
 
 @pytest.mark.parametrize(("set_name", "env"), _set_env_params())
 def test_kubectl_kustomize_renders_what_train_compile_render_prints(build_root, set_name, env):
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed")
     out = build_root / set_name.replace(" ", "-")
     rendered = _built(set_name, str(out))[env]
 

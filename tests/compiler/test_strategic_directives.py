@@ -29,7 +29,6 @@ from compiler import strategic
 from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_cli
 from test_examples_render import KUBECTL
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
 BASE: dict[str, Any] = {
     "metadata": {"labels": {"team": "nlp"}, "annotations": {"a": "1", "b": "2"}, "finalizers": ["x.io/a", "x.io/b"]},

@@ -24,7 +24,6 @@ from compiler import strategic
 from test_examples_render import KUBECTL
 from test_strategic_directives import BASE, DELETE, REPLACE, _pod_templates, normalized
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 SEED, COUNT = 20261124, 150
 
 

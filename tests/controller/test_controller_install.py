@@ -6,7 +6,6 @@ upstream-order component adds --no-pods-first."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -14,13 +13,13 @@ from typing import Any
 
 import pytest
 import yaml
+from testworld.assets import kubectl_path
 
 from controller.gang import scheduler_for
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "controller" / "install"
-KUBECTL = shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not on PATH")
+KUBECTL = str(kubectl_path())
 
 
 def render(folder: Path) -> list[dict[str, Any]]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from typing import Any
 
 import pytest
 import yaml
+from testworld.assets import kubectl_path
 
 from controller import errors
 from controller.gang import SCHEDULER_PLUGINS, VOLCANO
@@ -59,7 +59,6 @@ ROLE_KINDS = {"ClusterRole": Resource("rbac.authorization.k8s.io", "v1", "cluste
 SUBJECT_ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview",
                                   namespaced=False)
 STEP = 30.0  # seconds a path waits for one effect of the controller
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
 
 
 # ---------------------------------------------------------------------------- the install, rendered
@@ -71,7 +70,7 @@ def render(tmp: Path, component: str | None = None) -> list[dict[str, Any]]:
         (tmp / "kustomization.yaml").write_text(yaml.safe_dump({
             "resources": [os.path.relpath(INSTALL, tmp)], "components": [os.path.relpath(INSTALL / component, tmp)]}))
         folder = tmp
-    out = subprocess.run(["kubectl", "kustomize", str(folder)], capture_output=True, text=True, check=True)
+    out = subprocess.run([str(kubectl_path()), "kustomize", str(folder)], capture_output=True, text=True, check=True)
     return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
 
 

@@ -10,12 +10,12 @@ Kubernetes schemas). The project examples are also pinned as YAML snapshots.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from testworld.assets import kubectl_path
 from click.testing import CliRunner
 from overlay_kit import REPO, crd_errors, kubernetes_errors, tree_yaml
 
@@ -25,7 +25,7 @@ from compiler.pipeline import compile_sources
 from compiler.sources import PROJECT_FILE
 
 EXAMPLES = REPO / "examples"
-KUBECTL = shutil.which("kubectl")
+KUBECTL = str(kubectl_path())
 
 
 def _sources() -> list[tuple[str, list[Path]]]:
@@ -74,7 +74,6 @@ def test_project_tree_snapshot(name, compiled, yaml_snapshot):
     assert tree_yaml(tree.files(result)) == yaml_snapshot
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 @pytest.mark.parametrize(("name", "env"), ENVIRONMENTS)
 def test_kubectl_kustomize_renders_what_train_compile_render_prints(name, env, compiled):
     _, folder, paths = compiled[name]
