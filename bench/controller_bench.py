@@ -126,10 +126,6 @@ class CtlRound:
     event_bodies: list[dict[str, Any]] = field(default_factory=list)  # as the services
     job_bodies: list[dict[str, Any]] = field(default_factory=list)  # as the services
 
-    @property
-    def pods_per_s(self) -> float:
-        return self.pods / self.to_pods
-
     def summary(self) -> str:
         skip = {"pod_bodies", "service_bodies", "event_bodies", "job_bodies", "requests", "window_writes"}
         return json.dumps({k: round(v, 4) if isinstance(v, float) else v

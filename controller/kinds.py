@@ -64,7 +64,6 @@ KINDS: dict[str, Kind] = {
     adapter.facts.kind: Kind(adapter=adapter, **_PROFILES[adapter.facts.kind]) for adapter in ADAPTERS.values()
 }
 BY_NAME: dict[str, Kind] = {kind.adapter.name: kind for kind in KINDS.values()}
-BY_OPERATOR: dict[str, Kind] = {kind.facts.operator_name: kind for kind in KINDS.values()}
 
 
 def select(frameworks: str | None) -> list[Kind]:

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from controller import bugs, errors, jsondata
@@ -316,6 +316,3 @@ class Manager:
             kind = self.kinds[key.split("/", 1)[0]]
             self.recorder.event(job, "Warning", reason=bugs.REASON, message=bugs.event_message(exc),
                                 component=kind.facts.operator_name)
-
-    def now(self) -> datetime:
-        return datetime.now(timezone.utc)

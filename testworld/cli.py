@@ -14,7 +14,6 @@ one progress line per part with its build time.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
@@ -23,7 +22,7 @@ from types import FrameType
 
 from .assets import AssetsError, asset_dir
 from .controlplane import ControlPlane, ControlPlaneError
-from .paths import cache_root, upstream_crd_dirs
+from .paths import cache_root
 
 
 class _Shutdown(Exception):

@@ -178,13 +178,6 @@ class Workdir:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
-    def replace_tree(self, rel: str, source: Path) -> None:
-        """Make folder ``rel`` an exact copy of ``source`` (removed files go too)."""
-        target = self.path / rel
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(source, target)
-
     def remove(self, rel: str) -> None:
         target = self.path / rel
         if target.is_dir():

@@ -62,7 +62,6 @@ VERSION = "v0.17.0"  # the only release the module proxy serves here
 MODULE = "sigs.k8s.io/kueue"
 SYSTEM_NAMESPACE = "kueue-system"  # the Configuration's namespace default
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")  # a constant in cmd/kueue/main.go
-WEBHOOK_TIMEOUT = 30  # seconds; the manifests' default (10) is short on 2 busy cores
 # The job integrations enabled (Configuration.integrations.frameworks). kubeflow.org/mpijob
 # is the mpi-operator's kubeflow.org/v2beta1 MPIJob: enabled as a user would, it never
 # sees a kubeflow.org/v1 MPIJob (the world serves only v1; Kueue logs that it defers it).

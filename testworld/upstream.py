@@ -32,7 +32,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +62,6 @@ RELEASES = {
     PRIMARY: Release(PRIMARY, ("pytorchjob", "tfjob", "mpijob", "xgboostjob", "paddlejob", "jaxjob")),
     MXJOB: Release(MXJOB, ("mxjob",)),
 }
-SCHEME_OF_KIND = {"PyTorchJob": "pytorchjob", "TFJob": "tfjob", "MPIJob": "mpijob", "XGBoostJob": "xgboostjob",
-                  "PaddleJob": "paddlejob", "JAXJob": "jaxjob", "MXJob": "mxjob"}
 
 CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # a constant in the operator (pkg/cert)
 CERT_SECRET = "training-operator-webhook-cert"  # --webhook-secret-name default

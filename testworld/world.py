@@ -10,8 +10,7 @@ built (or found) before anything starts, so a cold build never holds a running p
 
 Parts are named in ``PARTS`` (name -> "module:factory", imported when used) or passed as
 objects implementing ``testworld.part.Part`` (``name``, ``build()``, ``start(world)``,
-``stop()``). Other modules add rows with ``register_part(name, "testworld.flux:Flux")``
-or by editing the table.
+``stop()``); a new part is a row of the table.
 
 API::
 
@@ -69,11 +68,6 @@ PARTS: dict[str, str | Callable[[], Part]] = {
 
 class WorldError(RuntimeError):
     """The world could not be built or started; everything started was stopped."""
-
-
-def register_part(name: str, factory: str | Callable[[], Part]) -> None:
-    """Name a part: ``factory`` is a callable or a ``"module:attr"`` string imported on use."""
-    PARTS[name] = factory
 
 
 def make_part(name: str) -> Part:

@@ -195,12 +195,6 @@ class Adapter:
         return self.facts.name
 
 
-def role_replicas(spec: "TrainJobSpec", role: str, default: int = 0) -> int:
-    """Replica count of an extra role the user declared under `spec.roles`."""
-    entry = spec.roles.get(role)
-    return entry.replicas if entry is not None else default
-
-
 def role_plan(spec: "TrainJobSpec", role: str, replica_type: str) -> Optional[ReplicaPlan]:
     """A non-program role (ps, server, evaluator...) from `spec.roles`, or None if absent."""
     entry = spec.roles.get(role)

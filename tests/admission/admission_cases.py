@@ -81,7 +81,7 @@ def _path(kind: str, rtype: str) -> str:
 
 
 def _per_kind(kind: str) -> list[Case]:
-    k, p, c = kind, FIELD[kind], CONTAINER[kind]
+    k, c = kind, CONTAINER[kind]
     jax = kind == "JAXJob"
     pt = kind == "PyTorchJob"
     main = "Worker" if kind in ("TFJob", "PaddleJob", "JAXJob") else "Master"

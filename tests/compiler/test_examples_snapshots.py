@@ -20,7 +20,7 @@ def tree_as_yaml(files: dict[str, str]) -> str:
 
 
 @pytest.mark.parametrize("example", example_files(), ids=lambda p: p.stem)
-def test_output_tree_is_pinned(example, tree_snapshot):
+def test_output_tree_is_pinned(example, yaml_snapshot):
     from compiler import tree
     from compiler.pipeline import compile_sources
 
@@ -31,7 +31,7 @@ def test_output_tree_is_pinned(example, tree_snapshot):
     snapshot_text = tree_as_yaml(files)
 
     assert all(doc is not None for doc in yaml.safe_load_all(snapshot_text))  # real YAML
-    assert snapshot_text == tree_snapshot
+    assert snapshot_text == yaml_snapshot
 
 
 def test_every_snapshot_file_belongs_to_an_example():

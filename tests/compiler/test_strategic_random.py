@@ -17,7 +17,6 @@ import random
 import subprocess
 from typing import Any, Callable
 
-import pytest
 import yaml
 
 from compiler import strategic

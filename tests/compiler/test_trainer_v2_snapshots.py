@@ -28,7 +28,7 @@ def prod():
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "mpi", "jax", "xgboost"])
-def test_the_trainjob_folder_of_each_framework_is_pinned(prod, framework, tree_snapshot):
+def test_the_trainjob_folder_of_each_framework_is_pinned(prod, framework, yaml_snapshot):
     from compiler import tree
 
     files = tree.bundle_files(prod[framework])
@@ -36,7 +36,7 @@ def test_the_trainjob_folder_of_each_framework_is_pinned(prod, framework, tree_s
 
     assert all(doc is not None for doc in yaml.safe_load_all(text))
     assert f"{prod[framework].target.namespace}/{prod[framework].target.name}/trainjob.yaml" in files
-    assert text == tree_snapshot
+    assert text == yaml_snapshot
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "mpi", "jax", "xgboost"])

@@ -3,19 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
-from pathlib import Path
-
-# `tests/controller` and `tests/overlays` share their names with the `controller` and
-# `overlays` packages: put the repository root first so imports find the packages, not
-# these folders as namespace packages (same guard as tests/overlays/conftest.py).
-_REPO = str(Path(__file__).resolve().parents[2])
-if _REPO in sys.path:
-    sys.path.remove(_REPO)
-sys.path.insert(0, _REPO)
-for _name in ("controller", "overlays"):
-    if getattr(sys.modules.get(_name), "__file__", "") is None:
-        del sys.modules[_name]
 from collections.abc import Iterator
 
 import pytest
@@ -45,21 +32,3 @@ def manager(control_plane, namespace: str) -> Iterator[Manager]:
     with running_manager(str(control_plane.kubeconfig), namespace, pool_size=48, pods_first=PODS_FIRST) as mgr:
         yield mgr
 
-
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode  # noqa: E402
-
-
-class YamlSnapshot(SingleFileSnapshotExtension):
-    """One real-YAML file per test under tests/__snapshots__/<test module>/."""
-
-    _write_mode = WriteMode.TEXT
-    file_extension = "yaml"
-
-    @classmethod
-    def dirname(cls, *, test_location) -> str:
-        return str(Path(_REPO) / "tests" / "__snapshots__" / test_location.basename)
-
-
-@pytest.fixture
-def yaml_snapshot(snapshot):
-    return snapshot.use_extension(YamlSnapshot)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -24,13 +23,12 @@ from controller import errors, kube
 from controller.__main__ import duration
 from controller.kinds import select
 from controller.connection import Connection
-from controller.kube import PODS, Client
+from controller.kube import Client
 from controller.leader import LEASES, LeaderConfig, LeaderElector, micro_time
 from controller.manager import Manager
 from controller_kit import PODS_FIRST, job, wait_for
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "faults"))
-from fault_kit import LEASE_ID, ControllerProcess, controller_identity, metric  # noqa: E402
+from fault_kit import LEASE_ID, ControllerProcess, controller_identity, metric
 
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 DEPLOYMENT = Path(__file__).resolve().parents[2] / "controller" / "install" / "deployment.yaml"

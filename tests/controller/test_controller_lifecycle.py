@@ -110,7 +110,7 @@ def sel(operator: str, name: str, rt: str) -> str:
 
 
 def cases(ns: str) -> list[Case]:
-    pt, tfo, xg, pdo, jx, mpi, mx = ("pytorchjob-controller", "tfjob-controller", "xgboostjob-controller",
+    pt, tfo, xg, pdo, jx, _mpi, mx = ("pytorchjob-controller", "tfjob-controller", "xgboostjob-controller",
                                      "paddlejob-controller", "jaxjob-controller", "mpijob-controller", "mxjob-controller")
     tf3 = {"chief": 1, "ps": 1, "worker": 2}
     mx4 = {"scheduler": 1, "server": 1, "worker": 2}

@@ -29,7 +29,6 @@ from e2e_kit import JOBS, active, app_resources, get_job, jobs_in, wait_jobs
 from controller import errors
 from controller.kinds import KINDS
 from controller.kube import Client, Resource
-from controller.reconcile import job_resource
 from testworld import gitops
 from testworld.argocd import NAMESPACE as ARGOCD_NAMESPACE
 from testworld.flux import NAMESPACE as FLUX_NAMESPACE

@@ -8,23 +8,14 @@ Each run's figures are printed in the terminal summary, even under `-q`.
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-# as tests/controller/conftest.py: the repository root first, so `controller` is the package
-_REPO = str(Path(__file__).resolve().parents[2])
-if _REPO in sys.path:
-    sys.path.remove(_REPO)
-sys.path.insert(0, _REPO)
-if getattr(sys.modules.get("controller"), "__file__", "") is None:
-    del sys.modules["controller"]
+import pytest
 
-import pytest  # noqa: E402
-
-from testworld.controlplane import ControlPlane  # noqa: E402
-from testworld.pytest_plugin import upstream_crd_dirs  # noqa: E402
+from testworld.controlplane import ControlPlane
+from testworld.pytest_plugin import upstream_crd_dirs
 
 FIGURES: list[str] = []
 
@@ -35,7 +26,7 @@ def fault_plane(envtest_assets) -> Iterator[ControlPlane]:
     plane = ControlPlane(assets=envtest_assets, extra_apiserver_args=["--shutdown-watch-termination-grace-period=1s"])
     plane.start()
     try:
-        plane.install_crds(upstream_crd_dirs(Path(_REPO)))
+        plane.install_crds(upstream_crd_dirs(Path(__file__).resolve().parents[2]))
         yield plane
     finally:
         plane.stop()

@@ -6,7 +6,6 @@ PVC beside the job (an earlier wave would deadlock on WaitForFirstConsumer claim
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import yaml

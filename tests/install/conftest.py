@@ -24,8 +24,6 @@ import pytest
 from install_kit import REPO, VARIANTS, Install, pins_of, requirements
 from testworld import pyenvs
 
-sys.path.insert(1, str(REPO / "tests" / "controller"))  # controller_kit: the pretend kubelet
-
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:

@@ -4,7 +4,6 @@ venv of one variant, its pins, and an environment that keeps the checkout off it
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 

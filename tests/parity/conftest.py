@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,9 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from testworld.controlplane import env_true  # noqa: E402
+from testworld.controlplane import env_true
 
 if TYPE_CHECKING:
     from parity_runner import Result

@@ -15,9 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 OPENAPI_PATH = "/openapi/v3/api/v1"
 

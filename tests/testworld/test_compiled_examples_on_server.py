@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "compiler"))
 
-from compiler_builders import example_sets  # noqa: E402
+from compiler_builders import example_sets
 
-from compiler import serialize  # noqa: E402
-from compiler.pipeline import compile_sources  # noqa: E402
-from compiler.render import rendered_objects  # noqa: E402
+from compiler import serialize
+from compiler.pipeline import compile_sources
+from compiler.render import rendered_objects
 
 pytestmark = pytest.mark.controlplane
 
