@@ -70,7 +70,7 @@ demo-gitops: e2e-assets
 
 test: $(STAMP) k8s-assets e2e-assets parity-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
-	@echo "--- the controller tests again, in upstream's order (train-controller --no-pods-first)"
+	@echo "--- the controller tests that start train-controller again, in upstream's order (--no-pods-first)"
 	TRAINFORGE_TEST_UPSTREAM_ORDER=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault" tests/controller
 
 # the differential test against the upstream Go operator (tests/parity, part of make test):

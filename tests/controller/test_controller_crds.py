@@ -26,6 +26,8 @@ from controller.kube import Client
 from controller.manager import Manager
 from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = shared_dir() / "reference" / "crds" / "kubeflow-v1"
 EXAMPLES = sorted((shared_dir() / "reference" / "upstream-examples").glob("*.yaml"))

@@ -20,6 +20,8 @@ from controller.reconcile import job_resource
 from controller_kit import PODS_FIRST, Cluster, container, job, replica, wait_for
 from test_controller_behaviour import events_of
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 PT = job_resource(KINDS["PyTorchJob"])
 VC = Scheduler("volcano", volcano=True)
 SP = Scheduler("scheduler-plugins-scheduler", volcano=False)

@@ -7,11 +7,15 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from controller.informer import Informer
 from controller.kinds import select
 from controller.kube import PODS, Client
 from controller.manager import Manager
 from controller_kit import PODS_FIRST, Cluster, job, wait_for
+
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 
 
 def pod(name: str) -> dict:

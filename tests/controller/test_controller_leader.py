@@ -30,6 +30,8 @@ from controller_kit import PODS_FIRST, job, wait_for
 
 from fault_kit import LEASE_ID, ControllerProcess, controller_identity, metric
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 DEPLOYMENT = Path(__file__).resolve().parents[2] / "controller" / "install" / "deployment.yaml"
 

@@ -13,6 +13,8 @@ from controller.manager import Manager
 from controller.metrics import QUEUE_NAME, Metrics
 from controller_kit import PODS_FIRST, job, wait_for
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 
 class FakeClock:
     def __init__(self) -> None:

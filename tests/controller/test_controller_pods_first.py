@@ -21,6 +21,8 @@ from controller.manager import Manager
 from controller.reconcile import job_key
 from controller_kit import job, running_manager, wait_for
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 
 class Clock:
     def __init__(self) -> None:

@@ -14,6 +14,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 
 from controller import crds
@@ -25,6 +26,8 @@ from controller.leader import LeaderConfig, LeaderElector
 from controller.manager import Manager
 from controller.reconcile import job_resource
 from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_resource, wait_for
+
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 
 ROLE_FILE = crds.OUT.parent / "clusterrole.yaml"
 LEASE_ROLE_FILE = crds.OUT.parent / "role.yaml"  # the Lease, in the controller's namespace only

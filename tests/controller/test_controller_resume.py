@@ -27,6 +27,8 @@ from controller.reconcile import job_resource
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
 from testworld import stages
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 NODE = "node-of-the-pretend-kubelet"
 
 

@@ -21,6 +21,8 @@ from controller.manager import Manager
 from controller.reconcile import job_resource
 from controller_kit import PODS_FIRST, wait_for
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 EXAMPLES = shared_dir() / "reference" / "upstream-examples"
 FILES = sorted(EXAMPLES.glob("*.yaml"))
 DEFAULT_RESTART = {k.name: k.facts.default_restart for k in KINDS.values()}

@@ -45,6 +45,8 @@ from controller.reconcile import job_resource
 from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_resource
 from testworld.controlplane import free_port
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "controller" / "install"
 SYSTEM = "trainforge-system"  # the install's namespace: its ServiceAccount, Role and Lease live here
@@ -438,6 +440,7 @@ class Installed:
 ZYGOTE = r"""
 import json, os, signal, sys
 import controller.__main__, controller.manager, controller.kubelib, controller.metrics, controller.health
+
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they exit
 for line in sys.stdin:
     order = json.loads(line)

@@ -37,6 +37,8 @@ from schemas.upstream import JOB_NAME_LABEL
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
 from testworld.controlplane import ControlPlane
 
+pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
+
 GOOD_REPLICAS: dict[str, dict[str, int]] = {
     "PyTorchJob": {"Master": 1, "Worker": 1}, "TFJob": {"Chief": 1, "Worker": 1},
     "MPIJob": {"Launcher": 1, "Worker": 1}, "XGBoostJob": {"Master": 1, "Worker": 1},
