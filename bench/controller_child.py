@@ -101,13 +101,13 @@ def experiment(manager: Manager, names: set[str]) -> None:
     if "no-events" in names:
         manager.recorder.event = lambda *args, **kwargs: True  # type: ignore[method-assign]
     if "no-services" in names:
-        create_child = manager.reconciler.create_child
+        writes = manager.reconciler.writes
+        create_child = writes.create
 
-        def create(key: str, ctx: Any, *, res: Any, obj: dict[str, Any]) -> None:
-            if res.plural != "services":
-                create_child(key, ctx, res=res, obj=obj)
+        def create(ctx: Any, res: Any, obj: dict[str, Any], **kwargs: Any) -> str:
+            return create_child(ctx, res, obj, **kwargs) if res.plural != "services" else "created"
 
-        manager.reconciler.create_child = create  # type: ignore[method-assign]
+        writes.create = create  # type: ignore[method-assign]
 
 
 def warm(manager: Manager, pool_size: int) -> None:

@@ -3,7 +3,7 @@
 Upstream creates a pass's missing pods and services one request after another, so a
 4-pod job's first pass waits on 8 round trips and a 64-node job's on 128, while the API
 server could take them at once. Here, while a pass has a `Batch` open,
-`Reconciler.create_child` only starts the request on the `CreatePool` (at most `size`
+`Writes.create` (controller.writes) only starts the request on the `CreatePool` (at most `size`
 creates in flight for the whole controller, in the order asked) and the pass waits for
 them all at its end, or before it deletes anything (a delete never overtakes a create
 that upstream's order puts first). What stays upstream's: each expectation is recorded
@@ -25,6 +25,7 @@ from controller import errors
 from controller.expectations import Expectations
 from controller.burst import Held
 from controller.kube import PODS, Client, Resource
+from controller.writes import created_event, failed_create_event
 
 _SKIPPED = object()  # not sent: an earlier create of the pass failed
 
@@ -87,13 +88,13 @@ class Batch:
         for res, name, slot, future in self._started:
             outcome = future.exception() or future.result()  # an exception here is a bug in a create thread
             if outcome is None:
-                self.events[slot] = ("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}")
+                self.events[slot] = created_event(res, name)
                 continue
             self.expectations.created(self.key, (res.plural, name))  # the watch will show no new object of ours
             if outcome is _SKIPPED or isinstance(outcome, errors.AlreadyExists):
                 continue
             if isinstance(outcome, errors.ApiError):
-                self.events[slot] = ("Warning", f"FailedCreate{res.kind}", f"Error creating: {outcome.reason}")
+                self.events[slot] = failed_create_event(res, outcome)
             first = first or outcome
         self._started.clear()
         self.events[:] = [event for event in self.events if event is not None]

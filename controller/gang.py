@@ -25,13 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller import errors
 from controller.desired import owner_reference
 from controller.informer import Informer
 from controller.kinds import Kind
 from controller.kube import Resource
-from controller.reconcile import job_key
 from controller.status import Ctx
+from controller.writes import Writes, key_of
 from schemas import quantity, upstream
 
 log = logging.getLogger(__name__)
@@ -194,24 +193,25 @@ class PodGroups:
         found = self.priority_classes.get(None, name) if name else None
         return int(found.get("value", 0)) if found else 0
 
-    def sync(self, r: Any, ctx: Ctx) -> bool:
+    def sync(self, writes: Writes, ctx: Ctx) -> bool:
         """Create or update the PodGroup; False while pods must not be created yet."""
-        key = job_key(ctx.kind.name, ctx.namespace, ctx.name)
         current = self.podgroups.get(ctx.namespace, ctx.name)
         if current is not None and current["metadata"].get("deletionTimestamp"):
             return False  # the old group is going away (after a suspend); its DELETED event requeues us
         wanted = desired_spec(self.scheduler, ctx.job, ctx.kind, current=current, priority=self.priority)
         if current is None:
-            self._create(r, key, podgroup(self.scheduler, ctx.job, ctx.kind, wanted))
+            # expected, so no pod pass runs on a cache without it; created silently, as upstream
+            writes.create(ctx, self.scheduler.resource, podgroup(self.scheduler, ctx.job, ctx.kind, wanted), announce=False)
             return not self.scheduler.volcano  # a new Volcano group has no phase yet
         owner = ownership(current, ctx.job)
         if owner == FOREIGN:
-            log.warning("%s: PodGroup %s/%s is controlled by another object; not managing it", key, ctx.namespace, ctx.name)
+            log.warning("%s: PodGroup %s/%s is controlled by another object; not managing it", key_of(ctx),
+                        ctx.namespace, ctx.name)
         elif owner == OURS and spec_differs(self.scheduler, current.get("spec") or {}, wanted):
-            self._update(r, current, wanted)
+            self._update(writes, current, wanted)
         elif owner == SHIPPED and spec_differs(self.scheduler, current.get("spec") or {}, wanted, only=self.scheduler.spec_keys):
             kept = {k: v for k, v in (current.get("spec") or {}).items() if k not in self.scheduler.spec_keys}
-            self._update(r, current, {**kept, **wanted})
+            self._update(writes, current, {**kept, **wanted})
         return admitted(self.scheduler, current)
 
     def decorate(self, ctx: Ctx, pod: dict[str, Any], replica_type: str) -> None:
@@ -219,41 +219,17 @@ class PodGroups:
             ctx.events.append(("Warning", "SetPodTemplateSchedulerName", CUSTOM_SCHEDULER_MESSAGE))
         decorate(self.scheduler, pod, job_name=ctx.name, replica_type=replica_type)
 
-    def delete(self, r: Any, ctx: Ctx) -> None:
+    def delete(self, writes: Writes, ctx: Ctx) -> None:
         """Delete our PodGroup (never one GitOps shipped, see the module docstring)."""
         current = self.podgroups.get(ctx.namespace, ctx.name)
         if current is None or current["metadata"].get("deletionTimestamp") or ownership(current, ctx.job) != OURS:
             return
-        key, meta = job_key(ctx.kind.name, ctx.namespace, ctx.name), current["metadata"]
-        item = (self.scheduler.resource.plural, meta["name"])
         ctx.events.append(("Normal", "JobTerminated", "Job has been terminated. Deleting PodGroup"))
-        r.expectations.expect_delete(key, [item])
-        try:
-            r.client.delete(self.scheduler.resource, meta["namespace"], meta["name"], uid=meta.get("uid"))
-        except errors.NotFound:
-            r.expectations.deleted(key, item)
-            return
-        except errors.ApiError as exc:
-            r.expectations.deleted(key, item)
-            ctx.events.append(("Warning", "FailedDeletePodGroup", f"Error deleting: {exc.reason}"))
-            raise
-        ctx.events.append(("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {meta['name']}"))
+        writes.delete(ctx, self.scheduler.resource, current, noun="PodGroup")
 
-    def _create(self, r: Any, key: str, body: dict[str, Any]) -> None:
-        meta = body["metadata"]
-        item = (self.scheduler.resource.plural, meta["name"])
-        r.expectations.expect_create(key, [item])  # no pod pass on a stale cache: wait for the watch
-        try:
-            r.client.create(self.scheduler.resource, meta["namespace"], body)
-        except errors.AlreadyExists:
-            r.expectations.created(key, item)  # the watch will show it; the next pass decides
-        except errors.ApiError:
-            r.expectations.created(key, item)
-            raise
-
-    def _update(self, r: Any, current: dict[str, Any], spec: dict[str, Any]) -> None:
+    def _update(self, writes: Writes, current: dict[str, Any], spec: dict[str, Any]) -> None:
         # PUT with the cached resourceVersion: a Volcano PodGroup has no status subresource,
         # so a stale copy must fail (409, retried) rather than overwrite Volcano's phase
-        written = r.client.update(self.scheduler.resource, {**current, "spec": spec})
-        if isinstance(written, dict) and written.get("metadata"):
+        written = writes.update(self.scheduler.resource, {**current, "spec": spec})
+        if written is not None:
             self.podgroups.remember(written)

@@ -22,14 +22,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controller import errors
-from schemas import quantity
 from controller.desired import owner_reference
 from controller.informer import Informer
 from controller.kinds import Kind
 from controller.kube import Resource
 from controller.policies import is_suspended
 from controller.status import Ctx
+from controller.writes import Writes
+from schemas import quantity
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +39,9 @@ QUANTITY_KEYS = frozenset({"value", "averageValue"})  # MetricTarget fields that
 
 
 def desired(job: Mapping[str, Any], kind: Kind) -> dict[str, Any] | None:
-    """The HPA for a defaulted PyTorchJob, or None when it asks for none."""
+    """The HPA for a defaulted job of an autoscaled kind (PyTorchJob), or None when it asks for none."""
     elastic = (job.get("spec") or {}).get("elasticPolicy") or {}
-    if kind.name != "PyTorchJob" or not elastic.get("metrics"):
+    if not kind.facts.autoscaled or not elastic.get("metrics"):
         return None
     meta = job["metadata"]
     spec: dict[str, Any] = {
@@ -91,9 +91,7 @@ class Autoscalers:
     def informers(self) -> list[Informer]:
         return [self.informer]
 
-    def reconcile(self, r: Any, ctx: Ctx) -> None:
-        if ctx.kind.name != "PyTorchJob":
-            return
+    def reconcile(self, writes: Writes, ctx: Ctx) -> None:
         wanted = desired(ctx.job, ctx.kind)
         current = self.informer.get(ctx.namespace, ctx.name)
         if current is not None and (current["metadata"].get("deletionTimestamp") or not _controlled_by(current, ctx.job)):
@@ -103,22 +101,12 @@ class Autoscalers:
             return
         if current is None:
             if wanted is not None and not is_suspended(ctx.job):
-                self._write(r, wanted, create=True)
+                self._remember(writes.create_unexpected(HPAS, wanted))
         elif wanted is None or is_suspended(ctx.job):
-            try:
-                r.client.delete(HPAS, ctx.namespace, ctx.name, uid=current["metadata"].get("uid"))
-            except errors.NotFound:
-                pass
+            writes.delete_unexpected(HPAS, current)
         elif spec_differs(current.get("spec") or {}, wanted["spec"]):
-            self._write(r, {**current, "spec": wanted["spec"]}, create=False)
+            self._remember(writes.update(HPAS, {**current, "spec": wanted["spec"]}))
 
-    def _write(self, r: Any, body: dict[str, Any], *, create: bool) -> None:
-        try:
-            if create:
-                written = r.client.create(HPAS, body["metadata"]["namespace"], body)
-            else:
-                written = r.client.update(HPAS, body)  # resourceVersion of the cached copy: 409 on a race
-        except errors.AlreadyExists:
-            return  # not in our cache yet; its ADDED event requeues the job
-        if isinstance(written, dict) and written.get("metadata"):
+    def _remember(self, written: dict[str, Any] | None) -> None:
+        if written is not None and written.get("metadata"):
             self.informer.remember(written)

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from controller import bugs, errors, jsondata
+from controller.addons import JobStep, PodPass
 from controller.burst import Held
 from controller.creates import CreatePool
 from controller.desired import Options
@@ -38,9 +39,10 @@ from controller.kinds import Kind
 from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
 from controller.metrics import Metrics
 from controller.mpi import MPI
-from controller.reconcile import InvalidJob, Reconciler, child_index, job_key, job_resource
-from schemas.upstream import JOB_NAME_LABEL, OPERATOR_LABEL
+from controller.reconcile import InvalidJob, Reconciler, child_index, job_resource
 from controller.workqueue import ShutDown, WorkQueue
+from controller.writes import job_key
+from schemas.upstream import JOB_NAME_LABEL, OPERATOR_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -91,18 +93,23 @@ class Manager:
         self.pod_informer = self._child_informer(PODS, selector, watch_timeout, transform=jsondata.cached_without_spec)
         self.service_informer = self._child_informer(SERVICES, selector, watch_timeout,
                                                      transform=jsondata.cached_without_spec)
-        mpi = None
-        if "MPIJob" in self.kinds:
-            mpi_selector = f"{OPERATOR_LABEL}={self.kinds['MPIJob'].facts.operator_name}"
-            mpi = MPI(**{res.plural: self._child_informer(res, mpi_selector, watch_timeout)
-                         for res in (CONFIGMAPS, SERVICEACCOUNTS, ROLES, ROLEBINDINGS)})
+        # a kind's add-ons follow its adapter's facts: a launcher gets MPI's own pod pass (its
+        # helpers are labelled with the kind's operator name), an autoscaled kind the HPA step
+        pod_passes: dict[str, PodPass] = {}
+        for kind in (k for k in self.kinds.values() if k.adapter.launcher is not None):
+            helpers = f"{OPERATOR_LABEL}={kind.facts.operator_name}"
+            pod_passes[kind.name] = MPI(**{res.plural: self._child_informer(res, helpers, watch_timeout)
+                                           for res in (CONFIGMAPS, SERVICEACCOUNTS, ROLES, ROLEBINDINGS)})
+        autoscaled = [k.name for k in self.kinds.values() if k.facts.autoscaled]
+        hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if autoscaled else None
+        job_steps: dict[str, JobStep] = {name: hpa for name in autoscaled if hpa is not None}
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
-        hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if "PyTorchJob" in self.kinds else None
         self.creates = CreatePool(client, size=creates_in_flight, held=self.held)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
-            queue=self.queue, options=options or Options(), gang=gang, mpi=mpi, hpa=hpa, creates=self.creates,
+            queue=self.queue, options=options or Options(), gang=gang, pod_passes=pod_passes, job_steps=job_steps,
+            creates=self.creates,
             held=self.held,
             **({"clock": clock} if clock else {}),
         )
@@ -115,8 +122,9 @@ class Manager:
 
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
-        extra = [informer for part in (self.reconciler.mpi, self.reconciler.gang, self.reconciler.hpa) if part is not None
-                 for informer in part.informers()]
+        r = self.reconciler
+        parts = {id(part): part for part in (*r.pod_passes.values(), *r.job_steps.values(), r.gang) if part is not None}
+        extra = [informer for part in parts.values() for informer in part.informers()]
         return [*self.job_informers.values(), self.pod_informer, self.service_informer, *extra]
 
     def _child_informer(self, res: Resource, selector: str, watch_timeout: int, *,

@@ -12,7 +12,7 @@ label so our label-filtered informers see them (upstream only sets `app: {job}`)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.mpi import is_gpu_launcher
 from controller import conditions as cond
@@ -20,7 +20,11 @@ from controller import desired, errors, jsondata
 from controller import status as st
 from controller.informer import Informer
 from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, Resource
+from controller.writes import EXISTED, Writes
 from schemas import upstream
+
+if TYPE_CHECKING:
+    from controller.addons import Gang
 
 CONFIG_MOUNT, KUBECTL_MOUNT = "/etc/mpi", "/opt/kube"
 CONFIG_VOLUME, KUBECTL_VOLUME = "mpi-job-config", "mpi-job-kubectl"
@@ -155,7 +159,8 @@ class MPI:
     def informers(self) -> list[Informer]:
         return list(self.caches.values())
 
-    def reconcile(self, r: Any, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
+    def reconcile(self, writes: Writes, ctx: st.Ctx, pods: list[dict[str, Any]], *, options: desired.Options,
+                  gang: Gang | None) -> None:
         job, kind = ctx.job, ctx.kind
         ns, name = ctx.namespace, ctx.name
         ctx.status.setdefault("startTime", cond.timestamp(ctx.now))
@@ -163,22 +168,22 @@ class MPI:
         launcher_phase = (launcher.get("status") or {}).get("phase") if launcher else None
         workers: list[dict[str, Any]] = []
         if launcher_phase not in ("Succeeded", "Failed"):
-            self._ensure_service_account(r, key, ctx)
+            self._ensure_service_account(writes, ctx)
             running = [p["metadata"]["name"] for p in diff_workers(pods) if (p.get("status") or {}).get("phase") == "Running"]
-            self._ensure(r, key, ctx, res=CONFIGMAPS, name=f"{name}-config", content={"data": config_data(job, running)},
+            self._ensure(writes, ctx, res=CONFIGMAPS, name=f"{name}-config", content={"data": config_data(job, running)},
                          field="data")
-            self._ensure(r, key, ctx, res=ROLES, name=f"{name}-launcher", content={"rules": role_rules(job)}, field="rules")
+            self._ensure(writes, ctx, res=ROLES, name=f"{name}-launcher", content={"rules": role_rules(job)}, field="rules")
             binding = {
                 "subjects": [{"kind": "ServiceAccount", "name": service_account_name(job), "namespace": ns}],
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-launcher"},
             }
-            self._ensure(r, key, ctx, res=ROLEBINDINGS, name=f"{name}-launcher", content=binding, field=None)
-            workers = self._workers(r, key, ctx, pods)
+            self._ensure(writes, ctx, res=ROLEBINDINGS, name=f"{name}-launcher", content=binding, field=None)
+            workers = self._workers(writes, ctx, pods, gang=gang)
             if launcher is None:
-                pod = launcher_pod(job, kind, options=r.options)
-                if r.gang is not None:
-                    r.gang.decorate(ctx, pod, "Launcher")
-                r.create_child(key, ctx, res=PODS, obj=pod)
+                pod = launcher_pod(job, kind, options=options)
+                if gang is not None:
+                    gang.decorate(ctx, pod, "Launcher")
+                writes.create(ctx, PODS, pod)
         statuses = ctx.status.setdefault("replicaStatuses", {})
         statuses["Launcher"] = st.compact({
             "active": int(launcher_phase == "Running"),
@@ -188,7 +193,8 @@ class MPI:
         statuses["Worker"] = st.compact(_worker_counts(workers))
         ctx.pods = {"Launcher": [launcher] if launcher else [], "Worker": workers}
 
-    def _workers(self, r: Any, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _workers(self, writes: Writes, ctx: st.Ctx, pods: list[dict[str, Any]], *,
+                 gang: Gang | None) -> list[dict[str, Any]]:
         wanted = _worker_replicas(ctx.job)
         by_index: dict[int, dict[str, Any]] = {}
         existing = diff_workers(pods)
@@ -199,47 +205,31 @@ class MPI:
                 continue
             if index >= wanted:
                 if len(existing) > wanted and not pod["metadata"].get("deletionTimestamp"):
-                    r.delete_child(key, ctx, res=PODS, obj=pod)
+                    writes.delete(ctx, PODS, pod)
             else:
                 by_index[index] = pod
         for index in range(wanted):
             if index not in by_index:
                 pod = worker_pod(ctx.job, ctx.kind, index=index)
-                if r.gang is not None:
-                    r.gang.decorate(ctx, pod, "Worker")
-                r.create_child(key, ctx, res=PODS, obj=pod)
+                if gang is not None:
+                    gang.decorate(ctx, pod, "Worker")
+                writes.create(ctx, PODS, pod)
         return [by_index[i] for i in sorted(by_index)]
 
-    def _ensure_service_account(self, r: Any, key: str, ctx: st.Ctx) -> None:
+    def _ensure_service_account(self, writes: Writes, ctx: st.Ctx) -> None:
         name = service_account_name(ctx.job)
         if self.caches["serviceaccounts"].get(ctx.namespace, name) is not None or (ctx.namespace, name) in self._foreign_sa:
             return
         body = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(ctx.job, ctx.kind, name)}
-        item = ("serviceaccounts", name)
-        r.expectations.expect_create(key, [item])
-        try:
-            r.client.create(SERVICEACCOUNTS, ctx.namespace, body)
-        except errors.AlreadyExists:
-            self._foreign_sa.add((ctx.namespace, name))
-            r.expectations.created(key, item)
-        except errors.ApiError:
-            r.expectations.created(key, item)
-            raise
+        if writes.create(ctx, SERVICEACCOUNTS, body, announce=False) == EXISTED:
+            self._foreign_sa.add((ctx.namespace, name))  # the user's own: not in our (labelled) cache
 
-    def _ensure(self, r: Any, key: str, ctx: st.Ctx, *, res: Resource, name: str, content: dict[str, Any],
+    def _ensure(self, writes: Writes, ctx: st.Ctx, *, res: Resource, name: str, content: dict[str, Any],
                 field: str | None) -> None:
         current = self.caches[res.plural].get(ctx.namespace, name)
         if current is None:
             body = {"apiVersion": res.api_version, "kind": res.kind, "metadata": _meta(ctx.job, ctx.kind, name), **content}
-            item = (res.plural, name)
-            r.expectations.expect_create(key, [item])
-            try:
-                r.client.create(res, ctx.namespace, body)
-            except errors.AlreadyExists:
-                r.expectations.created(key, item)
-            except errors.ApiError:
-                r.expectations.created(key, item)
-                raise
+            writes.create(ctx, res, body, announce=False)
             return
         ref = next((o for o in current["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
         if ref is None or ref.get("uid") != ctx.job["metadata"]["uid"]:
@@ -247,7 +237,7 @@ class MPI:
                                f'Resource "{name}" of {res.kind} already exists and is not managed by MPIJob'))
             raise errors.Conflict("reconcile", res.kind, ctx.namespace, name, "exists and is not controlled by this MPIJob")
         if field is not None and _normalize(current.get(field)) != _normalize(content[field]):
-            r.client.update(res, {**current, field: content[field]})
+            writes.update(res, {**current, field: content[field]})
 
 
 def diff_workers(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:

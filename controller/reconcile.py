@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 from controller import conditions as cond
 from controller import defaults, desired, diff, errors, jsondata, policies, runs, shapes, validation
 from controller import status as st
+from controller.addons import Gang, JobStep, PodPass
 from controller.burst import Held
 from controller.creates import CreatePool
 from controller.events import EventRecorder
@@ -32,6 +33,7 @@ from controller.informer import Informer
 from controller.kinds import Kind
 from controller.kube import PODS, SERVICES, Client, Resource
 from controller.workqueue import WorkQueue
+from controller.writes import Writes
 from schemas import upstream
 
 log = logging.getLogger(__name__)
@@ -42,20 +44,8 @@ class InvalidJob(Exception):
     refuses to build): the manager retries with backoff and logs one line, no traceback."""
 
 
-class Gang(Protocol):
-    """Gang-scheduling capability (issue 6): PodGroup sync before pods, decoration of pods."""
-
-    def sync(self, r: Reconciler, ctx: st.Ctx) -> bool: ...  # False: do not create pods yet
-    def decorate(self, ctx: st.Ctx, pod: dict[str, Any], replica_type: str) -> None: ...
-    def delete(self, r: Reconciler, ctx: st.Ctx) -> None: ...
-
-
 def job_resource(kind: Kind) -> Resource:
     return Resource("kubeflow.org", "v1", kind.facts.plural, kind.name)
-
-
-def job_key(kind: str, namespace: str, name: str) -> str:
-    return f"{kind}/{namespace}/{name}"
 
 
 def child_index(obj: dict[str, Any]) -> list[str]:
@@ -80,10 +70,14 @@ class Reconciler:
     options: desired.Options = field(default_factory=desired.Options)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
     gang: Gang | None = None
-    mpi: Any = None  # controller.mpi.MPI when MPIJob is enabled
-    hpa: Any = None  # controller.hpa.Autoscalers when PyTorchJob is enabled
+    pod_passes: dict[str, PodPass] = field(default_factory=dict)  # by kind: a pass of its own (MPI's)
+    job_steps: dict[str, JobStep] = field(default_factory=dict)  # by kind: run first in every pass (HPA)
     creates: CreatePool | None = None  # None: each create waits for its answer before the next
     held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.burst)
+
+    def __post_init__(self) -> None:
+        self.writes = Writes(self.client, self.expectations, emit=self._emit, retry=self.queue.add_rate_limited,
+                             held=self.held)
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -112,8 +106,9 @@ class Reconciler:
         ctx.set(cond.CREATED, why="Created", message=f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
         try:
-            if self.hpa is not None:
-                self.hpa.reconcile(self, ctx)  # upstream's step 0: before the finished/suspended branches
+            step = self.job_steps.get(kind.name)
+            if step is not None:
+                step.reconcile(self.writes, ctx)  # upstream's step 0: before the finished/suspended branches
             wake = self._run(key, ctx, job, pods)
             if not ctx.deleted:
                 self._write_status(job, kind, ctx.status, key=key,
@@ -127,34 +122,35 @@ class Reconciler:
     def _run(self, key: str, ctx: st.Ctx, job: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
         policy = policies.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
-            self._clean(key, ctx, pods=pods, policy=policy, finished=True)
+            self._clean(ctx, pods=pods, policy=policy, finished=True)
             policies.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if policies.is_suspended(ctx.job):
             self._mark_previous_run(ctx, pods)
-            self._clean(key, ctx, pods=pods, policy=policy, finished=False)
+            self._clean(ctx, pods=pods, policy=policy, finished=False)
             policies.suspend(ctx)
             return None
         policies.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.runs)
         for pod in ctx.previous.values():
             if not pod["metadata"].get("deletionTimestamp"):  # its suspension was cut short: finish it
-                self.delete_child(key, ctx, res=PODS, obj=pod)
+                self.writes.delete(ctx, PODS, pod)
         message = policies.failure_message(ctx, pods, requeues=self.queue.num_requeues(key))
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
             ctx.event("Normal", why="Failed", message=message)
             ctx.set(cond.FAILED, why="Failed", message=message)
-            ctx.deferred.append(lambda: self._clean(key, ctx, pods=pods, policy=policy, finished=True))
+            ctx.deferred.append(lambda: self._clean(ctx, pods=pods, policy=policy, finished=True))
             return self._ttl(job, ctx)
-        if self.gang is not None and not self.gang.sync(self, ctx):
+        if self.gang is not None and not self.gang.sync(self.writes, ctx):
             ctx.status["lastReconcileTime"] = cond.timestamp(ctx.now)
             return None
         with self._creating(key, ctx):
-            if self.mpi is not None and ctx.kind.name == "MPIJob":
-                self.mpi.reconcile(self, key, ctx, pods)
+            own = self.pod_passes.get(ctx.kind.name)
+            if own is not None:
+                own.reconcile(self.writes, ctx, pods, options=self.options, gang=self.gang)
             else:
-                self._replicas(key, ctx, pods)
+                self._replicas(ctx, pods)
         st.update(ctx)
         remaining = policies.deadline_remaining(ctx)
         return max(remaining, 0.0) + 0.5 if remaining is not None and not cond.is_finished(ctx.status) else None
@@ -173,7 +169,7 @@ class Reconciler:
             batch, ctx.creates = ctx.creates, None
             batch.wait()  # also when the pass failed: every create's outcome is an Event
 
-    def _replicas(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
+    def _replicas(self, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
         kind = ctx.kind
         services = self.owned(ctx.job, kind, self.services, SERVICES)
         statuses = ctx.status.setdefault("replicaStatuses", {})
@@ -184,11 +180,11 @@ class Reconciler:
                 ns = pod["metadata"].get("namespace")
                 ctx.events.append(("Normal", "ExitedWithCode", f"Pod: {ns}.{pod['metadata']['name']} exited with code {code}"))
             for index in plan.create:
-                self.create_pod(key, ctx, rtype=rtype, index=index)
+                self.create_pod(ctx, rtype=rtype, index=index)
             for pod in plan.delete:
-                self.delete_child(key, ctx, res=PODS, obj=pod)
+                self.writes.delete(ctx, PODS, pod)
             for pod in plan.restart:
-                ctx.deferred.append(lambda pod=pod: self.delete_child(key, ctx, res=PODS, obj=pod))
+                ctx.deferred.append(lambda pod=pod: self.writes.delete(ctx, PODS, pod))
                 msg = f"job {ctx.name} is restarting because {rtype} replica(s) failed."
                 ctx.event("Warning", why="Restarting", message=msg)
                 ctx.set(cond.RESTARTING, why="Restarting", message=msg)
@@ -200,11 +196,11 @@ class Reconciler:
             statuses[rtype] = st.compact(plan.counts)
             splan = diff.plan_services(services, rtype, replica)
             for index in splan.create:
-                self.create_child(key, ctx, res=SERVICES, obj=desired.service(ctx.job, kind, replica_type=rtype, index=index))
+                self.writes.create(ctx, SERVICES, desired.service(ctx.job, kind, replica_type=rtype, index=index))
             for svc in splan.delete:
-                self.delete_child(key, ctx, res=SERVICES, obj=svc)
+                self.writes.delete(ctx, SERVICES, svc)
 
-    def create_pod(self, key: str, ctx: st.Ctx, *, rtype: str, index: int) -> None:
+    def create_pod(self, ctx: st.Ctx, *, rtype: str, index: int) -> None:
         try:
             pod = desired.pod(ctx.job, ctx.kind, replica_type=rtype, index=index, options=self.options)
         except ValueError as exc:
@@ -217,70 +213,7 @@ class Reconciler:
                                "Restart policy in pod template will be overwritten by restart policy in replica spec"))
         if self.gang is not None:
             self.gang.decorate(ctx, pod, rtype)
-        self.create_child(key, ctx, res=PODS, obj=pod)
-
-    def create_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
-        if res is PODS and obj["metadata"]["name"] in ctx.previous:
-            return  # a previous run's pod still holds the name (MPI's pods come this way)
-        if res is SERVICES and self.held is not None and self.held.in_burst():
-            self._hold_create(key, ctx, res=res, obj=obj)
-            return
-        if ctx.creates is not None:
-            ctx.creates.add(res, obj)  # answered, and its Event filled in, when the pass waits
-            return
-        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
-        item = (res.plural, name)
-        self.expectations.expect_create(key, [item])
-        try:
-            self.client.create(res, ns, obj, answer=False)
-        except errors.AlreadyExists:
-            self.expectations.created(key, item)  # the watch will show it; not ours to create twice
-            return
-        except errors.ApiError as exc:
-            self.expectations.created(key, item)
-            ctx.events.append(("Warning", f"FailedCreate{res.kind}", f"Error creating: {exc.reason}"))
-            raise
-        ctx.events.append(("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}"))
-
-    def _hold_create(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
-        """Expect the create now, send it once the pod burst is over (controller.burst)."""
-        assert self.held is not None
-        name, ns, job, kind = obj["metadata"]["name"], obj["metadata"]["namespace"], ctx.job, ctx.kind
-        item = (res.plural, name)
-        self.expectations.expect_create(key, [item])
-
-        def send() -> None:
-            try:
-                self.client.create(res, ns, obj, answer=False)
-            except errors.AlreadyExists:
-                self.expectations.created(key, item)
-                return
-            except errors.ApiError as exc:
-                self.expectations.created(key, item)
-                self._emit(job, kind, [("Warning", f"FailedCreate{res.kind}", f"Error creating: {exc.reason}")])
-                log.warning("create %s %s/%s: %s (job retried)", res.kind, ns, name, exc)
-                self.queue.add_rate_limited(key)
-                return
-            self._emit(job, kind, [("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}")])
-
-        self.held.create(send)
-
-    def delete_child(self, key: str, ctx: st.Ctx, *, res: Resource, obj: dict[str, Any]) -> None:
-        if ctx.creates is not None:
-            ctx.creates.wait()  # the creates upstream's order puts first land first (or fail the pass)
-        meta = obj["metadata"]
-        item = (res.plural, meta["name"])
-        self.expectations.expect_delete(key, [item])
-        try:
-            self.client.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
-        except errors.NotFound:
-            self.expectations.deleted(key, item)
-            return
-        except errors.ApiError as exc:
-            self.expectations.deleted(key, item)
-            ctx.events.append(("Warning", f"FailedDelete{res.kind}", f"Error deleting: {exc.reason}"))
-            raise
-        ctx.events.append(("Normal", f"SuccessfulDelete{res.kind}", f"Deleted {res.kind.lower()}: {meta['name']}"))
+        self.writes.create(ctx, PODS, pod)
 
     def _mark_previous_run(self, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
         """Mark every pod of the run being suspended before it is deleted (controller.runs)."""
@@ -293,21 +226,21 @@ class Reconciler:
             if isinstance(written, dict) and written.get("metadata"):
                 self.pods.remember(written)  # the resuming pass must not read the unmarked copy
 
-    def _clean(self, key: str, ctx: st.Ctx, *, pods: list[dict[str, Any]], policy: str | None, finished: bool) -> None:
+    def _clean(self, ctx: st.Ctx, *, pods: list[dict[str, Any]], policy: str | None, finished: bool) -> None:
         """Delete pods and their services per cleanPodPolicy (policies.services_to_clean); PodGroup too."""
         cleaned = policies.pods_to_clean(pods, policy, finished=finished)
         services = policies.services_to_clean(self.owned(ctx.job, ctx.kind, self.services, SERVICES), pods, cleaned,
                                               policy, finished=finished)
         by_name = {s["metadata"]["name"]: s for s in services}
         for pod in cleaned:  # upstream's order: each pod, then its service
-            self.delete_child(key, ctx, res=PODS, obj=pod)
+            self.writes.delete(ctx, PODS, pod)
             svc = by_name.pop(pod["metadata"]["name"], None)
             if svc is not None:
-                self.delete_child(key, ctx, res=SERVICES, obj=svc)
+                self.writes.delete(ctx, SERVICES, svc)
         for svc in by_name.values():  # left by a cleanup cut short
-            self.delete_child(key, ctx, res=SERVICES, obj=svc)
+            self.writes.delete(ctx, SERVICES, svc)
         if self.gang is not None:
-            self.gang.delete(self, ctx)
+            self.gang.delete(self.writes, ctx)
 
     def _ttl(self, job: dict[str, Any], ctx: st.Ctx) -> float | None:
         if policies.is_suspended(ctx.job):

@@ -54,6 +54,7 @@ class Facts:
     scalable: bool = False  # CRD has the scale subresource (Worker replicas)
     allowed_roles: tuple[str, ...] = ()  # names accepted under spec.roles
     elastic: bool = False  # takes spec.elastic (the kind has an elastic policy)
+    autoscaled: bool = False  # the operator keeps a HorizontalPodAutoscaler from elasticPolicy.metrics
     processes_per_node: bool = False  # takes an integer spec.processesPerNode (processes per pod)
     # Why Kueue (v0.17) does not manage this kubeflow.org/v1 kind, or None when it does: a
     # queue label on an unmanaged kind is ignored, so the job runs outside the queue's quota

@@ -26,6 +26,7 @@ FACTS = Facts(
     operator_name="pytorchjob-controller",
     scalable=True,
     elastic=True,
+    autoscaled=True,
     processes_per_node=True,
 )
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from controller.kube import CONFIGMAPS, EVENTS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES
-from controller.reconcile import job_key
+from controller.writes import job_key
 from controller_kit import job, wait_for
 
 

@@ -163,7 +163,7 @@ def test_a_suspended_job_gets_no_hpa_and_someone_elses_hpa_is_left_alone(cluster
               "spec": {"scaleTargetRef": {"kind": "PyTorchJob", "name": "mine", "apiVersion": "kubeflow.org/v1"},
                        "minReplicas": 1, "maxReplicas": 9, "metrics": [CPU]}}
     cluster.client.create(HPAS, cluster.namespace, theirs)
-    wait_for(lambda: manager.reconciler.hpa.informer.get(cluster.namespace, "mine"), what="the controller sees it")
+    wait_for(lambda: manager.reconciler.job_steps["PyTorchJob"].informer.get(cluster.namespace, "mine"), what="the controller sees it")
     cluster.apply(elastic("mine", minReplicas=1, maxReplicas=2, metrics=[CPU]))
     cluster.wait_condition("PyTorchJob", "off", "Suspended")
     cluster.wait_pods(names("mine", 2))

@@ -18,7 +18,7 @@ from controller import errors
 from controller.burst import Held
 from controller.kube import EVENTS, SERVICES, Resource
 from controller.manager import Manager
-from controller.reconcile import job_key
+from controller.writes import job_key
 from controller_kit import job, running_manager, wait_for
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

@@ -32,7 +32,7 @@ from controller import bugs, crds, shapes
 from controller.kinds import KINDS, select
 from controller.kube import EVENTS, Client
 from controller.manager import Manager
-from controller.reconcile import job_key
+from controller.writes import job_key
 from schemas.upstream import JOB_NAME_LABEL
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
 from testworld.controlplane import ControlPlane
