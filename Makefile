@@ -94,8 +94,8 @@ schema: $(STAMP)
 	$(BIN)/python -m tests.schemas.openapi_pod_template
 	$(BIN)/train-compile schema -o schemas/
 	$(BIN)/python -m schemas.reference
-	$(BIN)/python -m controller.crds
-	$(BIN)/python -m controller.admission_policies
+	$(BIN)/python -m controller.generators.crds
+	$(BIN)/python -m controller.generators.admission_policies
 
 fault: $(STAMP) k8s-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m fault

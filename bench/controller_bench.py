@@ -38,8 +38,8 @@ from typing import Any, Optional
 
 from bench import kube_tools as kt
 from bench import report, server_cost
+from controller.runtime.kube import EVENTS, PODS, SERVICES, Client
 from testworld import upstream
-from controller.kube import EVENTS, PODS, SERVICES, Client
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -21,9 +21,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from controller.kinds import select
-from controller.kube import PODS, WRITE_VERBS, Client
+from controller.jobs.kinds import select
 from controller.manager import Manager, connection_pool_size
+from controller.runtime.kube import PODS, WRITE_VERBS, Client
 
 
 def _status_mb(field: str) -> float:

@@ -38,10 +38,17 @@ from typing import Any, Callable, Optional
 
 from bench import audit_count, report, server_cost
 from bench import kube_tools as kt
-from bench.scale_controllers import Controller, Ours, Upstream, WORKERS, proc_figures, upstream_binary
+from bench.scale_controllers import (
+    WORKERS,
+    Controller,
+    Ours,
+    Upstream,
+    proc_figures,
+    upstream_binary,
+)
 from bench.scale_lifecycle import Lifecycle, Milestones, pytorch_job
-from controller.event_correlator import split_combined
-from controller.kube import EVENTS, Client
+from controller.runtime.event_correlator import split_combined
+from controller.runtime.kube import EVENTS, Client
 
 REPO = Path(__file__).resolve().parents[1]
 USER = "trainforge-bench-controller"  # the controller's identity, the audit log's filter

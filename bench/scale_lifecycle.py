@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from bench import kube_tools as kt
-from controller.kube import PODS, Client
+from controller.runtime.kube import PODS, Client
 
 RUN_SECONDS = "testworld.trainforge.dev/run-seconds"
 EXIT_CODE = "testworld.trainforge.dev/exit-code"

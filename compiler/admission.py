@@ -3,7 +3,7 @@
 The Kubeflow Training Operator v1.9.4 refuses bad PyTorchJobs, TFJobs, XGBoostJobs,
 PaddleJobs and JAXJobs at admission (`pkg/webhooks/`). trainforge checks the same rules in
 three places: the compiler on its own output (review time), the controller's
-ValidatingAdmissionPolicies (`controller/admission_policies.py` writes them into
+ValidatingAdmissionPolicies (`controller/generators/admission_policies.py` writes them into
 `controller/install/admission/`) and the controller at reconcile time on clusters without
 those policies. To keep the three from drifting, every rule is written once here: one
 message template (upstream's `field.Error` text: path, error type, detail) rendered by both
@@ -25,6 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from compiler.frameworks import BY_KIND
+from compiler.frameworks.operator import WebhookRules
+
 MANAGED_BY = ("kueue.x-k8s.io/multikueue", "kubeflow.org/training-operator")  # upstream: a set, printed in random order
 OPERATOR = "kubeflow.org/training-operator"
 DNS1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
@@ -38,33 +41,27 @@ _DNS1035_RE = re.compile(f"^{DNS1035}$")
 
 @dataclass(frozen=True)
 class KindRules:
-    """What differs between the five webhooks; every flag is one upstream `if`."""
+    """One kind's webhook: its shape from the adapter's facts, its rules from the adapter's
+    `Operator.webhook` (every flag is one upstream `if`)."""
 
     kind: str
     field: str  # the replica map, e.g. pytorchReplicaSpecs
     container: str  # the default container every replica must have
     allowed: tuple[str, ...] | None  # replica types upstream accepts (None: any, TFJob)
-    quote_container: bool = False  # PaddleJob's message quotes the container name
-    master_exactly_one: bool = False  # Master.replicas must be set and be 1
-    others_at_least_one: bool = False  # any other replicas, when set, >= 1
-    master_required: bool = False
-    one_chief_or_master: bool = False
-    elastic: bool = False  # elasticPolicy needs Worker; nProcPerNode deprecated
+    rules: WebhookRules
 
     @property
     def specs(self) -> str:
         return f"spec.{self.field}"
 
 
-KIND_RULES: dict[str, KindRules] = {r.kind: r for r in (
-    KindRules("PyTorchJob", "pytorchReplicaSpecs", "pytorch", ("Master", "Worker"),
-              master_exactly_one=True, others_at_least_one=True, elastic=True),
-    KindRules("TFJob", "tfReplicaSpecs", "tensorflow", None, one_chief_or_master=True),
-    KindRules("XGBoostJob", "xgbReplicaSpecs", "xgboost", ("Master", "Worker"),
-              master_exactly_one=True, master_required=True),
-    KindRules("PaddleJob", "paddleReplicaSpecs", "paddle", ("Master", "Worker"), quote_container=True),
-    KindRules("JAXJob", "jaxReplicaSpecs", "jax", ("Worker",)),
-)}
+KIND_RULES: dict[str, KindRules] = {
+    adapter.facts.kind: KindRules(
+        adapter.facts.kind, adapter.facts.replica_specs, adapter.facts.container,
+        None if adapter.operator.webhook.any_replica_type else adapter.facts.replica_types, adapter.operator.webhook,
+    )
+    for adapter in BY_KIND.values() if adapter.operator.webhook is not None
+}
 
 
 # ---------------------------------------------------------------------- messages, rendered twice
@@ -195,7 +192,7 @@ def _replicas(job: Job, key: str) -> Any:
 
 
 def _default_container_name(rules: KindRules) -> str:
-    return go_quote(rules.container) if rules.quote_container else rules.container
+    return go_quote(rules.container) if rules.rules.quote_container else rules.container
 
 
 RULES: tuple[Rule, ...] = (
@@ -216,11 +213,11 @@ RULES: tuple[Rule, ...] = (
          else [],
          lambda r: f"({HAS_MB}) && !({MB} in {json.dumps(list(MANAGED_BY))})"
          f" ? [{MANAGED.cel(value=f'strings.quote({MB})')}] : []"),
-    Rule("elastic policy needs Worker", lambda r: r.elastic,
+    Rule("elastic policy needs Worker", lambda r: r.rules.elastic,
          lambda r, j: [ELASTIC_WORKER.py(specs=r.specs)] if "elasticPolicy" in j.spec and "Worker" not in (j.specs or {})
          else [],
          lambda r: f"{HAS_ELASTIC} && !('Worker' in {SPECS}) ? [{ELASTIC_WORKER.cel(specs=cel_str(r.specs))}] : []"),
-    Rule("nProcPerNode not with nprocPerNode", lambda r: r.elastic,
+    Rule("nProcPerNode not with nprocPerNode", lambda r: r.rules.elastic,
          lambda r, j: [NPROC_FORBIDDEN.py()] if isinstance(j.spec.get("elasticPolicy"), Mapping)
          and j.spec["elasticPolicy"].get("nProcPerNode") is not None and j.spec.get("nprocPerNode") is not None else [],
          lambda r: f"{HAS_NPROC} && has(object.spec.nprocPerNode) ? [{NPROC_FORBIDDEN.cel()}] : []"),
@@ -247,26 +244,26 @@ RULES: tuple[Rule, ...] = (
                        if not any(isinstance(c, Mapping) and c.get("name") == r.container for c in j.containers(k))],
          lambda r: f"{KEYS}.filter(k, !{containers_cel('k')}.exists(c, has(c.name) && c.name == {cel_str(r.container)}))"
          f".map(k, {DEFAULT_CONTAINER.cel(path=path_cel(r, 'k'), name=cel_str(_default_container_name(r)))})"),
-    Rule("Master has exactly one replica", lambda r: r.master_exactly_one,
+    Rule("Master has exactly one replica", lambda r: r.rules.master_exactly_one,
          lambda r, j: [MASTER_ONE.py(specs=r.specs)] if "Master" in (j.specs or {}) and _replicas(j, "Master") != 1 else [],
          lambda r: f"'Master' in {SPECS} && (!has({SPECS}.Master.replicas) || {SPECS}.Master.replicas != 1)"
          f" ? [{MASTER_ONE.cel(specs=cel_str(r.specs))}] : []"),
-    Rule("other replicas at least one", lambda r: r.others_at_least_one,
+    Rule("other replicas at least one", lambda r: r.rules.others_at_least_one,
          lambda r, j: [AT_LEAST_ONE.py(path=f"{r.specs}[{k}]") for k in _keys(j)
                        if k != "Master" and isinstance(n := _replicas(j, k), int) and n < 1],
          lambda r: f"{KEYS}.filter(k, k != 'Master' && has({SPECS}[k].replicas) && {SPECS}[k].replicas < 1)"
          f".map(k, {AT_LEAST_ONE.cel(path=path_cel(r, 'k'))})"),
-    Rule("Master is present", lambda r: r.master_required,
+    Rule("Master is present", lambda r: r.rules.master_required,
          lambda r, j: [MASTER_PRESENT.py(specs=r.specs)] if "Master" not in (j.specs or {}) else [],
          lambda r: f"!('Master' in {SPECS}) ? [{MASTER_PRESENT.cel(specs=cel_str(r.specs))}] : []"),
-    Rule("at most one Chief or Master", lambda r: r.one_chief_or_master,
+    Rule("at most one Chief or Master", lambda r: r.rules.one_chief_or_master,
          lambda r, j: [CHIEF_OR_MASTER.py(specs=r.specs)] if {"Chief", "Master"} <= set(j.specs or {}) else [],
          lambda r: f"'Chief' in {SPECS} && 'Master' in {SPECS} ? [{CHIEF_OR_MASTER.cel(specs=cel_str(r.specs))}] : []"),
 )
 NESTED = frozenset({"every container has an image"})  # its CEL yields one list per replica type
 
 WARNINGS: tuple[Rule, ...] = (
-    Rule("elasticPolicy.nProcPerNode is deprecated", lambda r: r.elastic,
+    Rule("elasticPolicy.nProcPerNode is deprecated", lambda r: r.rules.elastic,
          lambda r, j: [NPROC_DEPRECATED] if isinstance(j.spec.get("elasticPolicy"), Mapping)
          and j.spec["elasticPolicy"].get("nProcPerNode") is not None else [],
          lambda r: f"{HAS_NPROC} ? [{cel_str(NPROC_DEPRECATED)}] : []"),

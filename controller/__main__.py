@@ -20,7 +20,6 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-
 from typing import TYPE_CHECKING
 
 import click
@@ -28,9 +27,9 @@ import click
 from compiler.versions import CONTROLLER_DEPS, version_option
 
 if TYPE_CHECKING:
-    from controller.leader import LeaderElector
     from controller.manager import Manager
-    from controller.metrics import Metrics
+    from controller.runtime.leader import LeaderElector
+    from controller.runtime.metrics import Metrics
 
 # The controller's own modules (the kubernetes client, pydantic models through the kind
 # table, prometheus) are imported inside main(): `train-controller --help` took 3.1 s
@@ -69,7 +68,7 @@ def _init_template(flag: str | None) -> str | None:
 
 
 def _bind(value: str, flag: str) -> tuple[str, int] | None:
-    from controller.health import parse_bind_address
+    from controller.runtime.health import parse_bind_address
 
     try:
         return parse_bind_address(value)
@@ -147,15 +146,16 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
          metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str,
          pods_first: bool) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
-    from controller import errors, preflight
-    from controller import kinds as kind_table
-    from controller.desired import Options, TemplateError, render_init_template
-    from controller.gang import scheduler_for
-    from controller.kube import Client
-    from controller.kubelib import LOAD_ERRORS
-    from controller.leader import LeaderConfig, LeaderElector, default_identity
+    from controller import preflight
+    from controller.jobs import kinds as kind_table
+    from controller.jobs.desired import Options, TemplateError, render_init_template
+    from controller.jobs.gang import scheduler_for
     from controller.manager import Manager, connection_pool_size
-    from controller.metrics import Metrics
+    from controller.runtime import errors
+    from controller.runtime.kube import Client
+    from controller.runtime.kubelib import LOAD_ERRORS
+    from controller.runtime.leader import LeaderConfig, LeaderElector, default_identity
+    from controller.runtime.metrics import Metrics
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -242,7 +242,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
 def _serve(metrics: Metrics, manager: Manager, elector: LeaderElector | None, stop: threading.Event, *,
            metrics_at: tuple[str, int] | None, probes_at: tuple[str, int] | None) -> list[Callable[[], None]]:
     """Start the metrics and probe servers; returns how to close them."""
-    from controller.health import Probes, serve_metrics
+    from controller.runtime.health import Probes, serve_metrics
 
     closers: list[Callable[[], None]] = []
     if metrics_at is not None:

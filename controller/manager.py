@@ -6,14 +6,14 @@ job kind plus our pods/services (and MPI helpers, PyTorchJob HPAs, and with gang
 scheduling PodGroups and PriorityClasses), maps child events to the owning job's key
 (`Kind/namespace/name`), and reconciles keys on `workers` threads with per-key
 backoff on errors and `add_after` for deadlines/TTLs; a pass's creates go out through
-one pool shared by the workers (controller.creates), its Events through one sender.
+one pool shared by the workers (controller.runtime.creates), its Events through one sender.
 `stop()` shuts the queue, closes the watches, lets in-flight reconciles finish and
 sends their queued Events (queued keys are dropped: the next leader relists and
 requeues everything). Every reconcile, queue move and API request is recorded in
-`metrics` (controller.metrics), which the CLI serves. A reconcile that raises anything
+`metrics` (controller.runtime.metrics), which the CLI serves. A reconcile that raises anything
 else than the API server's refusals or an invalid job is a bug: it is logged once with its
 traceback, counted in `controller_runtime_reconcile_panics_total`, recorded as a Warning
-Event on the job and retried with backoff; the worker thread survives it (controller.bugs).
+Event on the job and retried with backoff; the worker thread survives it (controller.runtime.bugs).
 """
 
 from __future__ import annotations
@@ -25,29 +25,38 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from controller import bugs, errors, jsondata
-from controller.addons import JobStep, PodPass
-from controller.burst import Held
-from controller.creates import CreatePool
-from controller.desired import Options
-from controller.events import EventRecorder
-from controller.expectations import Expectations
-from controller.gang import PRIORITY_CLASSES, PodGroups, Scheduler, scheduler_for
-from controller.hpa import HPAS, Autoscalers
-from controller.informer import Informer
-from controller.kinds import Kind
-from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
-from controller.metrics import Metrics
-from controller.mpi import MPI
-from controller.reconcile import InvalidJob, Reconciler, child_index, job_resource
-from controller.workqueue import ShutDown, WorkQueue
-from controller.writes import job_key
+from controller.jobs.addons import JobStep, PodPass
+from controller.jobs.desired import Options
+from controller.jobs.gang import PRIORITY_CLASSES, PodGroups, Scheduler, scheduler_for
+from controller.jobs.hpa import HPAS, Autoscalers
+from controller.jobs.kinds import Kind
+from controller.jobs.mpi import MPI
+from controller.jobs.reconcile import InvalidJob, Reconciler, child_index, job_resource
+from controller.runtime import bugs, errors, jsondata
+from controller.runtime.burst import Held
+from controller.runtime.creates import CreatePool
+from controller.runtime.events import EventRecorder
+from controller.runtime.expectations import Expectations
+from controller.runtime.informer import Informer
+from controller.runtime.kube import (
+    CONFIGMAPS,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    SERVICES,
+    Client,
+    Resource,
+)
+from controller.runtime.metrics import Metrics
+from controller.runtime.workqueue import ShutDown, WorkQueue
+from controller.runtime.writes import job_key
 from schemas.upstream import JOB_NAME_LABEL, OPERATOR_LABEL
 
 log = logging.getLogger(__name__)
 
-CREATES_IN_FLIGHT = 16  # pod/service creates sent at once by all workers together (controller.creates)
-HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (controller.burst)
+CREATES_IN_FLIGHT = 16  # pod/service creates sent at once by all workers together (controller.runtime.creates)
+HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (controller.runtime.burst)
 # A pod's status change queues its job this much later, so the pods of a job that start or
 # exit together cost one pass and one status write instead of one each; kube-controller-
 # manager's Job controller does the same with 1 s (syncJobBatchPeriod). Creates, deletes

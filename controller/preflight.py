@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller import errors
-from controller.gang import Scheduler
-from controller.kinds import Kind
-from controller.kube import Client, Resource
-from controller.reconcile import job_resource
+from controller.jobs.gang import Scheduler
+from controller.jobs.kinds import Kind
+from controller.jobs.reconcile import job_resource
+from controller.runtime import errors
+from controller.runtime.kube import Client, Resource
 
 INSTALL_JOBS = "install them with `kubectl apply --server-side -k controller/install`, or leave the kind out of --frameworks"
 INSTALL_GANG = {

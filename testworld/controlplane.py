@@ -536,7 +536,10 @@ class ControlPlane:
 
     def api_client(self, kubeconfig: Path | None = None) -> Any:
         """A ``kubernetes.client.ApiClient`` for this control plane (admin unless ``kubeconfig``)."""
-        from kubernetes import client, config  # lazy: only controller/ imports kubernetes
+        from kubernetes import (  # lazy: only controller/ imports kubernetes
+            client,
+            config,
+        )
 
         cfg = client.Configuration()
         path = kubeconfig or self.kubeconfig
@@ -561,10 +564,10 @@ class ControlPlane:
         (also for ``application/apply-patch+yaml``: JSON is YAML). ``kubeconfig``
         selects another identity (see :meth:`add_user`).
         """
-        # the controller's own connection (controller.connection): every kubeconfig credential,
+        # the controller's own connection (controller.runtime.connection): every kubeconfig credential,
         # and no generated-client internals, whose signatures change between kubernetes releases
-        from controller.connection import Connection
-        from controller.kube import config_loader
+        from controller.runtime.connection import Connection
+        from controller.runtime.kube import config_loader
 
         key = str(kubeconfig or self.kubeconfig)
         conn = self._clients.get(key)

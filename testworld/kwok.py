@@ -35,7 +35,7 @@ from . import stages
 from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:
-    from controller.kube import Client
+    from controller.runtime.kube import Client
 
     from .world import World
 
@@ -86,7 +86,9 @@ POD_WORLD_NODES: tuple[NodePool, ...] = (
 
 
 def _nodes_resource() -> Any:
-    from controller.kube import Resource  # lazy: the part table imports without the controller
+    from controller.runtime.kube import (
+        Resource,  # lazy: the part table imports without the controller
+    )
 
     return Resource("", "v1", "nodes", "Node", namespaced=False)
 

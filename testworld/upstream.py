@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controller import errors
-from controller.kube import Client, Resource
+from controller.runtime import errors
+from controller.runtime.kube import Client, Resource
 
 from . import gobuild
 from .part import PartError, ProcessPart, free_port

@@ -37,7 +37,17 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from . import gobuild
 from .part import PartError, free_port
-from .upstream import BUILD, CERT_SECRET, NAMESPACES, PRIMARY, SECRETS, WEBHOOK_CONFIG, WEBHOOKS, Operator, _create
+from .upstream import (
+    BUILD,
+    CERT_SECRET,
+    NAMESPACES,
+    PRIMARY,
+    SECRETS,
+    WEBHOOK_CONFIG,
+    WEBHOOKS,
+    Operator,
+    _create,
+)
 
 CA_NAME = "training-operator-ca"  # pkg/cert: the rotator checks the CA certificate for this name
 SERVICE = "training-operator"  # --webhook-service-name default
@@ -136,8 +146,8 @@ class WebhookOperator(Operator):
     def _serving(self) -> bool:
         """The webhook answers: a job with a name upstream refuses is refused in our namespace."""
         assert self.client is not None
-        from controller import errors
-        from controller.kube import Resource
+        from controller.runtime import errors
+        from controller.runtime.kube import Resource
 
         jobs = Resource("kubeflow.org", "v1", "jaxjobs", "JAXJob")
         probe = {"apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "metadata": {"name": "0-webhook-probe"},

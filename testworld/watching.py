@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from controller import errors
-from controller.kube import Client, Resource
+from controller.runtime import errors
+from controller.runtime.kube import Client, Resource
 
 Key = tuple[str, str]
 

@@ -29,6 +29,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol
 
+from compiler.frameworks.operator import Operator
+
 if TYPE_CHECKING:
     from schemas.trainjob import Resources, TrainJobSpec
 
@@ -113,7 +115,7 @@ RESTRICTED_INIT_SECURITY_CONTEXT: dict[str, Any] = {
 
 INIT_SECURITY_CONTEXT: dict[str, Optional[dict[str, Any]]] = {
     "training-operator": None,  # upstream's templates have none
-    # controller/desired.py and controller/mpi.py write this (unless --upstream-init-containers)
+    # controller/jobs/desired.py and controller/jobs/mpi.py write this (unless --upstream-init-containers)
     "train-controller": RESTRICTED_INIT_SECURITY_CONTEXT,
 }
 """Per controller a project may name (schemas/project.py `controller`), the securityContext of
@@ -183,6 +185,8 @@ class Adapter:
 
     facts: Facts
     plan: Callable[["TrainJobSpec"], list[ReplicaPlan]]
+    # the Training Operator's defaulting, master role, status rule and validation of the kind
+    operator: Operator
     job_fields: Callable[["TrainJobSpec"], dict[str, Any]] = field(default=lambda spec: {})
     # (job, replica_type, index) -> env entries appended to the framework's containers;
     # filled in by the controller-facing half of each module.

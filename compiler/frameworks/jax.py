@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, TrainerV2, env_var, named_port, replica_count
+from compiler.frameworks.base import (
+    Adapter,
+    Facts,
+    ReplicaPlan,
+    TrainerV2,
+    env_var,
+    named_port,
+    replica_count,
+)
+from compiler.frameworks.operator import Operator, WebhookRules, first_of_each
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -45,4 +54,5 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
     trainer_v2=TrainerV2(runtime="jax-distributed", ml_policy="jax"),
+    operator=Operator("jax", first_of_each, fills_selector=True, webhook=WebhookRules()),
 )

@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import (Adapter, Facts, Launcher, OperatorInit, ReplicaPlan, TrainerV2, env_var,
-                                     template_part)
+from compiler.frameworks.base import (
+    Adapter,
+    Facts,
+    Launcher,
+    OperatorInit,
+    ReplicaPlan,
+    TrainerV2,
+    env_var,
+    template_part,
+)
+from compiler.frameworks.operator import INT32, STRING, Operator, only
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -105,6 +114,24 @@ TRAINER_V2 = TrainerV2(
     processes=slots_per_worker,
 )
 
+
+def _defaults(facts: Facts, spec: dict[str, Any], replicas: dict[str, Any], run_policy: dict[str, Any]) -> None:
+    """The operator's own for MPIJob: the legacy top-level cleanPodPolicy kept in step with
+    runPolicy's (runPolicy wins if set), Launcher 1 and Worker 0 replicas, restart Never."""
+    if spec.get("cleanPodPolicy") is None and run_policy.get("cleanPodPolicy") is None:
+        spec["cleanPodPolicy"] = run_policy["cleanPodPolicy"] = "None"
+    if run_policy.get("cleanPodPolicy") is not None:
+        spec["cleanPodPolicy"] = run_policy["cleanPodPolicy"]
+    else:
+        run_policy["cleanPodPolicy"] = spec["cleanPodPolicy"]
+    for name, default_count in (("Launcher", 1), ("Worker", 0)):
+        replica = replicas.get(name)
+        if isinstance(replica, dict):
+            if replica.get("replicas") is None:
+                replica["replicas"] = default_count
+            if not replica.get("restartPolicy"):
+                replica["restartPolicy"] = "Never"
+
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env, trainer_v2=TRAINER_V2,
     # the operator names the launcher pod {job}-launcher (its ServiceAccount and exec Role too)
@@ -115,4 +142,6 @@ ADAPTER = Adapter(
         "kubectl-delivery", "Launcher",
         refusal_fix="run MPI jobs in an environment whose policy.podSecurity is baseline",
     ),
+    operator=Operator("launcher", only("Launcher"), defaults=_defaults, validated_by_reconciler=True,
+                      spec_fields={"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32}),
 )

@@ -9,8 +9,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compiler.frameworks.base import (Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count, role_plan,
-                                     template_part)
+from compiler.frameworks.base import (
+    Adapter,
+    Facts,
+    ReplicaPlan,
+    env_var,
+    named_port,
+    replica_count,
+    role_plan,
+    template_part,
+)
+from compiler.frameworks.operator import STRING, Operator, only
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -75,4 +84,8 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     return env
 
 
-ADAPTER = Adapter(facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env)
+ADAPTER = Adapter(
+    facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env,
+    operator=Operator("mxnet", only("Server"), validated_by_reconciler=True,
+                      spec_fields={"jobMode": STRING}, required=("jobMode",)),  # sic: upstream marks the servers
+)

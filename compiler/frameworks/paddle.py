@@ -8,7 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, env_var, named_port, replica_count, role_plan
+from compiler.frameworks.base import (
+    Adapter,
+    Facts,
+    ReplicaPlan,
+    env_var,
+    named_port,
+    replica_count,
+    role_plan,
+)
+from compiler.frameworks.operator import (
+    Operator,
+    WebhookRules,
+    elastic_bounds,
+    elastic_policy_schema,
+    only,
+    standard_defaults,
+)
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -61,4 +77,17 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     return env
 
 
-ADAPTER = Adapter(facts=FACTS, plan=plan, rendezvous_env=rendezvous_env)
+
+def _defaults(facts: Facts, spec: dict[str, Any], replicas: dict[str, Any], run_policy: dict[str, Any]) -> None:
+    """The operator's: the standard ones and elastic bounds."""
+    standard_defaults(facts, spec, replicas, run_policy)
+    elastic_bounds(spec, replicas)
+
+ADAPTER = Adapter(
+    facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
+    operator=Operator(
+        "master", only("Master"), defaults=_defaults, fills_selector=True,
+        spec_fields={"elasticPolicy": elastic_policy_schema(torch_rendezvous=False)},
+        webhook=WebhookRules(quote_container=True),
+    ),
+)

@@ -9,7 +9,23 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.frameworks.base import (
-    Adapter, Facts, OperatorInit, ReplicaPlan, TrainerV2, env_var, named_port, replica_count,
+    Adapter,
+    Facts,
+    OperatorInit,
+    ReplicaPlan,
+    TrainerV2,
+    env_var,
+    named_port,
+    replica_count,
+)
+from compiler.frameworks.operator import (
+    STRING,
+    Operator,
+    WebhookRules,
+    elastic_bounds,
+    elastic_policy_schema,
+    master_or_worker0,
+    standard_defaults,
 )
 from schemas.trainjob import TrainJobSpec
 
@@ -123,6 +139,15 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     return env
 
 
+
+def _defaults(facts: Facts, spec: dict[str, Any], replicas: dict[str, Any], run_policy: dict[str, Any]) -> None:
+    """The operator's: the standard ones, elastic bounds, and nprocPerNode `auto`."""
+    standard_defaults(facts, spec, replicas, run_policy)
+    elastic_bounds(spec, replicas)
+    elastic = spec.get("elasticPolicy")
+    if spec.get("nprocPerNode") is None and (not isinstance(elastic, dict) or elastic.get("nProcPerNode") is None):
+        spec["nprocPerNode"] = "auto"
+
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env,
     trainer_v2=TrainerV2(
@@ -134,5 +159,10 @@ ADAPTER = Adapter(
     operator_init=OperatorInit(
         "init-pytorch", "Worker", beside="Master", refusal_at=("nodes",),
         refusal_fix="run it elastic (Worker pods only), on one node, or in an environment at baseline",
+    ),
+    operator=Operator(
+        "master-elastic", master_or_worker0("Master"), defaults=_defaults, fills_selector=True,
+        spec_fields={"elasticPolicy": elastic_policy_schema(torch_rendezvous=True), "nprocPerNode": STRING},
+        webhook=WebhookRules(master_exactly_one=True, others_at_least_one=True, elastic=True),
     ),
 )

@@ -10,7 +10,22 @@ import json
 import os
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, named_port, replica_count, role_plan
+from compiler.frameworks.base import (
+    Adapter,
+    Facts,
+    ReplicaPlan,
+    named_port,
+    replica_count,
+    role_plan,
+)
+from compiler.frameworks.operator import (
+    BOOLEAN,
+    STRING,
+    Operator,
+    WebhookRules,
+    master_or_worker0,
+    standard_defaults,
+)
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -78,4 +93,18 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     return [{"name": "TF_CONFIG", "value": json.dumps(config, separators=(",", ":"))}]
 
 
-ADAPTER = Adapter(facts=FACTS, plan=plan, rendezvous_env=rendezvous_env)
+
+def _defaults(facts: Facts, spec: dict[str, Any], replicas: dict[str, Any], run_policy: dict[str, Any]) -> None:
+    """The operator's: the standard ones and an empty successPolicy."""
+    standard_defaults(facts, spec, replicas, run_policy)
+    if spec.get("successPolicy") is None:
+        spec["successPolicy"] = ""
+
+ADAPTER = Adapter(
+    facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
+    operator=Operator(
+        "tensorflow", master_or_worker0("Chief", "Master"), defaults=_defaults, env_default_container_only=True,
+        spec_fields={"successPolicy": STRING, "enableDynamicWorker": BOOLEAN},
+        webhook=WebhookRules(any_replica_type=True, one_chief_or_master=True),
+    ),
+)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks.base import Adapter, Facts, ReplicaPlan, TrainerV2, env_var, named_port
+from compiler.frameworks.base import (
+    Adapter,
+    Facts,
+    ReplicaPlan,
+    TrainerV2,
+    env_var,
+    named_port,
+)
+from compiler.frameworks.operator import Operator, WebhookRules, only
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -58,5 +66,8 @@ ADAPTER = Adapter(
         runtime="xgboost-distributed",
         ml_policy="xgboost",
         reserved_env=("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"),
+    ),
+    operator=Operator(
+        "xgboost", only("Master"), webhook=WebhookRules(master_exactly_one=True, master_required=True),
     ),
 )

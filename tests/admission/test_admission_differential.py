@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from admission_cases import CASES, Case, case_id
 from admission_kit import Answer, our_policies, send, wait_every_policy
-from controller.connection import Connection
-from controller.kube import config_loader
+
+from controller.runtime.connection import Connection
+from controller.runtime.kube import config_loader
 from testworld.controlplane import ControlPlane
-from testworld.pytest_plugin import _start_world as start_world  # the plugin's skip and failure rules
+from testworld.pytest_plugin import (
+    _start_world as start_world,  # the plugin's skip and failure rules
+)
 from testworld.upstream_webhook import WebhookOperator
 from testworld.world import World
 

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 from admission_kit import wait_enforced
-from controller.connection import Connection
-from controller.kube import config_loader
+
+from controller.runtime.connection import Connection
+from controller.runtime.kube import config_loader
 from testworld.flux import apply
 
 ADMISSION = Path(__file__).resolve().parents[2] / "controller" / "install" / "admission"

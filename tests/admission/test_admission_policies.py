@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from admission_cases import CASES, Case, case_id
 from admission_kit import our_policies, send, wait_every_policy
-from controller import admission_policies
-from controller.connection import Connection
-from controller.kube import config_loader
+
+from controller.generators import admission_policies
+from controller.runtime.connection import Connection
+from controller.runtime.kube import config_loader
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def test_the_committed_policies_are_the_generated_ones() -> None:
     rendered = admission_policies.render()
     assert sorted(p.name for p in folder.iterdir()) == sorted(rendered)
     for name, text in rendered.items():
-        assert (folder / name).read_text() == text, f"{name} is stale: run python -m controller.admission_policies"
+        assert (folder / name).read_text() == text, f"{name} is stale: run python -m controller.generators.admission_policies"
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ check) gives exactly the table's messages: what the policies and upstream's webh
 from __future__ import annotations
 
 import pytest
-
 from admission_cases import CASES, Case, case_id, job
+
 from compiler import admission
-from controller import validation
-from controller.kinds import KINDS
+from controller.jobs import checks
+from controller.jobs.kinds import KINDS
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -19,10 +19,10 @@ def test_the_rules_give_the_tables_messages(case: Case) -> None:
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.old is None], ids=case_id)
 def test_the_reconcile_time_check_is_the_same_table(case: Case) -> None:
-    found = validation.problems(case.job, KINDS[case.kind])
+    found = checks.problems(case.job, KINDS[case.kind])
     assert sorted(found) == sorted(case.errors)
     if found:
-        assert validation.failure_message(KINDS[case.kind], found) == \
+        assert checks.failure_message(KINDS[case.kind], found) == \
             f"{case.kind} failed validation because {admission.aggregate(found)}"
 
 

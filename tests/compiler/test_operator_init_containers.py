@@ -2,8 +2,8 @@
 
 The facts live in the framework adapters (`Adapter.operator_init`), read through the
 target entry, so nothing else in the compiler names a kind. The expected values are
-written from upstream's defaults (semantics doc; train-controller's `controller/desired.py`
-and `controller/mpi.py` add the same): PyTorch Worker pods wait for the Master in
+written from upstream's defaults (semantics doc; train-controller's `controller/jobs/desired.py`
+and `controller/jobs/mpi.py` add the same): PyTorch Worker pods wait for the Master in
 `init-pytorch`, the MPI launcher gets kubectl from `kubectl-delivery`, no other pods get one.
 """
 

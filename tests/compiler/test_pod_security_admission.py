@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pytest
+from compiler_builders import example_sets, job_doc, project_doc, write_docs
 
 from compiler.pipeline import compile_sources
 from compiler.render import rendered_objects
-from compiler_builders import example_sets, job_doc, project_doc, write_docs
-from controller import desired, mpi
-from controller.kinds import KINDS
+from controller.jobs import desired, mpi
+from controller.jobs.kinds import KINDS
 
 pytestmark = pytest.mark.controlplane
 

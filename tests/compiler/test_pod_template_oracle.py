@@ -29,8 +29,15 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import pytest
-
-from pod_template_cases import CASES, FIELD, VALID, Case, compiler_errors, job_for, params
+from pod_template_cases import (
+    CASES,
+    FIELD,
+    VALID,
+    Case,
+    compiler_errors,
+    job_for,
+    params,
+)
 from test_pod_security_admission import operator_pods
 
 pytestmark = pytest.mark.controlplane
@@ -74,7 +81,7 @@ def unreviewed_job(folder) -> dict[str, Any]:
 def raw_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
     """The templates as pods, for a template the operator's builder cannot even read (containers
     written as a map): what the operator would send, were it to get that far."""
-    from controller.kinds import KINDS
+    from controller.jobs.kinds import KINDS
 
     replicas = job["spec"][KINDS[job["kind"]].facts.replica_specs]
     return [{"apiVersion": "v1", "kind": "Pod",

@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from compiler.frameworks import by_kind
-from controller import errors
-from controller.kinds import KINDS, select
-from controller.kube import PODS, Client, Resource
+from controller.jobs.kinds import KINDS, select
+from controller.jobs.reconcile import job_resource
 from controller.manager import Manager
-from controller.reconcile import job_resource
+from controller.runtime import errors
+from controller.runtime.kube import PODS, Client, Resource
 
 
 def container(kind: str, **extra: Any) -> dict[str, Any]:

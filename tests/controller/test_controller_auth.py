@@ -1,5 +1,5 @@
 """Every kubeconfig credential the controller supports, on the real API server
-(controller.connection): a bearer token, a token file that rotates (kubeconfig
+(controller.runtime.connection): a bearer token, a token file that rotates (kubeconfig
 `tokenFile` and the in-cluster service-account files), a client certificate, an exec
 plugin (run again when its token expires and after a 401), `insecure-skip-tls-verify`,
 `tls-server-name` and an HTTP proxy. Each test asks the server who it is
@@ -24,11 +24,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
-from controller import errors
-from controller.connection import AUTH_TTL
-from controller.kube import Client, Resource
 from controller_kit import PODS_FIRST
+
+from controller.runtime import errors
+from controller.runtime.connection import AUTH_TTL
+from controller.runtime.kube import Client, Resource
 
 # nothing here runs a Manager, so make test's second pass in upstream's order has nothing to add
 pytestmark = pytest.mark.skipif(not PODS_FIRST, reason="connection tests: the order of creates does not apply")
@@ -275,7 +275,9 @@ def tunnel() -> Iterator[str]:
 
 
 def loader_reads_proxy_url() -> bool:
-    from kubernetes.config import kube_config  # the loader reads proxy-url from kubernetes 37 on
+    from kubernetes.config import (
+        kube_config,  # the loader reads proxy-url from kubernetes 37 on
+    )
 
     return "proxy-url" in Path(kube_config.__file__).read_text()
 

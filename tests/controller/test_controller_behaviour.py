@@ -8,10 +8,18 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from controller.kube import CONFIGMAPS, EVENTS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES
-from controller.writes import job_key
 from controller_kit import job, wait_for
+
+from controller.runtime.kube import (
+    CONFIGMAPS,
+    EVENTS,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    SERVICES,
+)
+from controller.runtime.writes import job_key
 
 
 def settle(manager, quiet: float = 0.6, timeout: float = 10.0) -> int:
@@ -74,8 +82,8 @@ def test_job_being_deleted_is_left_alone_and_a_deleted_job_is_forgotten(cluster,
     cluster.wait_pods({"gone-master-0", "gone-worker-0"})
     settle(manager)
     # foreground deletion leaves the job with a deletionTimestamp (no GC here to finish it)
-    from controller.reconcile import job_resource
-    from controller.kinds import KINDS
+    from controller.jobs.kinds import KINDS
+    from controller.jobs.reconcile import job_resource
 
     cluster.client.delete(job_resource(KINDS["PyTorchJob"]), cluster.namespace, "gone", propagation="Foreground")
     cluster.client.delete(PODS, cluster.namespace, "gone-worker-0")

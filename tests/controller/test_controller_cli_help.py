@@ -37,8 +37,8 @@ def test_help_imports_nothing_heavy() -> None:
 
 
 def test_the_frameworks_in_the_help_are_the_kind_table() -> None:
-    from controller import kinds
     from controller.__main__ import FRAMEWORKS_HELP
+    from controller.jobs import kinds
 
     assert FRAMEWORKS_HELP.split(", ") == [kind.adapter.name for kind in kinds.KINDS.values()]
     assert f"({FRAMEWORKS_HELP})" in " ".join(_help().split())

@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
-from controller import conditions as cond
-from controller import defaults
-from controller import status as st
-from controller.kinds import KINDS
 from controller_kit import job
+
+from controller.jobs import conditions as cond
+from controller.jobs import defaults
+from controller.jobs import status as st
+from controller.jobs.kinds import KINDS
 from schemas import upstream
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)

@@ -15,16 +15,16 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
 from compiler.pipeline import compile_sources
 from compiler.render import rendered_objects
-from controller import crds
+from controller.generators import crds
+from controller.jobs.kinds import KINDS, select
+from controller.manager import Manager
+from controller.runtime.kube import Client
 from testworld.controlplane import ControlPlane
 from testworld.pytest_plugin import shared_dir
-from controller.kinds import KINDS, select
-from controller.kube import Client
-from controller.manager import Manager
-from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 
@@ -82,7 +82,7 @@ VALIDATORS = {  # compiled once: the upstream schemas embed the whole PodTemplat
 
 def test_generated_crds_are_up_to_date() -> None:
     on_disk = {p.name: p.read_text() for p in crds.OUT.glob("*.yaml")}
-    assert on_disk == crds.render(), "run: python -m controller.crds"
+    assert on_disk == crds.render(), "run: python -m controller.generators.crds"
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -145,7 +145,7 @@ def test_real_server_with_our_crds_accepts_every_document(our_plane, our_ns) -> 
             body = copy.deepcopy(doc)
             body["metadata"].pop("namespace", None)
             res = next(k for k in KINDS.values() if k.name == body["kind"])
-            from controller.reconcile import job_resource
+            from controller.jobs.reconcile import job_resource
 
             status, answer = our_plane.request(
                 "POST", job_resource(res).path(our_ns) + "?dryRun=All&fieldValidation=Strict", body)
@@ -205,7 +205,7 @@ def test_gang_flag_without_the_podgroup_crd_exits_1_naming_it(our_plane) -> None
 
 def test_preflight_names_missing_job_crds_and_passes_served_ones(our_plane) -> None:
     from controller import preflight
-    from controller.gang import scheduler_for
+    from controller.jobs.gang import scheduler_for
 
     client = Client.connect(str(our_plane.kubeconfig))
     try:

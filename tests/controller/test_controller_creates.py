@@ -1,4 +1,4 @@
-"""A pass's creates (controller.creates): sent concurrently, expectations first, outcomes as
+"""A pass's creates (controller.runtime.creates): sent concurrently, expectations first, outcomes as
 Events in upstream's order, AlreadyExists a second guard, the first failure fails the pass
 and creates not yet started after it are not sent."""
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from controller import errors
-from controller.creates import CreatePool
-from controller.expectations import Expectations
-from controller.kube import PODS, SERVICES
+from controller.runtime import errors
+from controller.runtime.creates import CreatePool
+from controller.runtime.expectations import Expectations
+from controller.runtime.kube import PODS, SERVICES
 
 KEY = "PyTorchJob/ns/j"
 

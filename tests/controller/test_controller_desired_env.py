@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from controller import defaults, desired, validation
-from controller.kinds import KINDS
 from controller_kit import container, job
+
+from controller.jobs import checks, defaults, desired
+from controller.jobs.kinds import KINDS
 
 
 def applied(body, ns="ns", uid="u-1"):
@@ -75,7 +75,7 @@ def test_mpi_defaults_zero_workers_and_syncs_clean_pod_policy():
     (job("PyTorchJob", "p", Master=1, run_policy={"managedBy": "someone"}), 'spec.runPolicy.managedBy: Unsupported value: "someone"'),
 ], ids=["dns-1035 name", "valid elastic job", "jax master", "xgboost without master", "unknown managedBy"])
 def test_validation_messages(body, message):
-    found = validation.problems(body, KINDS[body["kind"]])
+    found = checks.problems(body, KINDS[body["kind"]])
     if message is None:
         assert found == []
     else:
@@ -85,18 +85,19 @@ def test_validation_messages(body, message):
 def test_default_container_name_is_required():
     body = job("PaddleJob", "p", Worker=1)
     body["spec"]["paddleReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = [{"name": "main", "image": "x"}]
-    assert validation.problems(body, KINDS["PaddleJob"]) == [
+    assert checks.problems(body, KINDS["PaddleJob"]) == [
         'spec.paddleReplicaSpecs[Worker].template.spec.containers: Required value: must have at least one container'
         ' with name "paddle"']
 
 
 def test_every_upstream_example_is_valid():
     import yaml
+
     from testworld.pytest_plugin import shared_dir
 
     for path in sorted((shared_dir() / "reference" / "upstream-examples").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
-        assert validation.problems(doc, KINDS[doc["kind"]]) == [], path.name
+        assert checks.problems(doc, KINDS[doc["kind"]]) == [], path.name
 
 
 # --- desired pods, services and env -------------------------------------------------------
@@ -175,7 +176,7 @@ def test_paddle_parameter_server_mode():
 
 
 def test_mpi_launcher_env_for_gpu_launcher_and_user_bootstrap():
-    from controller import mpi
+    from controller.jobs import mpi
 
     body = job("MPIJob", "m", Launcher=1, Worker=2, spec={"slotsPerWorker": 4})
     launcher = body["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]

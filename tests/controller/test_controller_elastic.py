@@ -11,13 +11,13 @@ import json
 import time
 
 import pytest
-
-from controller import defaults, hpa
-from controller.hpa import HPAS
-from controller.kinds import KINDS
-from controller.kube import SERVICES
-from controller.reconcile import job_resource
 from controller_kit import env_of, job, wait_for
+
+from controller.jobs import defaults, hpa
+from controller.jobs.hpa import HPAS
+from controller.jobs.kinds import KINDS
+from controller.jobs.reconcile import job_resource
+from controller.runtime.kube import SERVICES
 
 PT = job_resource(KINDS["PyTorchJob"])
 CPU = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}

@@ -8,8 +8,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from controller.events import EventRecorder
 from controller_kit import wait_for
+
+from controller.runtime.events import EventRecorder
 
 JOB = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
        "metadata": {"name": "j", "namespace": "ns", "uid": "u-1", "resourceVersion": "42"}}

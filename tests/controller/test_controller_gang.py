@@ -10,15 +10,15 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-
-from controller import gang
-from controller.gang import SCHEDULER_PLUGINS, VOLCANO, Scheduler
-from controller.kinds import KINDS, select
-from controller.kube import Client, Resource
-from controller.manager import Manager
-from controller.reconcile import job_resource
 from controller_kit import PODS_FIRST, Cluster, container, job, replica, wait_for
 from test_controller_behaviour import events_of
+
+from controller.jobs import gang
+from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO, Scheduler
+from controller.jobs.kinds import KINDS, select
+from controller.jobs.reconcile import job_resource
+from controller.manager import Manager
+from controller.runtime.kube import Client, Resource
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

@@ -8,12 +8,12 @@ import threading
 import time
 
 import pytest
-
-from controller.informer import Informer
-from controller.kinds import select
-from controller.kube import PODS, Client
-from controller.manager import Manager
 from controller_kit import PODS_FIRST, Cluster, job, wait_for
+
+from controller.jobs.kinds import select
+from controller.manager import Manager
+from controller.runtime.informer import Informer
+from controller.runtime.kube import PODS, Client
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from testworld.assets import kubectl_path
 
-from controller.gang import scheduler_for
+from controller.jobs.gang import scheduler_for
+from testworld.assets import kubectl_path
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "controller" / "install"

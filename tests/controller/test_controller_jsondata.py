@@ -1,4 +1,4 @@
-"""What the informer caches keep (controller.jsondata): equal values in less memory,
+"""What the informer caches keep (controller.runtime.jsondata): equal values in less memory,
 trimmed to what the reconcile reads; and the plain-JSON copy the reconcile uses."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller import jsondata
 from controller_kit import job, wait_for
+
+from controller.runtime import jsondata
 
 
 def served_pod(name: str) -> dict[str, Any]:

@@ -18,17 +18,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from controller import errors, kube
-from controller.__main__ import duration
-from controller.kinds import select
-from controller.connection import Connection
-from controller.kube import Client
-from controller.leader import LEASES, LeaderConfig, LeaderElector, micro_time
-from controller.manager import Manager
 from controller_kit import PODS_FIRST, job, wait_for
-
 from fault_kit import LEASE_ID, ControllerProcess, controller_identity, metric
+
+from controller.__main__ import duration
+from controller.jobs.kinds import select
+from controller.manager import Manager
+from controller.runtime import errors, kube
+from controller.runtime.connection import Connection
+from controller.runtime.kube import Client
+from controller.runtime.leader import LEASES, LeaderConfig, LeaderElector, micro_time
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-
-from controller.kube import SERVICES
 from controller_kit import job, wait_for
+
+from controller.runtime.kube import SERVICES
 
 OP = "training.kubeflow.org/operator-name"
 JOB = "training.kubeflow.org/job-name"

@@ -5,13 +5,13 @@ bind addresses as plain units, then what a real run on the API server records
 from __future__ import annotations
 
 import pytest
-
-from controller.health import Probes, parse_bind_address
-from controller.kinds import select
-from controller.kube import Client
-from controller.manager import Manager
-from controller.metrics import QUEUE_NAME, Metrics
 from controller_kit import PODS_FIRST, job, wait_for
+
+from controller.jobs.kinds import select
+from controller.manager import Manager
+from controller.runtime.health import Probes, parse_bind_address
+from controller.runtime.kube import Client
+from controller.runtime.metrics import QUEUE_NAME, Metrics
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

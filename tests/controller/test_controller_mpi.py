@@ -5,9 +5,15 @@ pods exactly as upstream's v1 controller builds them, and the status quirks
 from __future__ import annotations
 
 import pytest
-
-from controller.kube import CONFIGMAPS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES
 from controller_kit import env_of, job, wait_for
+
+from controller.runtime.kube import (
+    CONFIGMAPS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    SERVICES,
+)
 
 OP = "training.kubeflow.org/operator-name"
 KUBEXEC = '#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n/opt/kube/kubectl exec ${POD_NAME} -- /bin/sh -c "$*"'

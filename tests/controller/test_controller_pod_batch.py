@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.kinds import select
-from controller.kube import PODS, SERVICES, WRITE_VERBS
-from controller.manager import POD_UPDATE_BATCH, Manager
-from controller.workqueue import WorkQueue
 from controller_kit import job, wait_for
+
+from controller.jobs.kinds import select
+from controller.manager import POD_UPDATE_BATCH, Manager
+from controller.runtime.kube import PODS, SERVICES, WRITE_VERBS
+from controller.runtime.workqueue import WorkQueue
 
 
 def pod(name: str, *, deleting: bool = False) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def routing_manager() -> Manager:
     mgr.kinds = {k.name: k for k in select("pytorch")}
     mgr._by_operator = {k.facts.operator_name: k for k in mgr.kinds.values()}
     mgr.queue = WorkQueue()
-    from controller.expectations import Expectations
+    from controller.runtime.expectations import Expectations
 
     mgr.expectations = Expectations()
     mgr.pod_update_batch = POD_UPDATE_BATCH

@@ -1,4 +1,4 @@
-"""`train-controller --pods-first` (controller.burst): during a burst of pod creates the
+"""`train-controller --pods-first` (controller.runtime.burst): during a burst of pod creates the
 headless Services and plain status writes wait until it is over; everything else as upstream.
 
 The Held unit tests drive its clock by hand; the rest run the controller on the real API
@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from controller import errors
-from controller.burst import Held
-from controller.kube import EVENTS, SERVICES, Resource
-from controller.manager import Manager
-from controller.writes import job_key
 from controller_kit import job, running_manager, wait_for
+
+from controller.manager import Manager
+from controller.runtime import errors
+from controller.runtime.burst import Held
+from controller.runtime.kube import EVENTS, SERVICES, Resource
+from controller.runtime.writes import job_key
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

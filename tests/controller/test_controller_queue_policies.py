@@ -8,14 +8,14 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-
-from controller import defaults, diff, policies
-from controller import status as st
-from controller.event_correlator import Correlator, Sent
-from controller.expectations import Expectations
-from controller.kinds import KINDS
-from controller.workqueue import ShutDown, WorkQueue
 from controller_kit import job
+
+from controller.jobs import defaults, diff, run_policy
+from controller.jobs import status as st
+from controller.jobs.kinds import KINDS
+from controller.runtime.event_correlator import Correlator, Sent
+from controller.runtime.expectations import Expectations
+from controller.runtime.workqueue import ShutDown, WorkQueue
 from schemas import upstream
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -178,36 +178,36 @@ def running_pod(rt, restarts):
 
 def test_backoff_limit_counts_container_restarts_of_running_pods():
     c = ctx(job("PyTorchJob", "j", Master=1, Worker=1, run_policy={"backoffLimit": 3}))
-    assert not policies.past_backoff_limit(c, [running_pod("master", 1), running_pod("worker", 1)], requeues=0)
-    assert policies.past_backoff_limit(c, [running_pod("master", 2), running_pod("worker", 1)], requeues=0)
+    assert not run_policy.past_backoff_limit(c, [running_pod("master", 1), running_pod("worker", 1)], requeues=0)
+    assert run_policy.past_backoff_limit(c, [running_pod("master", 2), running_pod("worker", 1)], requeues=0)
     never = ctx(job("PyTorchJob", "j", Master=1, Worker=1, restart="Never", run_policy={"backoffLimit": 1}))
-    assert not policies.past_backoff_limit(never, [running_pod("master", 5)], requeues=0)
+    assert not run_policy.past_backoff_limit(never, [running_pod("master", 5)], requeues=0)
     zero = ctx(job("PyTorchJob", "j", Master=1, run_policy={"backoffLimit": 0}))
-    assert policies.past_backoff_limit(zero, [running_pod("master", 1)], requeues=0)
+    assert run_policy.past_backoff_limit(zero, [running_pod("master", 1)], requeues=0)
 
 
 def test_backoff_limit_new_failures_trigger():
     c = ctx(job("PyTorchJob", "j", Master=1, Worker=1, restart="Never", run_policy={"backoffLimit": 0}),
             {"replicaStatuses": {"Master": {"active": 1}, "Worker": {}}})
-    assert policies.failure_message(c, [pod("master", 0, "Running"), pod("worker", 0, "Failed")], requeues=0) == \
+    assert run_policy.failure_message(c, [pod("master", 0, "Running"), pod("worker", 0, "Failed")], requeues=0) == \
         "Job j has failed because it has reached the specified backoff limit"
     already = ctx(job("PyTorchJob", "j", Master=1, Worker=1, restart="Never", run_policy={"backoffLimit": 0}),
                   {"replicaStatuses": {"Worker": {"failed": 1}}})
-    assert policies.failure_message(already, [pod("master", 0, "Running"), pod("worker", 0, "Failed")], requeues=0) is None
+    assert run_policy.failure_message(already, [pod("master", 0, "Running"), pod("worker", 0, "Failed")], requeues=0) is None
 
 
 def test_active_deadline_from_start_time():
     body = job("PyTorchJob", "j", Master=1, run_policy={"activeDeadlineSeconds": 60})
-    assert policies.deadline_remaining(ctx(body, {"startTime": "2024-05-01T11:59:30Z"})) == 30
-    assert policies.failure_message(ctx(body, {"startTime": "2024-05-01T11:59:00Z"}), [], requeues=0) == \
+    assert run_policy.deadline_remaining(ctx(body, {"startTime": "2024-05-01T11:59:30Z"})) == 30
+    assert run_policy.failure_message(ctx(body, {"startTime": "2024-05-01T11:59:00Z"}), [], requeues=0) == \
         "Job j has failed because it was active longer than specified deadline"
-    assert policies.deadline_remaining(ctx(job("PyTorchJob", "j", Master=1), {"startTime": "x"})) is None
+    assert run_policy.deadline_remaining(ctx(job("PyTorchJob", "j", Master=1), {"startTime": "x"})) is None
 
 
 def test_ttl_after_completion():
     body = job("PyTorchJob", "j", Master=1, run_policy={"ttlSecondsAfterFinished": 100})
-    assert policies.ttl_remaining(body, {"completionTime": "2024-05-01T11:59:00Z"}, T0) == 40
-    assert policies.ttl_remaining(body, {}, T0) is None
+    assert run_policy.ttl_remaining(body, {"completionTime": "2024-05-01T11:59:00Z"}, T0) == 40
+    assert run_policy.ttl_remaining(body, {}, T0) is None
 
 
 @pytest.mark.parametrize("policy,finished,kept", [
@@ -215,7 +215,7 @@ def test_ttl_after_completion():
 def test_clean_pod_policy(policy, finished, kept):
     pods = [pod("worker", i, phase, name=n) for i, (n, phase) in enumerate(
         [("r", "Running"), ("p", "Pending"), ("s", "Succeeded"), ("f", "Failed")])]
-    deleted = {p["metadata"]["name"] for p in policies.pods_to_clean(pods, policy, finished=finished)}
+    deleted = {p["metadata"]["name"] for p in run_policy.pods_to_clean(pods, policy, finished=finished)}
     assert {"r", "p", "s", "f"} - deleted == kept
 
 
@@ -229,8 +229,8 @@ def test_services_follow_their_pods_and_orphaned_ones_go(policy, finished, kept)
     pods[2]["metadata"]["deletionTimestamp"] = "2024-05-01T11:59:00Z"
     services = [{"metadata": {"name": n}} for n in ("r", "s", "gone", "ending")]
     services.append({"metadata": {"name": "going", "deletionTimestamp": "2024-05-01T11:59:00Z"}})
-    cleaned = policies.pods_to_clean(pods, policy, finished=finished)
-    deleted = {s["metadata"]["name"] for s in policies.services_to_clean(services, pods, cleaned, policy, finished=finished)}
+    cleaned = run_policy.pods_to_clean(pods, policy, finished=finished)
+    deleted = {s["metadata"]["name"] for s in run_policy.services_to_clean(services, pods, cleaned, policy, finished=finished)}
     assert "going" not in deleted  # already terminating: no second delete
     assert {"r", "s", "gone", "ending"} - deleted == kept
 
@@ -240,22 +240,22 @@ def test_managed_elsewhere():
         return {"spec": {"runPolicy": {"managedBy": value}}}
 
     for kind in ("PyTorchJob", "JAXJob", "MPIJob", None):
-        assert policies.managed_elsewhere(managed_by("kueue.x-k8s.io/multikueue"), kind)
-        assert not policies.managed_elsewhere(managed_by("kubeflow.org/training-operator"), kind)
-        assert not policies.managed_elsewhere({"spec": {}}, kind)
+        assert run_policy.managed_elsewhere(managed_by("kueue.x-k8s.io/multikueue"), kind)
+        assert not run_policy.managed_elsewhere(managed_by("kubeflow.org/training-operator"), kind)
+        assert not run_policy.managed_elsewhere({"spec": {}}, kind)
     # a value upstream's webhook refuses is a validation failure for the webhook kinds (issue 20) ...
-    assert not policies.managed_elsewhere(managed_by("kueue.x-k8s.io/other-controller"), "PyTorchJob")
-    assert not policies.managed_elsewhere(managed_by(""), "TFJob")
+    assert not run_policy.managed_elsewhere(managed_by("kueue.x-k8s.io/other-controller"), "PyTorchJob")
+    assert not run_policy.managed_elsewhere(managed_by(""), "TFJob")
     # ... while MPIJob, which upstream checks in no webhook, is skipped for any other manager, as upstream
-    assert policies.managed_elsewhere(managed_by("kueue.x-k8s.io/other-controller"), "MPIJob")
-    assert policies.managed_elsewhere(managed_by(""), "MPIJob")
+    assert run_policy.managed_elsewhere(managed_by("kueue.x-k8s.io/other-controller"), "MPIJob")
+    assert run_policy.managed_elsewhere(managed_by(""), "MPIJob")
 
 
 # --- events ---------------------------------------------------------------------------------------
 
 
 def test_event_correlation_repeats_similar_threshold_and_per_object_rate_limit():
-    """Which Event an event joins (controller.event_correlator); nothing is refused any more."""
+    """Which Event an event joins (controller.runtime.event_correlator); nothing is refused any more."""
     clock = Clock()
     cor = Correlator(window=60, similar=3, burst=4, refill=0.1, clock=clock)
     none = lambda key: False  # noqa: E731 - nothing pending

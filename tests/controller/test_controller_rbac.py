@@ -16,16 +16,23 @@ from pathlib import Path
 
 import pytest
 import yaml
+from controller_kit import (
+    ESCALATION_ONLY,
+    PODS_FIRST,
+    Cluster,
+    job,
+    one_job_resource,
+    wait_for,
+)
 
-from controller import crds
-from controller.gang import SCHEDULER_PLUGINS, VOLCANO
-from controller.hpa import HPAS
-from controller.kinds import KINDS, select
-from controller.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
-from controller.leader import LeaderConfig, LeaderElector
+from controller.generators import crds
+from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
+from controller.jobs.hpa import HPAS
+from controller.jobs.kinds import KINDS, select
+from controller.jobs.reconcile import job_resource
 from controller.manager import Manager
-from controller.reconcile import job_resource
-from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_resource, wait_for
+from controller.runtime.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
+from controller.runtime.leader import LeaderConfig, LeaderElector
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

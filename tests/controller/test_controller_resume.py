@@ -1,4 +1,4 @@
-"""A job resumed while the pods of its suspension still terminate re-runs (controller.runs).
+"""A job resumed while the pods of its suspension still terminate re-runs (controller.jobs.runs).
 
 The session control plane has no kubelet, so these tests play it: every pod is bound to a
 node (pods/binding), which makes the API server delete it gracefully, as a real cluster
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-
-from controller import runs
-from controller.informer import Informer
-from controller.kinds import KINDS
-from controller.kube import PODS
-from controller.reconcile import job_resource
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
+
+from controller.jobs import runs
+from controller.jobs.kinds import KINDS
+from controller.jobs.reconcile import job_resource
+from controller.runtime.informer import Informer
+from controller.runtime.kube import PODS
 from testworld import stages
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

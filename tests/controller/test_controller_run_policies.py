@@ -9,13 +9,13 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from controller.conditions import parse_time
-from controller.kinds import KINDS
-from controller.kube import PODS, SERVICES
-from controller.reconcile import job_resource
 from controller_kit import job, wait_for
 from test_controller_behaviour import events_of
+
+from controller.jobs.conditions import parse_time
+from controller.jobs.kinds import KINDS
+from controller.jobs.reconcile import job_resource
+from controller.runtime.kube import PODS, SERVICES
 
 PT = job_resource(KINDS["PyTorchJob"])
 

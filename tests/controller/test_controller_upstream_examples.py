@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 import yaml
-
-from controller import errors
-from testworld.pytest_plugin import shared_dir
-from controller.kinds import KINDS, select
-from controller.kube import CONFIGMAPS, PODS, SERVICES, Client
-from controller.manager import Manager
-from controller.reconcile import job_resource
 from controller_kit import PODS_FIRST, wait_for
+
+from controller.jobs.kinds import KINDS, select
+from controller.jobs.reconcile import job_resource
+from controller.manager import Manager
+from controller.runtime import errors
+from controller.runtime.kube import CONFIGMAPS, PODS, SERVICES, Client
+from testworld.pytest_plugin import shared_dir
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from controller.workqueue import WorkQueue
+from controller.runtime.workqueue import WorkQueue
 
 
 def test_a_key_waits_once_and_the_earliest_time_wins() -> None:

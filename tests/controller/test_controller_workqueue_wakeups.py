@@ -11,7 +11,7 @@ import threading
 import time
 from collections import Counter
 
-from controller.workqueue import ShutDown, WorkQueue
+from controller.runtime.workqueue import ShutDown, WorkQueue
 
 
 def run_workers(q: WorkQueue, n: int, seen: Counter[str], lock: threading.Lock) -> list[threading.Thread]:

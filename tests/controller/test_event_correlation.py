@@ -1,4 +1,4 @@
-"""Events against the real API server (controller.events + controller.event_correlator): a
+"""Events against the real API server (controller.runtime.events + controller.runtime.event_correlator): a
 burst past the old queue bound (8,192, which dropped the rest) records every distinct Event
 with the right counts in far fewer writes; an identical repeat is one Event whose count and
 lastTimestamp grow (PATCH); past 10 similar messages one Event combines them; the caches
@@ -13,15 +13,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from controller.event_correlator import COMBINED, split_combined
-from controller.events import EventRecorder
-from controller.kube import EVENTS, Client
 from controller_kit import wait_for
+
+from controller.runtime.event_correlator import COMBINED, split_combined
+from controller.runtime.events import EventRecorder
+from controller.runtime.kube import EVENTS, Client
 
 
 class Burst:
-    """What controller.burst.Held offers the senders: they wait while `settling()`."""
+    """What controller.runtime.burst.Held offers the senders: they wait while `settling()`."""
 
     max_hold = 60.0
 

@@ -33,16 +33,26 @@ from typing import Any
 
 import pytest
 import yaml
-from testworld.assets import kubectl_path
-
-from controller import errors
-from controller.gang import SCHEDULER_PLUGINS, VOLCANO
-from controller.hpa import HPAS
-from controller.kinds import KINDS
-from controller.kube import CONFIGMAPS, EVENTS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
-from controller.leader import LEASES
-from controller.reconcile import job_resource
 from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_resource
+
+from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
+from controller.jobs.hpa import HPAS
+from controller.jobs.kinds import KINDS
+from controller.jobs.reconcile import job_resource
+from controller.runtime import errors
+from controller.runtime.kube import (
+    CONFIGMAPS,
+    EVENTS,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    SERVICES,
+    Client,
+    Resource,
+)
+from controller.runtime.leader import LEASES
+from testworld.assets import kubectl_path
 from testworld.controlplane import free_port
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
@@ -439,7 +449,7 @@ class Installed:
 # the CLI's entry point with the given argv and environment, without paying ~2 s of imports.
 ZYGOTE = r"""
 import json, os, signal, sys
-import controller.__main__, controller.manager, controller.kubelib, controller.metrics, controller.health
+import controller.__main__, controller.manager, controller.runtime.kubelib, controller.runtime.metrics, controller.runtime.health
 
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they exit
 for line in sys.stdin:

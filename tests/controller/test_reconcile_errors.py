@@ -6,9 +6,9 @@ the controller jobs it cannot read. They are served here by our CRDs with the sp
 that way (every shape reaches the controller; which of them the shipped CRDs also accept is
 asserted against their schema), a few hundred of them of every kind beside good jobs and
 jobs that hit an injected bug. Every malformed job gets `Failed` with `{Kind}FailedValidation`
-and the same Warning event, once, and no retry (controller.shapes); every bug is logged with
+and the same Warning event, once, and no retry (controller.jobs.shapes); every bug is logged with
 its traceback once, counted in `controller_runtime_reconcile_panics_total`, recorded as one
-`ReconcileError` event per job and retried with backoff (controller.bugs); the workers
+`ReconcileError` event per job and retried with backoff (controller.runtime.bugs); the workers
 survive and the good jobs run as fast as without all that.
 """
 
@@ -27,14 +27,16 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
-from controller import bugs, crds, shapes
-from controller.kinds import KINDS, select
-from controller.kube import EVENTS, Client
-from controller.manager import Manager
-from controller.writes import job_key
-from schemas.upstream import JOB_NAME_LABEL
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
+
+from controller.generators import crds
+from controller.jobs import shapes
+from controller.jobs.kinds import KINDS, select
+from controller.manager import Manager
+from controller.runtime import bugs
+from controller.runtime.kube import EVENTS, Client
+from controller.runtime.writes import job_key
+from schemas.upstream import JOB_NAME_LABEL
 from testworld.controlplane import ControlPlane
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

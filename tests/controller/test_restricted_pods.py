@@ -30,15 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from controller_kit import Cluster, job, wait_for
 
 from compiler.frameworks.base import INIT_SECURITY_CONTEXT
 from compiler.namespaces import namespace_object
 from compiler.pipeline import compile_sources
 from compiler.render import rendered_objects
-from controller import defaults, desired, mpi
-from controller.kinds import KINDS
-from controller.kube import EVENTS
-from controller_kit import Cluster, job, wait_for
+from controller.jobs import defaults, desired, mpi
+from controller.jobs.kinds import KINDS
+from controller.runtime.kube import EVENTS
 
 REPO = Path(__file__).resolve().parents[2]
 RESTRICTED = INIT_SECURITY_CONTEXT["train-controller"]

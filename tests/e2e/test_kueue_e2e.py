@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from e2e_kit import JOBS, active, app_resources, get_job, jobs_in, wait_jobs
 
-from controller import errors
-from controller.kinds import KINDS
-from controller.kube import Client, Resource
+from controller.jobs.kinds import KINDS
+from controller.runtime import errors
+from controller.runtime.kube import Client, Resource
 from testworld import gitops
 from testworld.argocd import NAMESPACE as ARGOCD_NAMESPACE
 from testworld.flux import NAMESPACE as FLUX_NAMESPACE

@@ -33,12 +33,12 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller import errors
+from controller.jobs.kinds import KINDS
+from controller.jobs.reconcile import job_resource
+from controller.runtime import errors
+from controller.runtime.kube import PODS, SERVICES, Client
+from controller.runtime.leader import LEASES
 from testworld.controlplane import ControlPlane, free_port
-from controller.kinds import KINDS
-from controller.kube import PODS, SERVICES, Client
-from controller.leader import LEASES
-from controller.reconcile import job_resource
 
 REPO = Path(__file__).resolve().parents[2]
 ROLE_FILE = REPO / "controller" / "install" / "clusterrole.yaml"

@@ -22,9 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-
-from controller import errors
-from controller.kube import PODS, Client
 from fault_kit import (
     FAST_LEASE,
     PT,
@@ -46,6 +43,9 @@ from fault_kit import (
     terminal,
     verify,
 )
+
+from controller.runtime import errors
+from controller.runtime.kube import PODS, Client
 
 LOGS = Path(__file__).resolve().parents[2] / "build" / "fault-logs"
 SEED = int(os.environ.get("FAULT_SEED", "0")) or random.SystemRandom().randrange(1, 10**6)

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from install_kit import REPO, Install, clean_env, normalize
-from controller.kube import PODS, SERVICES, Client
 from controller_kit import Cluster, job, wait_for
+from install_kit import REPO, Install, clean_env, normalize
+
+from controller.runtime.kube import PODS, SERVICES, Client
 
 EXAMPLES = REPO / "examples"
 

@@ -19,6 +19,7 @@ from testworld.controlplane import env_true
 
 if TYPE_CHECKING:
     from parity_runner import Result
+
     from testworld.world import World
 
 WORKERS = 4  # train-controller's default --workers; the upstream operator gets as many threads
@@ -54,6 +55,7 @@ def parity_world() -> Iterator[tuple[World, object]]:
     if env_true("USE_EXISTING_CLUSTER"):
         pytest.skip("the parity test runs both operators in a world of its own")
     from parity_harness import Sides
+
     from testworld import upstream
     from testworld.kwok import POD_WORLD_NODES, Kwok, NodePool
     from testworld.train_controller import TrainController
@@ -86,11 +88,12 @@ def parity_world() -> Iterator[tuple[World, object]]:
 def parity(parity_world, request: pytest.FixtureRequest) -> dict[str, Result]:
     """Every case's result, from one concurrent run of all of them (of those selected, e.g.
     with `-k terminate`, unless the test that every known deviation is still seen runs)."""
-    from controller.kube import Client
     from parity_cases import all_cases
     from parity_deviations import explain
     from parity_harness import Harness
     from parity_runner import REPORT, Runner, report
+
+    from controller.runtime.kube import Client
 
     world, sides = parity_world
     client = Client.connect(str(world.kubeconfig), pool_size=32)  # one thread per case

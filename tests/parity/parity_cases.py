@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from controller.kinds import KINDS
+from controller.jobs.kinds import KINDS
 from testworld.pytest_plugin import shared_dir
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 The upstream operator (v1.9.4; v1.8.1 for MXJob, in a namespace of its own) and
 `train-controller` each watch their own namespace. The harness applies a case to both
 sides, identical but for the namespace, and observes both through one set of watches
-(controller.informer across all namespaces), recording each job's history of status
+(controller.runtime.informer across all namespaces), recording each job's history of status
 views. Waits are event-driven: every watch event wakes the waiters, and a comparison ends
 when both sides agree, or when both have been quiet for `quiet` seconds (then the
 difference is real: neither side will change on its own), or at a generous bound.
@@ -18,13 +18,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller import errors
-from controller.informer import Informer
-from controller.kinds import KINDS
-from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES, Client, Resource
-from controller.reconcile import job_resource
-
 import parity_views as pv
+
+from controller.jobs.kinds import KINDS
+from controller.jobs.reconcile import job_resource
+from controller.runtime import errors
+from controller.runtime.informer import Informer
+from controller.runtime.kube import (
+    CONFIGMAPS,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    SERVICES,
+    Client,
+    Resource,
+)
 
 CHILDREN = {"Pod": PODS, "Service": SERVICES, "ConfigMap": CONFIGMAPS, "ServiceAccount": SERVICEACCOUNTS,
             "Role": ROLES, "RoleBinding": ROLEBINDINGS,

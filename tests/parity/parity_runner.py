@@ -16,20 +16,20 @@ import tempfile
 import threading
 import time
 import traceback
-from datetime import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
-
-from controller.kinds import KINDS
-from controller.kube import PODS
-from controller.reconcile import job_resource
 
 import parity_views as pv
-from schemas.upstream import TYPE_LABEL
 from parity_cases import DECIDERS, EXIT, RUN, Case, replica_specs
 from parity_harness import Harness
+
+from controller.jobs.kinds import KINDS
+from controller.jobs.reconcile import job_resource
+from controller.runtime.kube import PODS
+from schemas.upstream import TYPE_LABEL
 
 
 @dataclass

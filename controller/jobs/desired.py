@@ -5,7 +5,7 @@ Training Operator would POST (semantics §4–§5): name `{job}-{rt}-{i}`, the f
 `training.kubeflow.org/*` labels (+ `job-role: master`), the controller owner reference,
 restartPolicy from the replica (`ExitCode` -> `Never`), the rendezvous environment from
 the shared framework module, and PyTorch's `init-pytorch` wait-for-master container.
-MPIJob's launcher/worker shapes live in `controller/mpi.py`.
+MPIJob's launcher/worker shapes live in `controller/jobs/mpi.py`.
 
 One deliberate difference, off with `--upstream-init-containers`: the init containers we
 add carry the restricted securityContext (`INIT_SECURITY_CONTEXT` in
@@ -24,9 +24,15 @@ from typing import Any, Optional
 import yaml
 
 from compiler.frameworks.base import INIT_SECURITY_CONTEXT
-from controller import jsondata
-from controller.kinds import Kind
-from schemas.upstream import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, ROLE_LABEL, TYPE_LABEL
+from controller.jobs.kinds import Kind
+from controller.runtime import jsondata
+from schemas.upstream import (
+    INDEX_LABEL,
+    JOB_NAME_LABEL,
+    OPERATOR_LABEL,
+    ROLE_LABEL,
+    TYPE_LABEL,
+)
 
 INIT_CONTAINER_COMMAND = (
     "err=1;for i in $(seq {tries}); do if nslookup {master}; then err=0 && break; fi;"
@@ -131,17 +137,18 @@ def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, optio
     meta = template.get("metadata") or {}
     spec = template.get("spec") or {}
     labels = {**(meta.get("labels") or {}), **replica_labels(job, kind, replica_type=replica_type, index=index)}
-    if kind.master_role(replicas, replica_type, index):
+    if kind.operator.master_role(replicas, replica_type, index):
         labels[ROLE_LABEL] = "master"
     env = kind.adapter.rendezvous_env(job, replica_type, index) if kind.adapter.rendezvous_env else []
     for container in spec.get("containers") or []:
-        if kind.env_default_container_only and container.get("name") != kind.facts.container:
+        if kind.operator.env_default_container_only and container.get("name") != kind.facts.container:
             continue
         if env:
             container["env"] = [*(container.get("env") or []), *jsondata.copy(env)]
-        if kind.env_default_container_only:
+        if kind.operator.env_default_container_only:
             break
-    if kind.name == "PyTorchJob" and replica_type == "Worker" and "Master" in replicas:
+    init = kind.adapter.operator_init  # PyTorch's init-pytorch: MPI's launcher is built in controller.jobs.mpi
+    if init is not None and init.containers(replica_type, replicas):
         spec["initContainers"] = [*(spec.get("initContainers") or []), *secured(_init_pytorch(job, options), options)]
     spec["restartPolicy"] = pod_restart_policy(replica)
     metadata: dict[str, Any] = {

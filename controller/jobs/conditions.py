@@ -11,6 +11,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from controller.runtime.kube import (
+    timestamp,  # the conditions' times (also cond.timestamp to callers)
+)
+
 CREATED, RUNNING, RESTARTING, SUCCEEDED, SUSPENDED, FAILED = (
     "Created",
     "Running",
@@ -19,11 +23,6 @@ CREATED, RUNNING, RESTARTING, SUCCEEDED, SUSPENDED, FAILED = (
     "Suspended",
     "Failed",
 )
-
-
-def timestamp(now: datetime) -> str:
-    """metav1.Time's JSON form: RFC 3339, UTC, whole seconds."""
-    return now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(value: str | None) -> datetime | None:

@@ -5,7 +5,7 @@ scheduling around the pod pass (the PodGroup before pods, the decoration of each
 deletion when the job ends), a kind that replaces the replica pass with its own (MPIJob's
 launcher, workers and their hostfile, ServiceAccount and Role), and a step before everything
 else (PyTorchJob's HorizontalPodAutoscaler). Each capability writes only through
-`controller.writes.Writes`, and reads only its own informers, which the manager starts.
+`controller.runtime.writes.Writes`, and reads only its own informers, which the manager starts.
 Which kind gets which capability is the kind's adapter's fact, read by the manager.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from controller.desired import Options
-    from controller.informer import Informer
-    from controller.status import Ctx
-    from controller.writes import Writes
+    from controller.jobs.desired import Options
+    from controller.jobs.status import Ctx
+    from controller.runtime.informer import Informer
+    from controller.runtime.writes import Writes
 
 
 class AddOn(Protocol):
@@ -25,7 +25,7 @@ class AddOn(Protocol):
 
 
 class Gang(AddOn, Protocol):
-    """Gang scheduling (`--gang-scheduler-name`): controller.gang.PodGroups."""
+    """Gang scheduling (`--gang-scheduler-name`): controller.jobs.gang.PodGroups."""
 
     def sync(self, writes: Writes, ctx: Ctx) -> bool: ...  # False: do not create pods yet
     def decorate(self, ctx: Ctx, pod: dict[str, Any], replica_type: str) -> None: ...
@@ -33,13 +33,13 @@ class Gang(AddOn, Protocol):
 
 
 class PodPass(AddOn, Protocol):
-    """A kind's own pod pass instead of the replica pass: controller.mpi.MPI."""
+    """A kind's own pod pass instead of the replica pass: controller.jobs.mpi.MPI."""
 
     def reconcile(self, writes: Writes, ctx: Ctx, pods: list[dict[str, Any]], *, options: Options,
                   gang: Gang | None) -> None: ...
 
 
 class JobStep(AddOn, Protocol):
-    """A step run first in every pass of a kind's jobs: controller.hpa.Autoscalers."""
+    """A step run first in every pass of a kind's jobs: controller.jobs.hpa.Autoscalers."""
 
     def reconcile(self, writes: Writes, ctx: Ctx) -> None: ...

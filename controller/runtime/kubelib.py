@@ -3,7 +3,7 @@
 The controller uses the package for one thing: its config loaders (`kubernetes.config`),
 the well-kept code that reads a kubeconfig (tokens, token files, client certificates, exec
 plugins, auth providers) or the in-cluster config into a `Configuration`
-(controller.connection reads that; the requests are ours). But `import kubernetes` runs `kubernetes/__init__.py`,
+(controller.runtime.connection reads that; the requests are ours). But `import kubernetes` runs `kubernetes/__init__.py`,
 which imports every generated API and model class plus the dynamic client and its
 schema validator (~33 MB of RSS, 40% of an idle controller), and `kubernetes.config`
 itself imports `kubernetes.client`. So the packages `kubernetes`, `kubernetes.client`
@@ -91,7 +91,11 @@ with _lock:
             pass  # an unexpected layout: the plain imports below load everything
 
 from kubernetes.client.configuration import Configuration  # noqa: E402
-from kubernetes.config import ConfigException, load_incluster_config, load_kube_config  # noqa: E402
+from kubernetes.config import (  # noqa: E402
+    ConfigException,
+    load_incluster_config,
+    load_kube_config,
+)
 from yaml import YAMLError  # noqa: E402  (the loaders parse kubeconfigs with PyYAML)
 
 # what loading a config raises for bad input: the loaders' own error, a missing or

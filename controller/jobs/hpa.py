@@ -22,13 +22,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controller.desired import owner_reference
-from controller.informer import Informer
-from controller.kinds import Kind
-from controller.kube import Resource
-from controller.policies import is_suspended
-from controller.status import Ctx
-from controller.writes import Writes
+from controller.jobs.desired import owner_reference
+from controller.jobs.kinds import Kind
+from controller.jobs.run_policy import is_suspended
+from controller.jobs.status import Ctx
+from controller.runtime.informer import Informer
+from controller.runtime.kube import Resource
+from controller.runtime.writes import Writes
 from schemas import quantity
 
 log = logging.getLogger(__name__)

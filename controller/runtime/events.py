@@ -13,7 +13,7 @@ Events at 2,000 jobs (5,371 of 16,000 recorded). A lost Event is a `kubectl desc
 that shows nothing.
 
 So the queue holds writes, not events: an ordered map from an Event's key to a `Pending`
-write, and `controller.event_correlator` decides which key an event joins (its own; an
+write, and `controller.runtime.event_correlator` decides which key an event joins (its own; an
 identical Event written or pending: the count grows; its object's combined Event). An
 event never waits for a request of its own when one is already due for its key: it folds
 into it (count + 1, lastTimestamp, and for a combined Event its message is listed). When
@@ -39,7 +39,7 @@ server refuses to PATCH is written the same way, once said in the log.
 
 A growing backlog gets another sender per `backlog_step` pending, up to `max_senders`, each
 leaving once the backlog is back under its step. `close` flushes what is pending. With
-`pod_burst` (train-controller --pods-first, controller.burst) the senders also wait while
+`pod_burst` (train-controller --pods-first, controller.runtime.burst) the senders also wait while
 pods are being created (what they hold folds meanwhile), up to its `max_hold` at a time.
 `wait=True` sends on the caller's thread, for an Event that must land before what the caller
 writes next. Failing to record an Event is logged, never fatal.
@@ -56,10 +56,16 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from controller import errors
-from controller.conditions import timestamp
-from controller.event_correlator import Correlator, Key, Pending, Sent, add_message, combined_message
-from controller.kube import EVENTS, Client
+from controller.runtime import errors
+from controller.runtime.event_correlator import (
+    Correlator,
+    Key,
+    Pending,
+    Sent,
+    add_message,
+    combined_message,
+)
+from controller.runtime.kube import EVENTS, Client, timestamp
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +95,7 @@ class EventRecorder:
         self._wake = threading.Condition()
         self._senders: list[threading.Thread] = []
         self._closed = False
-        self.pod_burst = pod_burst  # has settling() and max_hold (controller.burst.Held), or None
+        self.pod_burst = pod_burst  # has settling() and max_hold (controller.runtime.burst.Held), or None
 
     def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str,
               wait: bool = False) -> bool:

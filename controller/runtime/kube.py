@@ -5,10 +5,10 @@ pods into them is ~9x slower than parsing the JSON (controller-design.md), the c
 only needs dicts, and the generated request path changes signature between releases
 (`ApiClient.update_params_for_auth` did in kubernetes 37, and the controller could not
 start). So the `kubernetes` package only reads the kubeconfig or in-cluster config, and
-`controller.connection` sends the requests with urllib3 (TLS, proxy, credentials and their
+`controller.runtime.connection` sends the requests with urllib3 (TLS, proxy, credentials and their
 renewal on a 401). `counts` tallies requests by (verb, group/resource) so tests can assert
 "a settled job makes zero writes" and the install ClusterRole can be compared with what
-the controller really uses; `observer` (set by `controller.metrics`) sees every request's
+the controller really uses; `observer` (set by `controller.runtime.metrics`) sees every request's
 verb, resource, code and latency.
 
 Why the hot path looks as it does (bench/README.md, "what the controller spends"): on a
@@ -28,14 +28,20 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
 import orjson
 import urllib3
 
-from controller import errors, kubelib
-from controller.connection import Connection
+from controller.runtime import errors, kubelib
+from controller.runtime.connection import Connection
+
+
+def timestamp(now: datetime) -> str:
+    """metav1.Time's JSON form: RFC 3339, UTC, whole seconds."""
+    return now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 

@@ -3,7 +3,7 @@
 Upstream creates a pass's missing pods and services one request after another, so a
 4-pod job's first pass waits on 8 round trips and a 64-node job's on 128, while the API
 server could take them at once. Here, while a pass has a `Batch` open,
-`Writes.create` (controller.writes) only starts the request on the `CreatePool` (at most `size`
+`Writes.create` (controller.runtime.writes) only starts the request on the `CreatePool` (at most `size`
 creates in flight for the whole controller, in the order asked) and the pass waits for
 them all at its end, or before it deletes anything (a delete never overtakes a create
 that upstream's order puts first). What stays upstream's: each expectation is recorded
@@ -21,11 +21,11 @@ from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from controller import errors
-from controller.expectations import Expectations
-from controller.burst import Held
-from controller.kube import PODS, Client, Resource
-from controller.writes import created_event, failed_create_event
+from controller.runtime import errors
+from controller.runtime.burst import Held
+from controller.runtime.expectations import Expectations
+from controller.runtime.kube import PODS, Client, Resource
+from controller.runtime.writes import created_event, failed_create_event
 
 _SKIPPED = object()  # not sent: an earlier create of the pass failed
 
@@ -35,7 +35,7 @@ class CreatePool:
 
     def __init__(self, client: Client, *, size: int = 16, held: Held | None = None) -> None:
         self.client, self.size = client, size
-        self.held = held  # --pods-first: told when a pod create starts and is answered (controller.burst)
+        self.held = held  # --pods-first: told when a pod create starts and is answered (controller.runtime.burst)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="create")
 
     def batch(self, expectations: Expectations, key: str, events: list[Any]) -> Batch:

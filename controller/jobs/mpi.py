@@ -15,16 +15,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.mpi import is_gpu_launcher
-from controller import conditions as cond
-from controller import desired, errors, jsondata
-from controller import status as st
-from controller.informer import Informer
-from controller.kube import CONFIGMAPS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, Resource
-from controller.writes import EXISTED, Writes
+from controller.jobs import conditions as cond
+from controller.jobs import desired
+from controller.jobs import status as st
+from controller.runtime import errors, jsondata
+from controller.runtime.informer import Informer
+from controller.runtime.kube import (
+    CONFIGMAPS,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    Resource,
+)
+from controller.runtime.writes import EXISTED, Writes
 from schemas import upstream
 
 if TYPE_CHECKING:
-    from controller.addons import Gang
+    from controller.jobs.addons import Gang
 
 CONFIG_MOUNT, KUBECTL_MOUNT = "/etc/mpi", "/opt/kube"
 CONFIG_VOLUME, KUBECTL_VOLUME = "mpi-job-config", "mpi-job-kubectl"

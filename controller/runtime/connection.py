@@ -1,7 +1,7 @@
 """How the controller reaches the API server: settings read from a kubeconfig or the
 in-cluster config, requests sent with urllib3 by us.
 
-The `kubernetes` package does one job here: its config loaders (`controller.kubelib`) turn
+The `kubernetes` package does one job here: its config loaders (`controller.runtime.kubelib`) turn
 a kubeconfig, or a pod's service-account files, into a `Configuration`. We read only that
 object's documented settings (`host`, `ssl_ca_cert`, `cert_file`, `key_file`,
 `verify_ssl`, `assert_hostname`, `tls_server_name`, `proxy`, `proxy_headers`, `no_proxy`)
@@ -29,9 +29,9 @@ from urllib.request import proxy_bypass_environment
 
 import urllib3
 
-from controller.kubelib import LOAD_ERRORS
+from controller.runtime.kubelib import LOAD_ERRORS
 
-log = logging.getLogger("controller.connection")
+log = logging.getLogger("controller.runtime.connection")
 
 RENEW_INTERVAL = 5.0  # seconds: at most one reload per interval however many requests get a 401
 AUTH_TTL = 1.0  # seconds a credential header is reused before the Configuration is asked again (Connection.auth)
@@ -71,7 +71,9 @@ def _manager(cfg: Any, maxsize: int) -> tuple[urllib3.PoolManager, bool]:
     if not proxy:
         return urllib3.PoolManager(num_pools=4, maxsize=maxsize, **tls), False
     if proxy.startswith("socks"):
-        from urllib3.contrib.socks import SOCKSProxyManager  # needs PySocks, as the kubernetes client does
+        from urllib3.contrib.socks import (
+            SOCKSProxyManager,  # needs PySocks, as the kubernetes client does
+        )
 
         return SOCKSProxyManager(proxy, num_pools=4, maxsize=maxsize, **tls), True
     return urllib3.ProxyManager(proxy, num_pools=4, maxsize=maxsize, proxy_headers=cfg.proxy_headers, **tls), True

@@ -11,7 +11,7 @@ What upstream v1.9.4 shows: it decodes jobs into Go types. With its own CRDs the
 refuses these shapes at apply time (`... in body must be of type object`); with a looser CRD
 its informer cannot decode the object, and as client-go fails a list whose items do not
 decode, jobs of that kind would stop reconciling. Neither is a contract to keep, so a bad shape is treated like a job upstream's webhook
-would have refused (controller.validation): `Failed` with reason `{Kind}FailedValidation`, a
+would have refused (controller.jobs.checks): `Failed` with reason `{Kind}FailedValidation`, a
 Warning event with the same message, no retry, for every kind (MPIJob and MXJob too: unlike
 their upstream checks, which report and retry, only an edit of the spec can change this
 answer). Messages read like the API server's schema errors, all problems at once:
@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from controller.kinds import Kind
+from controller.jobs.kinds import Kind
 from schemas.quantity import read
 
 INT32_MAX = 2**31 - 1

@@ -22,10 +22,18 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, GCCollector, Histogram, PlatformCollector, ProcessCollector
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from controller.workqueue import WorkQueue
+from controller.runtime.workqueue import WorkQueue
 
 QUEUE_NAME = "train-controller"
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

@@ -12,7 +12,7 @@ run, and the status records what has happened. So with this mode a pass sends it
 as usual and hands the rest to `Held`, which lets it go once no pod create has been
 started or answered for `quiet` seconds (or an item has waited `max_hold`, so a
 never-ending stream of jobs cannot starve them); the Event senders wait the same way
-(controller.events).
+(controller.runtime.events).
 
 What stays upstream's: each job's Services are created after its pods (later than
 upstream, never before); every Service create raises its expectation before it is held,

@@ -18,15 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from compiler import admission
-from controller.kinds import Kind
-
-# kinds that upstream checks in the reconciler (no webhook): event + backoff, no condition
-RECONCILER_VALIDATED = frozenset({"MPIJob", "MXJob"})
+from controller.jobs.kinds import Kind
 
 
 def problems(job: dict[str, Any], kind: Kind) -> list[str]:
     """Every rule the raw job breaks (empty = valid): upstream's messages, for the kind's check."""
-    if kind.name in RECONCILER_VALIDATED:
+    if kind.operator.validated_by_reconciler:
         return admission.reconciler_errors(job, kind.name)
     return admission.errors(job, kind.name)
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from controller import conditions as cond
-from controller.conditions import FAILED, RESTARTING, RUNNING, SUCCEEDED
-from controller.kinds import Kind
+from controller.jobs import conditions as cond
+from controller.jobs.conditions import FAILED, RESTARTING, RUNNING, SUCCEEDED
+from controller.jobs.kinds import Kind
 from schemas.upstream import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, TYPE_LABEL
 
 EXIT_CODE_UNKNOWN = 0xBEEF  # upstream's sentinel when the default container has no exit code
@@ -38,8 +38,8 @@ class Ctx:
     # records the decision is written: if that write loses a race, nothing was deleted
     deferred: list[Callable[[], None]] = field(default_factory=list)
     deleted: bool = False  # the job itself was deleted in this pass (TTL): nothing to write
-    creates: Any = None  # the pass's open controller.creates.Batch: creates started, not yet answered
-    # pods of a suspended run still terminating, by name: not counted, their names not reused (controller.runs)
+    creates: Any = None  # the pass's open controller.runtime.creates.Batch: creates started, not yet answered
+    # pods of a suspended run still terminating, by name: not counted, their names not reused (controller.jobs.runs)
     previous: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -69,7 +69,7 @@ class Ctx:
 
 def count(pods: Iterable[dict[str, Any]]) -> dict[str, int]:
     """active/succeeded/failed by phase; a Running pod being deleted counts as failed, as upstream
-    (a suspended run's pods, deleted by the controller, never get here: controller.runs)."""
+    (a suspended run's pods, deleted by the controller, never get here: controller.jobs.runs)."""
     out = {"active": 0, "succeeded": 0, "failed": 0}
     for pod in pods:
         phase = (pod.get("status") or {}).get("phase")
@@ -178,7 +178,7 @@ def _jax(ctx: Ctx) -> None:
                 ctx.set(RUNNING, why="Running", message=f"JAXJob {ns_name} is running.")
         if failed > 0 and replicas > succeeded + running:
             policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed=failed, restart=policy != "Never", prefix="JAXJob")
+            _fail_or_restart(ctx, rtype, failed=failed, restart=policy != "Never", prefix=ctx.kind.name)
 
 
 def _worker0_completed(ctx: Ctx) -> bool:
@@ -236,7 +236,7 @@ def _xgboost(ctx: Ctx) -> None:
         if failed > 0:
             ctx.set(RUNNING, why="Running", message=running_msg)
             policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed=failed, restart=policy == "ExitCode", prefix="XGBoostJob")
+            _fail_or_restart(ctx, rtype, failed=failed, restart=policy == "ExitCode", prefix=ctx.kind.name)
 
 
 def _mpi(ctx: Ctx) -> None:
@@ -250,7 +250,7 @@ def _mpi(ctx: Ctx) -> None:
                 return
         if failed > 0:
             if ctx.replicas[rtype].get("restartPolicy") == "ExitCode":
-                _fail_or_restart(ctx, rtype, failed=failed, restart=True, prefix="MPIJob")
+                _fail_or_restart(ctx, rtype, failed=failed, restart=True, prefix=ctx.kind.name)
             else:
                 msg = f"MPIJob {ctx.name} is failed because {failed} {rtype} replica(s) failed."
                 ctx.event("Normal", why="Failed", message=msg)
@@ -275,14 +275,15 @@ def _mxnet(ctx: Ctx) -> None:
             _fail_or_restart(ctx, rtype, failed=failed, restart=policy == "ExitCode", prefix="mxjob")
 
 
+# upstream's UpdateJobStatus rules, by the name a kind's adapter gives (`Operator.status_rule`)
 RULES: dict[str, Callable[[Ctx], None]] = {
-    "PyTorchJob": _pytorch,
-    "TFJob": _tensorflow,
-    "XGBoostJob": _xgboost,
-    "PaddleJob": _paddle,
-    "JAXJob": _jax,
-    "MPIJob": _mpi,
-    "MXJob": _mxnet,
+    "master-elastic": _pytorch,
+    "tensorflow": _tensorflow,
+    "xgboost": _xgboost,
+    "master": _paddle,
+    "jax": _jax,
+    "launcher": _mpi,
+    "mxnet": _mxnet,
 }
 
 
@@ -292,6 +293,6 @@ def update(ctx: Ctx) -> None:
     statuses = ctx.status.setdefault("replicaStatuses", {})
     for rtype in ctx.replicas:
         entry = statuses.setdefault(rtype, {})
-        if ctx.kind.fills_selector:
+        if ctx.kind.operator.fills_selector:
             entry["selector"] = selector(ctx, rtype)
-    RULES[ctx.kind.name](ctx)
+    RULES[ctx.kind.operator.status_rule](ctx)

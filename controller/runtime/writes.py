@@ -12,8 +12,8 @@ What differs between children is data, given per call: whether the kind is annou
 Events (pods, services, PodGroup deletes: as upstream; MPI's helpers and PodGroup creates:
 not), whether an expectation is kept (an HPA has none: nothing waits for its watch), the
 noun of its Event message. Where a create is sent is decided here too: inside a pod pass
-with a batch open, pods and services go out concurrently (controller.creates); with
---pods-first a service waits out the pod burst (controller.burst) and its Event is emitted
+with a batch open, pods and services go out concurrently (controller.runtime.creates); with
+--pods-first a service waits out the pod burst (controller.runtime.burst) and its Event is emitted
 when it is answered.
 """
 
@@ -22,13 +22,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from controller import errors
-from controller.burst import Held
-from controller.expectations import Expectations
-from controller.kinds import Kind
-from controller.kube import PODS, SERVICES, Client, Resource
+from controller.runtime import errors
+from controller.runtime.burst import Held
+from controller.runtime.expectations import Expectations
+from controller.runtime.kube import PODS, SERVICES, Client, Resource
+
+if TYPE_CHECKING:
+    from controller.jobs.kinds import Kind  # the job's kind, passed through to `emit`
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ class Writes:
         """Create `obj` for the job of `ctx`; CREATED, or EXISTED when AlreadyExists (also when
         the create was only started: a batch or a held create answers later)."""
         if res is PODS and obj["metadata"]["name"] in ctx.previous:
-            return EXISTED  # a previous run's pod still holds the name (controller.runs)
+            return EXISTED  # a previous run's pod still holds the name (controller.jobs.runs)
         key = key_of(ctx)
         if res is SERVICES and self.held is not None and self.held.in_burst():
             self._hold(key, ctx, res, obj)
@@ -101,7 +103,7 @@ class Writes:
             raise
 
     def _hold(self, key: str, ctx: Any, res: Resource, obj: dict[str, Any]) -> None:
-        """Expect the create now, send it once the pod burst is over (controller.burst)."""
+        """Expect the create now, send it once the pod burst is over (controller.runtime.burst)."""
         assert self.held is not None
         job, kind = ctx.job, ctx.kind
         item = (res.plural, obj["metadata"]["name"])

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from controller import errors
-from controller.kube import Client, Resource
+from controller.runtime import errors
+from controller.runtime.kube import Client, Resource
 
 log = logging.getLogger(__name__)
 

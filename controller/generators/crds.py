@@ -1,4 +1,4 @@
-"""Generate the CustomResourceDefinitions of the seven kinds (`python -m controller.crds`).
+"""Generate the CustomResourceDefinitions of the seven kinds (`python -m controller.generators.crds`).
 
 The project owns its CRDs instead of vendoring upstream's 10k-line files: the schema is
 built from the framework table (replica-spec field, scale subresource) plus the few
@@ -19,29 +19,23 @@ from typing import Any
 import click
 import yaml
 
-from controller.generated import write_or_check
-from controller.kinds import KINDS, Kind
+from compiler.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
+from controller.generators.files import write_or_check
+from controller.jobs.kinds import KINDS, Kind
 
-OUT = Path(__file__).with_name("install") / "crds"
-INT32 = {"type": "integer", "format": "int32"}
+OUT = Path(__file__).parents[1] / "install" / "crds"
 INT64 = {"type": "integer", "format": "int64"}
-STRING = {"type": "string"}
 TIME = {"type": "string", "format": "date-time"}
-ANY_OBJECT = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
 
 
-def _obj(properties: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, **extra}
-
-
 def run_policy() -> dict[str, Any]:
-    return _obj({
+    return obj({
         "activeDeadlineSeconds": INT64,
         "backoffLimit": INT32,
         "cleanPodPolicy": STRING,
         "managedBy": STRING,
-        "schedulingPolicy": _obj({
+        "schedulingPolicy": obj({
             "minAvailable": INT32,
             "minResources": {"type": "object", "additionalProperties": QUANTITY},
             "priorityClass": STRING,
@@ -55,46 +49,17 @@ def run_policy() -> dict[str, Any]:
 
 
 def replica_specs() -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": _obj({
+    return {"type": "object", "additionalProperties": obj({
         "replicas": INT32,
         "restartPolicy": STRING,
         "template": ANY_OBJECT,
     })}
 
 
-def elastic_policy(*, pytorch: bool) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "maxReplicas": INT32,
-        "maxRestarts": INT32,
-        "metrics": {"type": "array", "items": ANY_OBJECT},
-        "minReplicas": INT32,
-    }
-    if pytorch:
-        fields.update({
-            "nProcPerNode": INT32,
-            "rdzvBackend": STRING,
-            "rdzvConf": {"type": "array", "items": _obj({"key": STRING, "value": STRING})},
-            "rdzvHost": STRING,
-            "rdzvId": STRING,
-            "rdzvPort": INT32,
-            "standalone": {"type": "boolean"},
-        })
-    return _obj(fields)
-
-
-EXTRA_SPEC: dict[str, dict[str, Any]] = {
-    "PyTorchJob": {"elasticPolicy": elastic_policy(pytorch=True), "nprocPerNode": STRING},
-    "TFJob": {"successPolicy": STRING, "enableDynamicWorker": {"type": "boolean"}},
-    "PaddleJob": {"elasticPolicy": elastic_policy(pytorch=False)},
-    "MPIJob": {"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32},
-    "MXJob": {"jobMode": STRING},
-}
-
-
 def status() -> dict[str, Any]:
-    return _obj({
+    return obj({
         "completionTime": TIME,
-        "conditions": {"type": "array", "items": _obj({
+        "conditions": {"type": "array", "items": obj({
             "lastTransitionTime": TIME,
             "lastUpdateTime": TIME,
             "message": STRING,
@@ -103,7 +68,7 @@ def status() -> dict[str, Any]:
             "type": STRING,
         }, required=["status", "type"])},
         "lastReconcileTime": TIME,
-        "replicaStatuses": {"type": "object", "additionalProperties": _obj({
+        "replicaStatuses": {"type": "object", "additionalProperties": obj({
             "active": INT32,
             "failed": INT32,
             "labelSelector": ANY_OBJECT,
@@ -116,13 +81,13 @@ def status() -> dict[str, Any]:
 
 def crd(kind: Kind) -> dict[str, Any]:
     facts = kind.facts
-    spec_fields = {facts.replica_specs: replica_specs(), "runPolicy": run_policy(), **EXTRA_SPEC.get(kind.name, {})}
-    required = sorted([facts.replica_specs, *(["jobMode"] if kind.name == "MXJob" else [])])
-    schema = _obj({
+    spec_fields = {facts.replica_specs: replica_specs(), "runPolicy": run_policy(), **kind.operator.spec_fields}
+    required = sorted([facts.replica_specs, *kind.operator.required])
+    schema = obj({
         "apiVersion": STRING,
         "kind": STRING,
         "metadata": {"type": "object"},
-        "spec": _obj(dict(sorted(spec_fields.items())), required=required),
+        "spec": obj(dict(sorted(spec_fields.items())), required=required),
         "status": status(),
     })
     subresources: dict[str, Any] = {"status": {}}
@@ -163,7 +128,7 @@ class _NoAliases(yaml.SafeDumper):
 
 def render() -> dict[str, str]:
     """file name -> YAML text, one file per kind (upstream's file names)."""
-    header = "# Generated by `python -m controller.crds`; do not edit.\n"
+    header = "# Generated by `python -m controller.generators.crds`; do not edit.\n"
     return {
         f"kubeflow.org_{kind.facts.plural}.yaml": header + yaml.dump(crd(kind), Dumper=_NoAliases, sort_keys=False, width=120)
         for kind in sorted(KINDS.values(), key=lambda k: k.facts.plural)
@@ -175,7 +140,7 @@ def render() -> dict[str, str]:
 @click.option("--check", is_flag=True, help="Exit 1 if the files on disk differ from what would be generated.")
 def main(output: Path, check: bool) -> None:
     """Write (or --check) the seven CRDs."""
-    write_or_check(render(), output, check=check, command="python -m controller.crds")
+    write_or_check(render(), output, check=check, command="python -m controller.generators.crds")
 
 if __name__ == "__main__":
     main()

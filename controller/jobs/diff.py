@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller import status as st
+from controller.jobs import status as st
 from schemas import upstream
 
 log = logging.getLogger(__name__)

@@ -5,11 +5,11 @@ being deleted or with unobserved creates/deletes; validate; default in memory; (
 PyTorchJob HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
 limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
 pass and the framework's status rule. Unlike upstream, the pods a suspension deleted are
-left out of everything after it while they terminate (controller.runs). Status goes to
+left out of everything after it while they terminate (controller.jobs.runs). Status goes to
 `/status` with the cached resourceVersion as precondition, and only when it differs from
 what is stored (`lastReconcileTime` ignored), so a settled job costs zero write requests.
 A job whose shape the code cannot read fails at validation, as one the webhook refuses
-(controller.shapes). Errors propagate to the manager, which retries with backoff (controller.bugs).
+(controller.jobs.shapes). Errors propagate to the manager, which retries with backoff (controller.runtime.bugs).
 """
 
 from __future__ import annotations
@@ -21,19 +21,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from controller import conditions as cond
-from controller import defaults, desired, diff, errors, jsondata, policies, runs, shapes, validation
-from controller import status as st
-from controller.addons import Gang, JobStep, PodPass
-from controller.burst import Held
-from controller.creates import CreatePool
-from controller.events import EventRecorder
-from controller.expectations import Expectations
-from controller.informer import Informer
-from controller.kinds import Kind
-from controller.kube import PODS, SERVICES, Client, Resource
-from controller.workqueue import WorkQueue
-from controller.writes import Writes
+from controller.jobs import checks, defaults, desired, diff, run_policy, runs, shapes
+from controller.jobs import conditions as cond
+from controller.jobs import status as st
+from controller.jobs.addons import Gang, JobStep, PodPass
+from controller.jobs.kinds import Kind
+from controller.runtime import errors, jsondata
+from controller.runtime.burst import Held
+from controller.runtime.creates import CreatePool
+from controller.runtime.events import EventRecorder
+from controller.runtime.expectations import Expectations
+from controller.runtime.informer import Informer
+from controller.runtime.kube import PODS, SERVICES, Client, Resource
+from controller.runtime.workqueue import WorkQueue
+from controller.runtime.writes import Writes
 from schemas import upstream
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class Reconciler:
     pod_passes: dict[str, PodPass] = field(default_factory=dict)  # by kind: a pass of its own (MPI's)
     job_steps: dict[str, JobStep] = field(default_factory=dict)  # by kind: run first in every pass (HPA)
     creates: CreatePool | None = None  # None: each create waits for its answer before the next
-    held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.burst)
+    held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.runtime.burst)
 
     def __post_init__(self) -> None:
         self.writes = Writes(self.client, self.expectations, emit=self._emit, retry=self.queue.add_rate_limited,
@@ -89,17 +90,17 @@ class Reconciler:
             self.expectations.forget(key)
             self._drop_held(key)
             return None
-        if policies.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
+        if run_policy.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
             self._drop_held(key)
             return None
         if not self.expectations.satisfied(key):
             return self.expectations.next_deadline(key)
         bad_shape = shapes.problems(job, kind)
-        problems = bad_shape or validation.problems(job, kind)
+        problems = bad_shape or checks.problems(job, kind)
         if problems:
             self._drop_held(key)
             return self._invalid(key, job, kind, problems,
-                                 retry=not bad_shape and kind.name in validation.RECONCILER_VALIDATED)
+                                 retry=not bad_shape and kind.operator.validated_by_reconciler)
         held = self.held.held_status(key) if self.held is not None else None
         ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), pods={}, now=self.clock(),
                      status=jsondata.copy(held if held is not None else job.get("status") or {}))
@@ -120,22 +121,22 @@ class Reconciler:
         return wake
 
     def _run(self, key: str, ctx: st.Ctx, job: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
-        policy = policies.run_policy(ctx.job).get("cleanPodPolicy")
+        policy = run_policy.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
             self._clean(ctx, pods=pods, policy=policy, finished=True)
-            policies.succeeded_absorbs_active(ctx.status)
+            run_policy.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
-        if policies.is_suspended(ctx.job):
+        if run_policy.is_suspended(ctx.job):
             self._mark_previous_run(ctx, pods)
             self._clean(ctx, pods=pods, policy=policy, finished=False)
-            policies.suspend(ctx)
+            run_policy.suspend(ctx)
             return None
-        policies.resume_if_suspended(ctx)
-        pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.runs)
+        run_policy.resume_if_suspended(ctx)
+        pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
         for pod in ctx.previous.values():
             if not pod["metadata"].get("deletionTimestamp"):  # its suspension was cut short: finish it
                 self.writes.delete(ctx, PODS, pod)
-        message = policies.failure_message(ctx, pods, requeues=self.queue.num_requeues(key))
+        message = run_policy.failure_message(ctx, pods, requeues=self.queue.num_requeues(key))
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
             ctx.event("Normal", why="Failed", message=message)
@@ -152,13 +153,13 @@ class Reconciler:
             else:
                 self._replicas(ctx, pods)
         st.update(ctx)
-        remaining = policies.deadline_remaining(ctx)
+        remaining = run_policy.deadline_remaining(ctx)
         return max(remaining, 0.0) + 0.5 if remaining is not None and not cond.is_finished(ctx.status) else None
 
     # ------------------------------------------------------------------ pods and services
     @contextmanager
     def _creating(self, key: str, ctx: st.Ctx) -> Iterator[None]:
-        """The pod and service pass: its creates go out together (controller.creates)."""
+        """The pod and service pass: its creates go out together (controller.runtime.creates)."""
         if self.creates is None:
             yield
             return
@@ -216,7 +217,7 @@ class Reconciler:
         self.writes.create(ctx, PODS, pod)
 
     def _mark_previous_run(self, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
-        """Mark every pod of the run being suspended before it is deleted (controller.runs)."""
+        """Mark every pod of the run being suspended before it is deleted (controller.jobs.runs)."""
         for pod in runs.to_mark(pods):
             meta = pod["metadata"]
             try:
@@ -227,9 +228,9 @@ class Reconciler:
                 self.pods.remember(written)  # the resuming pass must not read the unmarked copy
 
     def _clean(self, ctx: st.Ctx, *, pods: list[dict[str, Any]], policy: str | None, finished: bool) -> None:
-        """Delete pods and their services per cleanPodPolicy (policies.services_to_clean); PodGroup too."""
-        cleaned = policies.pods_to_clean(pods, policy, finished=finished)
-        services = policies.services_to_clean(self.owned(ctx.job, ctx.kind, self.services, SERVICES), pods, cleaned,
+        """Delete pods and their services per cleanPodPolicy (run_policy.services_to_clean); PodGroup too."""
+        cleaned = run_policy.pods_to_clean(pods, policy, finished=finished)
+        services = run_policy.services_to_clean(self.owned(ctx.job, ctx.kind, self.services, SERVICES), pods, cleaned,
                                               policy, finished=finished)
         by_name = {s["metadata"]["name"]: s for s in services}
         for pod in cleaned:  # upstream's order: each pod, then its service
@@ -243,9 +244,9 @@ class Reconciler:
             self.gang.delete(self.writes, ctx)
 
     def _ttl(self, job: dict[str, Any], ctx: st.Ctx) -> float | None:
-        if policies.is_suspended(ctx.job):
+        if run_policy.is_suspended(ctx.job):
             return None
-        remaining = policies.ttl_remaining(ctx.job, ctx.status, ctx.now)
+        remaining = run_policy.ttl_remaining(ctx.job, ctx.status, ctx.now)
         if remaining is None or remaining > 0:
             return remaining
         meta = job["metadata"]
@@ -313,7 +314,7 @@ class Reconciler:
             self.recorder.event(job, etype, reason=why, message=message, component=kind.facts.operator_name)
 
     def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str], *, retry: bool) -> float | None:
-        message = validation.failure_message(kind, problems)
+        message = checks.failure_message(kind, problems)
         why = cond.reason(kind.name, "FailedValidation")
         # sent before the Failed condition is written, as upstream orders them
         self.recorder.event(job, "Warning", reason=why, message=message, component=kind.facts.operator_name, wait=True)

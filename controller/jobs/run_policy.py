@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from compiler import admission
-from controller import conditions as cond
-from controller.diff import of_type
-from controller.status import Ctx
+from controller.jobs import conditions as cond
+from controller.jobs.diff import of_type
+from controller.jobs.status import Ctx
 
 
 def run_policy(job: dict[str, Any]) -> dict[str, Any]:

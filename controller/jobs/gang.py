@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.desired import owner_reference
-from controller.informer import Informer
-from controller.kinds import Kind
-from controller.kube import Resource
-from controller.status import Ctx
-from controller.writes import Writes, key_of
+from controller.jobs.desired import owner_reference
+from controller.jobs.kinds import Kind
+from controller.jobs.status import Ctx
+from controller.runtime.informer import Informer
+from controller.runtime.kube import Resource
+from controller.runtime.writes import Writes, key_of
 from schemas import quantity, upstream
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,62 @@
+"""The kinds the controller runs: each one's adapter (`compiler/frameworks/<kind>.py`).
+
+The adapter holds every fact about a kind, for the compiler and the controller alike: its
+shape (`Facts`), its rendezvous environment, and what the Training Operator does with it
+(`Adapter.operator`: defaulting, master role, status rule, validation). The controller
+reads them through `Kind` and never branches on a kind's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.frameworks import ADAPTERS
+from compiler.frameworks.base import Adapter, Facts
+from compiler.frameworks.operator import Operator
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One enabled job kind as the controller sees it: its adapter, which holds every fact."""
+
+    adapter: Adapter
+
+    @property
+    def facts(self) -> Facts:
+        return self.adapter.facts
+
+    @property
+    def operator(self) -> Operator:
+        return self.adapter.operator
+
+    @property
+    def name(self) -> str:
+        return self.adapter.facts.kind
+
+
+KINDS: dict[str, Kind] = {adapter.facts.kind: Kind(adapter=adapter) for adapter in ADAPTERS.values()}
+BY_NAME: dict[str, Kind] = {kind.adapter.name: kind for kind in KINDS.values()}
+
+
+def select(frameworks: str | None) -> list[Kind]:
+    """Kinds named by `--frameworks` (comma list of framework or kind names; empty = all)."""
+    if not frameworks:
+        return list(KINDS.values())
+    chosen: list[Kind] = []
+    for item in (part.strip() for part in frameworks.split(",")):
+        if not item:
+            continue
+        kind = BY_NAME.get(item.lower()) or KINDS.get(item) or _by_plural(item)
+        if kind is None:
+            names = ", ".join(sorted(BY_NAME))
+            raise ValueError(f"unknown framework {item!r}; choose from {names}")
+        if kind not in chosen:
+            chosen.append(kind)
+    return chosen
+
+
+def _by_plural(item: str) -> Kind | None:
+    for kind in KINDS.values():
+        if item.lower() in (kind.facts.plural, kind.facts.kind.lower()):
+            return kind
+    return None
