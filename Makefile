@@ -43,7 +43,7 @@ install-check: $(STAMP) k8s-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/install
 
 demo: $(STAMP)
-	@$(BIN)/python -m compiler.demo examples build
+	@$(BIN)/python -m compiler.cli.demo examples build
 
 k8s-assets:
 	@bash testworld/build-assets.sh >/dev/null

@@ -74,7 +74,7 @@ def compile_bytecode() -> None:
 
 def train_compile() -> list[str]:
     script = Path(sys.executable).parent / "train-compile"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "compiler.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "compiler.cli.main"]
 
 
 def _median(runs: list[Run]) -> Run:

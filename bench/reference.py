@@ -2,12 +2,12 @@
 
 Same CLI, with the two hot paths put back: the ruamel round-trip loader for every file
 (instead of libyaml with lazy positions) and PyYAML's representer for every document
-(instead of `compiler.fastemit`). Run as `python -m bench.reference build SRC -o OUT`.
+(instead of `compiler.emit.fastemit`). Run as `python -m bench.reference build SRC -o OUT`.
 """
 
 from __future__ import annotations
 
-from compiler import serialize
+from compiler.emit import serialize
 from schemas import loader
 
 
@@ -18,7 +18,7 @@ def _pyyaml_dump(obj: object) -> str:
 def main() -> None:
     loader.load_text = loader.load_text_ruamel  # type: ignore[assignment]
     serialize.dump = _pyyaml_dump  # type: ignore[assignment]
-    from compiler.cli import main as cli
+    from compiler.cli.main import main as cli
 
     cli()
 

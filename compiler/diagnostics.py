@@ -98,4 +98,4 @@ FORMATTERS: dict[str, Callable[[list[Diagnostic]], str]] = {
     "json": format_json,
     "github": format_github,
 }
-FORMATTERS["sarif"] = lambda ds: __import__("compiler.sarif", fromlist=["format_sarif"]).format_sarif(ds)  # lazy
+FORMATTERS["sarif"] = lambda ds: __import__("compiler.emit.sarif", fromlist=["format_sarif"]).format_sarif(ds)  # lazy

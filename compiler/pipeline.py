@@ -15,12 +15,12 @@ from typing import Optional
 
 from pydantic import ValidationError
 
-from compiler import policy, rules
 from compiler.diagnostics import Diagnostic, has_errors, ordered
-from compiler.resolve import Target, targets_for
-from compiler.sources import collect
+from compiler.reading.resolve import Target, targets_for
+from compiler.reading.sources import collect
+from compiler.reading.validation import diagnostics_from
+from compiler.review import policy, rules
 from compiler.targets import api
-from compiler.validation import diagnostics_from
 from schemas.bundle import Bundle
 from schemas.project import DEFAULT_PROJECT, Project
 from schemas.trainjob import TrainJob

@@ -6,7 +6,7 @@ created by the operator long after review, so the refusal shows up only in the
 operator's events. This module holds the same controls as pure functions over one pod
 template (the merged template lowering writes, `podTemplate` included): `findings`
 returns each offence with the template path of the offending field, which
-`compiler/policy.py` turns into a diagnostic at the `podTemplate` line that wrote it.
+`compiler/review/policy.py` turns into a diagnostic at the `podTemplate` line that wrote it.
 
 The controls follow the PSS page and the `k8s.io/pod-security-admission` checks at
 version 1.32 (the project's API server): baseline forbids host namespaces, HostProcess,

@@ -6,7 +6,7 @@ PodGroup first. Argo CD applies a wave, waits until everything in it is healthy,
 applies the next; so ServiceAccounts, Roles, RoleBindings and PodGroups go in wave -1
 and the job stays in the default wave 0. None of those kinds has an Argo CD health
 check, so wave -1 is done as soon as it is applied. The Namespace objects of the tree
-(`compiler.namespaces`) go in wave -1 too: Argo CD orders by wave before kind, so a
+(`compiler.emit.namespaces`) go in wave -1 too: Argo CD orders by wave before kind, so a
 Namespace left in wave 0 would come after the ServiceAccount that needs it ("namespaces
 ... not found"); within wave -1 Argo CD applies Namespaces first. Flux needs no waves:
 it applies Namespaces (and CRDs) in a stage of their own before everything else.
@@ -21,7 +21,7 @@ yet waits in Pending rather than failing.
 The annotation is written into the compiled objects, so the kustomize tree and
 `train-compile render` (the Config Management Plugin path) carry the same waves. Each
 step that adds such an object passes it through `annotate` (rbac, scheduling, and the
-Namespaces of `compiler.namespaces`), so every step still writes only its own component;
+Namespaces of `compiler.emit.namespaces`), so every step still writes only its own component;
 which kinds go early is decided here alone.
 """
 

@@ -30,7 +30,7 @@ JsonObject = dict[str, Any]
 
 
 class JobTarget(Protocol):
-    """One job in one environment (compiler.resolve.Target)."""
+    """One job in one environment (compiler.reading.resolve.Target)."""
 
     doc: "Document"  # the spec document it came from
     name: str

@@ -40,7 +40,7 @@ class Document:
     key_pos: dict[Loc, Pos] = field(default_factory=dict)  # where the key (or item) starts
     value_pos: dict[Loc, Pos] = field(default_factory=dict)  # where the value starts
     start: Pos = (1, 1)
-    # the file's path from its git repository's root (compiler/sources.py sets it): the
+    # the file's path from its git repository's root (compiler/reading/sources.py sets it): the
     # compiled files name it, the same from any working folder
     origin: str = ""
 

@@ -19,7 +19,6 @@ from typing import Any, Iterable
 
 from schemas.bundle import JsonObject, json_copy
 
-
 # What names a list item, in the order looked for: a container, volume or replicated job by
 # its `name`, a Trainer v2 runtimePatches entry by its `manager`.
 IDENTITY_KEYS = ("name", "manager")

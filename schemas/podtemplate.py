@@ -6,7 +6,7 @@ OpenAPI v3 (`/openapi/v3/api/v1`: `io.k8s.api.core.v1.PodTemplateSpec` and every
 it reaches) into a JSON Schema (2020-12) of such a patch; `make schema` writes it to
 `schemas/podtemplate.schema.json` from the test world's kube-apiserver
 (tests/schemas/openapi_pod_template.py) and a test holds the committed file to the live
-server. The compiler (`compiler/podschema.py`) and editors (the TrainJob schema embeds the
+server. The compiler (`compiler/review/podschema.py`) and editors (the TrainJob schema embeds the
 definitions) check podTemplates against the same file.
 
 A patch is not a pod template, so the OpenAPI is changed in the ways a patch differs, and

@@ -4,7 +4,7 @@ This is the contract users write, field for field as `shared/docs/trainjob-spec.
 it. Models are strict and reject unknown fields, so a typo is an error with a position
 rather than a silently ignored key. Only single-field facts live here (types, ranges,
 one-of choices inside one object); rules that relate several fields or need the project
-file (roles per framework, GPU types, policy) live in `compiler/rules.py`.
+file (roles per framework, GPU types, policy) live in `compiler/review/rules.py`.
 `EnvOverride` is derived from `TrainJobSpec` so the two can never drift apart.
 """
 
@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    create_model,
+    model_validator,
+)
 
 from schemas.types import (
     EnvName,
@@ -51,7 +59,7 @@ class ConfigMapRef(StrictModel):
 
 def _env_kind(value: Any) -> str | None:
     # Tags show up in pydantic error locs; "env:" keeps them apart from the real keys
-    # `secret` and `configMap` of the same objects (compiler/validation.py skips them).
+    # `secret` and `configMap` of the same objects (compiler/reading/validation.py skips them).
     if isinstance(value, str):
         return "env:value"
     if isinstance(value, dict):
@@ -298,7 +306,7 @@ class TrainJobSpec(StrictModel):
     serviceAccount: Optional[ServiceAccount] = Field(
         None, description="Pods' ServiceAccount; create: true writes SA + Role + RoleBinding."
     )
-    # checked field by field against Kubernetes' own schema by compiler/podschema.py; the JSON
+    # checked field by field against Kubernetes' own schema by compiler/review/podschema.py; the JSON
     # Schema refers to the PodTemplateSpec definitions schemas/export.py embeds
     podTemplate: dict[str, Any] = Field(
         default_factory=dict, description="Strategic-merge patch onto every pod template, checked against"
@@ -321,7 +329,7 @@ EnvOverride = create_model(  # type: ignore[call-overload]
     __base__=StrictModel,
     __doc__="Fields deep-merged over spec for one environment.",
     **{
-        # null unsets an optional field for the environment (compiler/resolve.py); a required
+        # null unsets an optional field for the environment (compiler/reading/resolve.py); a required
         # one (image) has nothing to fall back to, so its override takes a value or nothing
         name: (field.annotation if field.is_required() else _optional(field.annotation),
                Field(None, description=field.description))

@@ -13,7 +13,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
 
-from schemas.quantity import QUANTITY  # every quantity in the spec is an amount: no minus sign
+from schemas.quantity import (
+    QUANTITY,  # every quantity in the spec is an amount: no minus sign
+)
 
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

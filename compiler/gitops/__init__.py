@@ -4,6 +4,6 @@
 generate the objects a user would otherwise write by hand (Applications, the Config
 Management Plugin, Flux Kustomizations). The sync waves that order a job's prerequisites
 before it are an overlay step (`overlays.waves`): they are written into the objects.
-Nothing here is imported by `train-compile --help`; `compiler.cli_gitops` imports these
+Nothing here is imported by `train-compile --help`; `compiler.cli.gitops` imports these
 modules inside its commands.
 """

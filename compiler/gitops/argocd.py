@@ -101,7 +101,7 @@ def plugin() -> dict[str, Any]:
 
 
 def plugin_configmap(namespace: str = ARGOCD_NAMESPACE) -> dict[str, Any]:
-    from compiler import serialize
+    from compiler.emit import serialize
 
     return {
         "apiVersion": "v1",
@@ -196,8 +196,8 @@ def applicationset(target: Target, envs: list[str]) -> dict[str, Any]:
 def files(target: Target, envs: list[str], *, appset: bool = False,
           cmp_image: Optional[str] = None) -> dict[str, str]:
     """The output folder: `{relative path: YAML}` (deterministic)."""
-    from compiler import serialize
-    from compiler.tree import COMPONENT_API, KUSTOMIZE_API
+    from compiler.emit import serialize
+    from compiler.emit.tree import COMPONENT_API, KUSTOMIZE_API
 
     out: dict[str, str] = {}
     if appset:

@@ -49,7 +49,7 @@ def health_check_exprs() -> list[dict[str, str]]:
 
 def job_patches() -> list[dict[str, Any]]:
     """One strategic-merge patch per kind that marks its jobs create-only."""
-    from compiler import serialize
+    from compiler.emit import serialize
 
     out = []
     for kind, adapter in BY_KIND.items():
@@ -101,8 +101,8 @@ def kustomization(target: Target, env: str) -> dict[str, Any]:
 
 
 def files(target: Target, envs: list[str]) -> dict[str, str]:
-    from compiler import serialize
-    from compiler.tree import KUSTOMIZE_API
+    from compiler.emit import serialize
+    from compiler.emit.tree import KUSTOMIZE_API
 
     out = {f"{env}.yaml": serialize.dump(kustomization(target, env)) for env in envs}
     out["kustomization.yaml"] = serialize.dump(

@@ -20,11 +20,10 @@ test dependencies, imported only inside the evaluators.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
-
-from dataclasses import dataclass
 
 from compiler.frameworks import BY_KIND
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
-    from compiler.resolve import Target
+    from compiler.reading.resolve import Target
     from schemas.bundle import Bundle
     from schemas.trainjob import Resources
 
@@ -43,8 +43,8 @@ class TargetApi:
     # its containers and resources are the pods'), so compiler/podrules checks those; False:
     # podTemplate patches a runtime's templates, and the target's own `check` says what it may
     whole_pod_templates: bool
-    # upstream's admission rules (compiler/admission.py: the Training Operator's webhook and
-    # reconciler checks) judge the lowered job at sync time (compiler/admission_review.py)
+    # upstream's admission rules (compiler/review/admission.py: the Training Operator's webhook and
+    # reconciler checks) judge the lowered job at sync time (compiler/review/admission_review.py)
     upstream_admission: bool
     # (kind, replica type, the job's replica types) -> init containers the operator adds to
     # those pods without a securityContext; the pod security review checks them too (kubeflow-v1

@@ -1,6 +1,6 @@
 """The `kubeflow-v1` target: the Training Operator's `kubeflow.org/v1` kinds (the default).
 
-Lowering is `compiler/lowering.py`; every framework runs here and everything the spec
+Lowering is `compiler/targets/lowering.py`; every framework runs here and everything the spec
 says is expressible but one thing: a Kueue queue on a kind Kueue does not manage (the
 adapter's `kueue_unmanaged`: MPIJob, MXJob). Kueue ignores the queue label on such a
 job, which then runs at once, outside the queue's quota, so `check` refuses the queue
@@ -16,18 +16,17 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from compiler.frameworks import adapter, by_kind
 from compiler.targets.base import TargetApi, gpus_in
+from compiler.targets.lowering import lower
 
 if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
-    from compiler.resolve import Target
+    from compiler.reading.resolve import Target
     from schemas.bundle import Bundle
     from schemas.trainjob import Resources
 
 
 def _lower(target: "Target") -> "Bundle":
-    from compiler.lowering import lower  # lowering builds Bundles naming this API
-
-    return lower(target)
+    return lower(target, API)
 
 
 def _check(target: "Target") -> Iterator["Diagnostic"]:

@@ -24,19 +24,27 @@ from typing import Iterator, Optional
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
-from compiler.frameworks.base import TrainerV2Capable
-from compiler.lowering import DIVISOR, POD_TEMPLATE_QUANTITIES, SHM_PATH, SHM_VOLUME, env_vars, resource_requirements
-from compiler.resolve import Target
+from compiler.reading.resolve import Target
+from compiler.targets import trainer_v2_rules
 from compiler.targets.base import TargetApi, gpus_in
+from compiler.targets.lowering import (
+    DIVISOR,
+    POD_TEMPLATE_QUANTITIES,
+    SHM_PATH,
+    SHM_VOLUME,
+    env_vars,
+    resource_requirements,
+)
+from compiler.targets.trainer_v2_rules import CONTAINER, capability, runtime_ref
+from schemas import upstream
 from schemas.bundle import Bundle, JsonObject, json_copy
 from schemas.quantity import canonical_quantities
-from schemas.trainjob import Resources, RuntimeRef
+from schemas.trainjob import Resources
 
-GROUP = "trainer.kubeflow.org"
+GROUP = upstream.TRAINER_GROUP
 API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "TrainJob"
 MANAGER = "trainforge.dev/compiler"
-CONTAINER = "node"  # the Trainer's name for the program container in every runtime
 PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs"
 
 # Where Trainer's Go types hold a `resource.Quantity` in what the compiler writes (paths in
@@ -55,21 +63,6 @@ QUANTITY_PATHS: tuple[tuple[str, ...], ...] = (
     ("trainer", *DIVISOR),
     *((*_POD_TEMPLATE, *path) for path in POD_TEMPLATE_QUANTITIES),
 )
-
-
-def capability(target: Target) -> TrainerV2Capable:
-    found = adapter_for(target.spec.framework).trainer_v2
-    assert found is not None, "rules refuse frameworks without a Trainer v2 runtime"
-    return found
-
-
-def runtime_ref(target: Target) -> JsonObject:
-    runtime = target.spec.runtime
-    if runtime is None:
-        return {"name": capability(target).runtime, "kind": "ClusterTrainingRuntime"}
-    if isinstance(runtime, RuntimeRef):  # a TrainingRuntime is looked up in the job's namespace
-        return {"name": runtime.name, "kind": runtime.kind}
-    return {"name": runtime, "kind": "ClusterTrainingRuntime"}
 
 
 def _trainer(target: Target) -> JsonObject:
@@ -183,7 +176,6 @@ def pods(bundle: Bundle) -> list[tuple[str, int, int]]:
 
 
 def _check(target: Target) -> Iterator[Diagnostic]:
-    from compiler.targets import trainer_v2_rules  # the rules name the other targets
 
     return trainer_v2_rules.check(target)
 

@@ -26,10 +26,29 @@ from typing import Any, Iterator, Optional
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
-from compiler.resolve import Target
-from compiler.targets.trainer_v2 import CONTAINER, runtime_ref
+from compiler.frameworks.base import TrainerV2Capable
+from compiler.reading.resolve import Target
+from schemas.bundle import JsonObject
 from schemas.loader import Loc
-from schemas.trainjob import Gang
+from schemas.trainjob import Gang, RuntimeRef
+
+CONTAINER = "node"  # the Trainer's name for the program container in every runtime
+
+
+def capability(target: Target) -> TrainerV2Capable:
+    found = adapter_for(target.spec.framework).trainer_v2
+    assert found is not None, "rules refuse frameworks without a Trainer v2 runtime"
+    return found
+
+
+def runtime_ref(target: Target) -> JsonObject:
+    runtime = target.spec.runtime
+    if runtime is None:
+        return {"name": capability(target).runtime, "kind": "ClusterTrainingRuntime"}
+    if isinstance(runtime, RuntimeRef):  # a TrainingRuntime is looked up in the job's namespace
+        return {"name": runtime.name, "kind": runtime.kind}
+    return {"name": runtime, "kind": "ClusterTrainingRuntime"}
+
 
 NAME = "trainer-v2"
 OWN_RUNTIME = "or move it into a runtime of your own and name it with spec.runtime"

@@ -1,6 +1,6 @@
 """`serialize.dump` (the fast emitter) must write exactly what PyYAML writes.
 
-`compiler.fastemit` exists for speed only, so random JSON-shaped objects with awkward
+`compiler.emit.fastemit` exists for speed only, so random JSON-shaped objects with awkward
 strings (indicators, numbers in disguise, YAML 1.1 booleans, unicode, line breaks,
 document markers) and every object of a compiled benchmark tree are dumped both ways
 and compared byte for byte.
@@ -12,9 +12,9 @@ import random
 from pathlib import Path
 
 from bench import specs
-from compiler import serialize
+from compiler.emit import serialize
+from compiler.emit.render import rendered_objects
 from compiler.pipeline import compile_sources
-from compiler.render import rendered_objects
 
 AWKWARD = [
     "", " ", "a b", " lead", "trail ", "-", "--x", "-1", "+1", "3e-5", "1.5", "1.2.3", "0x1F", "0o17", "1_000",

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 API_VERSION = "trainforge.dev/v1alpha1"
@@ -130,7 +129,7 @@ def run_cli(*args: str | Path) -> Run:
     """`train-compile ARGS` in-process; a Python exception fails the test with its traceback."""
     from click.testing import CliRunner
 
-    from compiler.cli import main
+    from compiler.cli.main import main
 
     result = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=True)
     if result.exception is not None and not isinstance(result.exception, SystemExit):

@@ -6,7 +6,7 @@ category. `MAIN` stands for the framework's own container and `PORT` for its por
 
 - field level (`FIELD`): a field alone is wrong (type, unknown field, enum, quantity, name,
   required field) or, in `KEYS`, two items of a keyed list share their key. The compiler
-  refuses them through compiler/podschema.py; the editor schema refuses all but `KEYS`
+  refuses them through compiler/review/podschema.py; the editor schema refuses all but `KEYS`
   (JSON Schema has no unique-by-key).
 - `CROSS`: only the pod as created is wrong (a mount of a volume it lacks, a port name used
   twice, a container named like the operator's own init container).
@@ -245,8 +245,9 @@ def frameworks_of(position: int, case: Case) -> tuple[str, ...]:
 
 def job_for(case: Case, framework: str) -> dict[str, Any]:
     """The case's TrainJob document for one framework."""
-    from compiler.frameworks import adapter
     from compiler_builders import job_doc
+
+    from compiler.frameworks import adapter
 
     facts = adapter(framework).facts
     fill = dict(container=facts.container, port=facts.port_name, port_number=facts.port)
@@ -256,8 +257,9 @@ def job_for(case: Case, framework: str) -> dict[str, Any]:
 
 def compiler_errors(folder: Any, doc: dict[str, Any]) -> list[str]:
     """The compiler's error lines for one job document (review only, no lowering)."""
-    from compiler.pipeline import compile_sources
     from compiler_builders import write_docs
+
+    from compiler.pipeline import compile_sources
 
     write_docs(folder / "job.yaml", doc)
     result = compile_sources([folder], lower_jobs=False)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from compiler_builders import example_sets, job_doc, lowered
 
-from compiler import admission
 from compiler.frameworks import ADAPTERS
 from compiler.pipeline import compile_sources
-from compiler_builders import example_sets, job_doc, lowered
+from compiler.review import admission
 
 WEBHOOK_KINDS = set(admission.KIND_RULES)
 

@@ -1,4 +1,4 @@
-"""`train-compile` as its own process ends through `os._exit` (compiler/quickexit.py).
+"""`train-compile` as its own process ends through `os._exit` (compiler/cli/quickexit.py).
 
 Skipping the interpreter's shutdown must not be visible: every exit status, every byte
 of stdout and stderr and every output file is what the in-process run (which takes the
@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from compiler_builders import EXAMPLES, REPO, job_text, run_cli
 
 
 def _process(*args: str | Path) -> subprocess.CompletedProcess:
     """The console script's way in (click reads sys.argv), named as CliRunner names it."""
-    entry = "import sys; sys.argv[0] = 'main'; from compiler.cli import main; main()"
+    entry = "import sys; sys.argv[0] = 'main'; from compiler.cli.main import main; main()"
     return subprocess.run(
         [sys.executable, "-c", entry, *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=120,
     )
@@ -90,7 +89,7 @@ def test_the_process_does_skip_the_shutdown(tmp_path: Path) -> None:
         "    def __del__(self): sys.stderr.write('shut down\\n')\n"
         "probe = Probe()\n"
         "sys.argv[0] = 'main'\n"
-        "from compiler.cli import main\n"
+        "from compiler.cli.main import main\n"
         "main()\n"
     )
     proc = subprocess.run([sys.executable, "-c", entry, "validate", str(EXAMPLES / "project")],

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from testworld.assets import kubectl_path
-
 from compiler_builders import EXAMPLES, job_text, run_cli
+
+from testworld.assets import kubectl_path
 
 TWO_ENVS = "apiVersion: trainforge.dev/v1alpha1\nkind: Project\nenvironments: {dev: {}, prod: {}}\n"
 
@@ -245,7 +245,7 @@ def test_examples_still_compile_from_their_folders():
 
 
 def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_path, capsys):
-    from compiler import demo
+    from compiler.cli import demo
 
     assert demo.main([str(EXAMPLES), str(tmp_path / "build")]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -313,7 +313,6 @@ def test_roles_under_trainer_v2_are_refused_with_advice_that_then_works(tmp_path
 
 def test_a_required_field_takes_no_null_in_an_override_in_the_compiler_and_the_editor_schema(tmp_path):
     import jsonschema
-
     from compiler_builders import REPO
 
     schema = json.loads((REPO / "schemas/trainjob.schema.json").read_text())

@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any, get_args
 
 import pytest
-
-from compiler.frameworks.base import INIT_SECURITY_CONTEXT
-from compiler.render import rendered_objects
 from compiler_builders import compile_docs, job_doc, project_doc
+
+from compiler.emit.render import rendered_objects
+from compiler.frameworks.base import INIT_SECURITY_CONTEXT
 from schemas.project import DEFAULT_PROJECT, ControllerName, Project
 
 RESTRICTED = {"podSecurity": "restricted", "podSecurityDefaults": True}

@@ -1,7 +1,7 @@
 """Golden trees: each top-level example's whole output tree, pinned as real YAML.
 
 One snapshot file per example under `tests/__snapshots__/test_examples_snapshots/`: the
-files of `compiler.tree.files(result)` in order, each a YAML document headed by a
+files of `compiler.emit.tree.files(result)` in order, each a YAML document headed by a
 `# file: <path>` comment, so a snapshot diff reads like the Kubernetes change it is.
 Facts that matter are asserted separately (test_lowering_facts.py); these pin the rest.
 Update with `pytest --snapshot-update` after reading the diff.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from compiler_builders import REPO, example_files
 
 
@@ -21,7 +20,7 @@ def tree_as_yaml(files: dict[str, str]) -> str:
 
 @pytest.mark.parametrize("example", example_files(), ids=lambda p: p.stem)
 def test_output_tree_is_pinned(example, yaml_snapshot):
-    from compiler import tree
+    from compiler.emit import tree
     from compiler.pipeline import compile_sources
 
     result = compile_sources([example])

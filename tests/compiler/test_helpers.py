@@ -6,10 +6,11 @@ import copy
 
 import pytest
 import yaml
-
-from compiler import serialize, strategic
-from compiler.resolve import deep_merge
 from compiler_builders import compile_docs, job_doc, project_doc
+
+from compiler import strategic
+from compiler.emit import serialize
+from compiler.reading.resolve import deep_merge
 
 # --- strategic.merge -------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from compiler_builders import EXAMPLES, job_text, run_cli
 
 LONG_NAME = "a" * 64
@@ -326,7 +325,7 @@ CASES = [
      "10:7: error: spec.podTemplate.spec.$retainKeys: $retainKeys on podTemplate.spec would drop the pod template lowering"
      " writes (the framework container, its image, ports and env); put it on the field it is about, e.g."
      " spec.securityContext or a container"),
-    # --- what upstream's admission (or MPI/MXJob reconciler) would refuse at sync: compiler/admission_review.py
+    # --- what upstream's admission (or MPI/MXJob reconciler) would refuse at sync: compiler/review/admission_review.py
     ("an emptied image of the framework's container is refused as the Training Operator's webhook would",
      job_text('podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        image: ""\n'),
      "12:18: error: spec.podTemplate.spec.containers[0].image: the PyTorchJob this compiles to is refused by the"
@@ -486,7 +485,7 @@ CASES = [
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
      " elastic, env, image, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
      " scheduling, serviceAccount, storage, workingDir"),
-    # --- the pod template as Kubernetes reviews it: compiler/podschema.py, compiler/podcheck.py
+    # --- the pod template as Kubernetes reviews it: compiler/review/podschema.py, compiler/review/podcheck.py
     ("an env written as a map is refused with the list it should be",
      job_text(PT + "    containers:\n      - name: pytorch\n        env: {WANDB_MODE: offline}\n"),
      "12:16: error: spec.podTemplate.spec.containers[0].env: expected a list, got a mapping; write it as a list"

@@ -7,11 +7,11 @@ from __future__ import annotations
 import subprocess
 
 import yaml
-
-from compiler import serialize
-from compiler.render import rendered_objects
-from compiler.tree import files
 from compiler_builders import compile_docs, job_doc, project_doc
+
+from compiler.emit import serialize
+from compiler.emit.render import rendered_objects
+from compiler.emit.tree import files
 
 
 def namespaces_of(result, env: str) -> dict[str, dict]:

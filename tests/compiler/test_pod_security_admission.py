@@ -34,8 +34,8 @@ from typing import Any, Optional
 import pytest
 from compiler_builders import example_sets, job_doc, project_doc, write_docs
 
+from compiler.emit.render import rendered_objects
 from compiler.pipeline import compile_sources
-from compiler.render import rendered_objects
 from controller.jobs import desired, mpi
 from controller.jobs.kinds import KINDS
 
@@ -297,7 +297,7 @@ def operator_pods(job: dict[str, Any], options: desired.Options = CONTROLLERS["t
 @pytest.fixture(scope="module")
 def level_namespaces(control_plane) -> dict[str, str]:
     """One namespace per level, labelled as the compiled Namespace objects are."""
-    from compiler.namespaces import namespace_object
+    from compiler.emit.namespaces import namespace_object
 
     out = {}
     for level in LEVELS:

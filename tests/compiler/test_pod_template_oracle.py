@@ -62,8 +62,8 @@ class Verdict:
 
 def unreviewed_job(folder) -> dict[str, Any]:
     """The kubeflow.org job as lowering and the overlays write it, no rule consulted."""
-    from compiler.resolve import targets_for
-    from compiler.sources import collect
+    from compiler.reading.resolve import targets_for
+    from compiler.reading.sources import collect
     from compiler.targets import api
     from overlays import STEPS
     from schemas.project import DEFAULT_PROJECT

@@ -21,9 +21,16 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from compiler_builders import REPO, write_docs
-from pod_template_cases import CASES, FIELD, KEYS, VALID, compiler_errors, job_for, params
+from pod_template_cases import (
+    CASES,
+    FIELD,
+    KEYS,
+    VALID,
+    compiler_errors,
+    job_for,
+    params,
+)
 
 EDITOR_FIELD = tuple(c for c in FIELD if c != KEYS)
 
@@ -74,9 +81,9 @@ def test_check_jsonschema_flags_the_issue_example(tmp_path):
 
 @pytest.mark.parametrize(("name", "framework"), [pytest.param(n, f, id=f"{n} ({f})") for n, f in params()])
 def test_the_compilers_quick_verdict_is_jsonschemas(name, framework):
-    """compiler/podschema.py recognises a valid podTemplate without importing jsonschema; on every
+    """compiler/review/podschema.py recognises a valid podTemplate without importing jsonschema; on every
     case (and each environment's podTemplate) it says what jsonschema says."""
-    from compiler import podschema
+    from compiler.review import podschema
 
     doc = job_for(CASES[name], framework)
     patches = [doc["spec"]["podTemplate"]] + [env.get("podTemplate") or {} for env in

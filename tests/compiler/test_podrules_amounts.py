@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from compiler.podrules import _amount
+from compiler.review.podrules import _amount
 
 
 @pytest.mark.parametrize("value, amount", [

@@ -10,9 +10,9 @@ import copy
 from typing import Any, Iterator
 
 import pytest
+from test_strategic_directives import API_SERVER_CASES, BASE, KUSTOMIZE_CASES
 
 from compiler import strategic
-from test_strategic_directives import API_SERVER_CASES, BASE, KUSTOMIZE_CASES
 
 
 def _containers(value: Any) -> Iterator[Any]:
@@ -44,9 +44,10 @@ def test_merging_twice_gives_equal_independent_results() -> None:
 
 
 def test_pod_template_hands_out_a_fresh_copy_of_the_merged_template(tmp_path) -> None:
-    from compiler.frameworks import adapter
-    from compiler.lowering import pod_template
     from compiler_builders import compile_docs, job_doc
+
+    from compiler.frameworks import adapter
+    from compiler.targets.lowering import pod_template
 
     doc = job_doc("pytorch", nodes=2, podTemplate={"spec": {"containers": [
         {"name": "pytorch", "ports": [{"containerPort": 9090, "name": "metrics"}]},

@@ -19,12 +19,17 @@ from typing import Any, Iterator
 
 import pytest
 import yaml
+from compiler_builders import (
+    compile_docs,
+    example_sets,
+    job_doc,
+    project_doc,
+    shared_dir,
+)
 
-from compiler_builders import compile_docs, example_sets, job_doc, project_doc, shared_dir
-
-from compiler import serialize
+from compiler.emit import serialize
+from compiler.emit.render import rendered_objects
 from compiler.pipeline import compile_sources
-from compiler.render import rendered_objects
 
 pytestmark = pytest.mark.controlplane
 

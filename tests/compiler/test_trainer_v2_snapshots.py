@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from compiler_builders import EXAMPLES
 
 PROJECT = EXAMPLES / "project-v2"
@@ -29,7 +28,7 @@ def prod():
 
 @pytest.mark.parametrize("framework", ["pytorch", "mpi", "jax", "xgboost"])
 def test_the_trainjob_folder_of_each_framework_is_pinned(prod, framework, yaml_snapshot):
-    from compiler import tree
+    from compiler.emit import tree
 
     files = tree.bundle_files(prod[framework])
     text = "---\n".join(f"# file: {path}\n{body}" for path, body in files.items())

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from controller_kit import PODS_FIRST, Cluster, job, wait_for
 
+from compiler.emit.render import rendered_objects
 from compiler.pipeline import compile_sources
-from compiler.render import rendered_objects
 from controller.generators import crds
 from controller.jobs.kinds import KINDS, select
 from controller.manager import Manager

@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 from controller_kit import Cluster, job, wait_for
 
+from compiler.emit.namespaces import namespace_object
+from compiler.emit.render import rendered_objects
 from compiler.frameworks.base import INIT_SECURITY_CONTEXT
-from compiler.namespaces import namespace_object
 from compiler.pipeline import compile_sources
-from compiler.render import rendered_objects
 from controller.jobs import defaults, desired, mpi
 from controller.jobs.kinds import KINDS
 from controller.runtime.kube import EVENTS

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from compiler.diagnostics import Diagnostic
-from compiler.sarif import annotation_order, format_sarif, rule_id
+from compiler.emit.sarif import annotation_order, format_sarif, rule_id
 
 TRAIN_COMPILE = str(Path(sys.executable).parent / "train-compile")
 BROKEN = """\

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from gitops_tools import FIXTURES, by_kind, kustomize
 
-from compiler import render, tree
+from compiler.emit import render, tree
 from compiler.pipeline import compile_sources
 from overlays import waves
 

@@ -30,7 +30,7 @@ def test_the_wheel_carries_every_runtime_file(contents) -> None:
 def test_the_wheel_declares_both_commands(contents) -> None:
     entry_points = next(n for n in contents.namelist() if n.endswith(".dist-info/entry_points.txt"))
     text = contents.read(entry_points).decode()
-    assert "train-compile = compiler.cli:main" in text
+    assert "train-compile = compiler.cli.main:main" in text
     assert "train-controller = controller.__main__:main" in text
 
 

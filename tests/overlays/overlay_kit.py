@@ -15,9 +15,11 @@ from typing import Any, Optional
 import jsonschema
 import yaml
 
-from compiler import rules, serialize, tree
-from compiler.lowering import lower
-from compiler.resolve import targets_for
+from compiler.emit import serialize, tree
+from compiler.reading.resolve import targets_for
+from compiler.review import rules
+from compiler.targets import kubeflow_v1
+from compiler.targets.lowering import lower
 from schemas.bundle import Bundle, Component
 from schemas.loader import load_text
 from schemas.project import DEFAULT_PROJECT, Project
@@ -54,7 +56,7 @@ def build_bundle(
     targets, diagnostics = targets_for(doc, job, project_, [env])
     diagnostics += [d for t in targets for d in rules.check(t)]
     assert not diagnostics, [d.text() for d in diagnostics]
-    return lower(targets[0])
+    return lower(targets[0], kubeflow_v1.API)
 
 
 def component_yaml(bundle: Bundle, component: Optional[Component]) -> str:

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from testworld.assets import kubectl_path
 from click.testing import CliRunner
 from overlay_kit import REPO, crd_errors, kubernetes_errors, tree_yaml
 
-from compiler import tree
-from compiler.cli import main
+from compiler.cli.main import main
+from compiler.emit import tree
 from compiler.pipeline import compile_sources
-from compiler.sources import PROJECT_FILE
+from compiler.reading.sources import PROJECT_FILE
+from testworld.assets import kubectl_path
 
 EXAMPLES = REPO / "examples"
 KUBECTL = str(kubectl_path())

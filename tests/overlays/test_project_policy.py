@@ -12,7 +12,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from compiler.cli import main
+from compiler.cli.main import main
 
 PROJECT = """\
 apiVersion: trainforge.dev/v1alpha1

@@ -15,13 +15,11 @@ import re
 from typing import Any, Iterator
 
 import pytest
-
-
 from compiler_builders import example_sets
 
-from compiler import serialize
+from compiler.emit import serialize
+from compiler.emit.render import rendered_objects
 from compiler.pipeline import compile_sources
-from compiler.render import rendered_objects
 
 pytestmark = pytest.mark.controlplane
 

@@ -4,7 +4,7 @@ Keys come out in the order Kubernetes users read (`apiVersion`, `kind`, `metadat
 `name`... first, then alphabetical), lists keep their order because order in a list
 carries meaning (env, args, containers). Emitting uses PyYAML's libyaml emitter (it
 ships with the `kubernetes` client and is an order of magnitude faster than a pure
-Python emitter); `compiler.fastemit` writes the same bytes for our JSON-shaped objects
+Python emitter); `compiler.emit.fastemit` writes the same bytes for our JSON-shaped objects
 without PyYAML's per-node Python work, and hands anything unusual back to PyYAML.
 Strings that any YAML 1.1 *or* 1.2 reader could take for a number, boolean or null are
 double-quoted: kustomize's YAML 1.2 reader would otherwise turn `LR: 3e-5` into a float
@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from compiler import fastemit
+from compiler.emit import fastemit
 
 FIRST_KEYS = ("apiVersion", "kind", "metadata", "name", "namespace")
 _RANK = {key: i for i, key in enumerate(FIRST_KEYS)}

@@ -3,7 +3,7 @@
 Both read the same sources as `build` (the project file decides the environments; an
 invalid spec fails the run with the usual diagnostics) and write a small folder of YAML
 to commit next to the compiled tree. `register(main)` adds the commands to the
-`train-compile` group; it runs at import time of `compiler.cli`, so only `click` and
+`train-compile` group; it runs at import time of `compiler.cli.main`, so only `click` and
 `compiler.diagnostics` (two standard-library imports) are loaded here and everything
 else is imported inside the commands, keeping `train-compile --help` fast.
 """
@@ -15,10 +15,13 @@ from typing import Optional
 
 import click
 
-
-_sources = click.argument(
-    "sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
+from compiler.cli.common import (
+    compile_or_usage_error,
+    fail_if_invalid,
+    report,
+    sources_argument,
 )
+
 _out = click.option(
     "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
     help="Folder to write the generated objects into.",
@@ -30,12 +33,11 @@ _prefix = click.option("--prefix", default="trainforge", show_default=True,
 
 def _environments(sources: tuple[Path, ...], env: Optional[str]) -> dict[str, str]:
     """Each environment to compile -> the namespace its jobs land in when they name none."""
-    from compiler.cli import _compile, _fail_if_invalid, _report
-    from compiler.resolve import DEFAULT_NAMESPACE
+    from compiler.reading.resolve import DEFAULT_NAMESPACE
 
-    result = _compile(sources, env, lower_jobs=False)
-    _report(result, "text")
-    _fail_if_invalid(result)
+    result = compile_or_usage_error(sources, env, lower_jobs=False)
+    report(result, "text")
+    fail_if_invalid(result)
     project = result.project
     return {name: project.environment(name).namespace or project.defaults.namespace or DEFAULT_NAMESPACE
             for name in result.environments}
@@ -66,7 +68,7 @@ def _origin_url() -> Optional[str]:
 
 
 @click.command()
-@_sources
+@sources_argument
 @_out
 @_env
 @click.option("--repo-url", default=None, help="Git repository Argo CD reads [default: remote.origin.url].")
@@ -104,7 +106,7 @@ def argocd(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_url: O
 
 
 @click.command()
-@_sources
+@sources_argument
 @_out
 @_env
 @click.option("--path", "repo_path", required=True, help="Repo-relative folder of the build output.")

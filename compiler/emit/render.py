@@ -8,7 +8,7 @@ same stream; a test compares the two on every example.
 
 from __future__ import annotations
 
-from compiler import namespaces, serialize
+from compiler.emit import namespaces, serialize
 from compiler.pipeline import Result
 
 ORDER_FIRST = (

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from compiler.diagnostics import Diagnostic
+from schemas import upstream
 from schemas.loader import Document, load_file, yaml_files_resolved
 
 GROUP = "trainforge.dev"
@@ -141,9 +142,8 @@ def _trainer_v2_job(api_version: object, kind: object) -> bool:
     compiled object, not a mistyped spec. Any other group on our kinds is still a typo."""
     if kind != "TrainJob" or not isinstance(api_version, str):
         return False
-    from compiler.targets.trainer_v2 import GROUP as TRAINER_GROUP  # only when such a document is read
 
-    return api_version.split("/")[0] == TRAINER_GROUP
+    return api_version.split("/")[0] == upstream.TRAINER_GROUP
 
 
 def collect(paths: list[Path]) -> Sources:

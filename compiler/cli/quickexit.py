@@ -1,11 +1,11 @@
 """Ending a `train-compile` process without tearing the interpreter down.
 
 A run is over when its command returns: every output file is written and closed
-(`compiler.tree`), and whatever is left to print sits in `sys.stdout`/`sys.stderr`.
+(`compiler.emit.tree`), and whatever is left to print sits in `sys.stdout`/`sys.stderr`.
 Python's shutdown would then free every module and object one by one and run a last
 garbage collection over them: ~30 ms of a 0.2 s build of 10 specs (pydantic, click and
 PyYAML are large), ~45 ms after 1,000. So when `train-compile` is the process's own
-command line (the console script or `python -m compiler.cli`: click reads `sys.argv`,
+command line (the console script or `python -m compiler.cli.main`: click reads `sys.argv`,
 standalone), the group flushes both streams and leaves through `os._exit` with click's
 exit code, as large Python services do to skip the final collection.
 

@@ -22,8 +22,8 @@ import re
 from typing import Any, Iterator
 
 from compiler.diagnostics import Diagnostic
-from compiler.resolve import Target
-from compiler.validation import describe_value
+from compiler.reading.resolve import Target
+from compiler.reading.validation import describe_value
 
 FORMAT = "x-trainforge-format"  # schemas.podtemplate.FORMAT, without importing the schema module early
 PARTS = {"metadata": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "spec": "io.k8s.api.core.v1.PodSpec"}

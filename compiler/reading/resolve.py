@@ -16,9 +16,15 @@ from typing import Any, Optional
 from pydantic import ValidationError
 
 from compiler.diagnostics import Diagnostic
-from compiler.validation import diagnostics_from, format_path
+from compiler.reading.validation import diagnostics_from, format_path
 from schemas.loader import Document, Loc, Pos
-from schemas.project import DEFAULT_CONTROLLER, DEFAULT_TARGET, Environment, Project, ProjectPolicy
+from schemas.project import (
+    DEFAULT_CONTROLLER,
+    DEFAULT_TARGET,
+    Environment,
+    Project,
+    ProjectPolicy,
+)
 from schemas.trainjob import TrainJob, TrainJobSpec
 
 DEFAULT_NAMESPACE = "default"

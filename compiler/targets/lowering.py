@@ -15,7 +15,8 @@ from typing import Any, Optional
 from compiler import podsecurity, strategic
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import Facts, ReplicaPlan
-from compiler.resolve import Target
+from compiler.reading.resolve import Target
+from compiler.targets.base import TargetApi
 from schemas.bundle import Bundle, JsonObject, json_copy
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
@@ -158,7 +159,9 @@ POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
-def lower(target: Target) -> Bundle:
+def lower(target: Target, api: TargetApi) -> Bundle:
+    """The kubeflow.org/v1 job of `target`, in a Bundle that names `api` (the target table's
+    entry that calls this) for the overlays."""
     spec = target.spec
     fw = adapter_for(spec.framework)
     facts = fw.facts
@@ -180,6 +183,4 @@ def lower(target: Target) -> Bundle:
         job_spec["runPolicy"] = policy
     job_spec[facts.replica_specs] = replicas
     job = {"apiVersion": facts.api_version, "kind": facts.kind, "metadata": metadata, "spec": job_spec}
-    from compiler.targets.kubeflow_v1 import API  # the table entry that calls this function
-
-    return Bundle(target=target, adapter=fw, job=job, api=API)
+    return Bundle(target=target, adapter=fw, job=job, api=api)

@@ -12,22 +12,20 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import click
 
+from compiler.cli.common import (
+    compile_or_usage_error,
+    fail_if_invalid,
+    report,
+    sources_argument,
+)
+from compiler.cli.quickexit import QuickExitGroup, own_process
 from compiler.diagnostics import FORMATTERS
-from compiler.quickexit import QuickExitGroup, keep, own_process
 from compiler.versions import COMPILER_DEPS, version_option
 
-if TYPE_CHECKING:
-    from compiler.pipeline import Result
-
-
-
-_sources = click.argument(
-    "sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
-)
 _format = click.option(
     "--format", "fmt", type=click.Choice(tuple(FORMATTERS)), default="text", show_default=True,
     help="How to print diagnostics.",
@@ -41,34 +39,6 @@ _schema_out = click.option(
     "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
     help="Folder to write the JSON Schemas (TrainJob, Project) into, for editors and CI.",
 )
-
-
-def _compile(sources: tuple[Path, ...], env: Optional[str], *, lower_jobs: bool = True) -> "Result":
-    from compiler.pipeline import UnknownEnvironment, compile_sources
-
-    try:
-        result = compile_sources(list(sources), env=env, lower_jobs=lower_jobs)
-    except UnknownEnvironment as exc:
-        raise click.UsageError(str(exc)) from None
-    keep(result)
-    return result
-
-
-def _report(result: "Result", fmt: str, *, to_stderr: bool = False) -> None:
-    from compiler.reporting import render_diagnostics
-
-    text = render_diagnostics(result.diagnostics, fmt)
-    if not text:
-        return
-    stream = sys.stderr if (fmt == "text" or to_stderr) else sys.stdout
-    stream.write(text)
-
-
-def _fail_if_invalid(result: "Result") -> None:
-    if not result.ok:
-        errors = sum(1 for d in result.diagnostics if d.severity == "error")
-        click.echo(f"train-compile: {errors} error(s); nothing was written", err=True)
-        sys.exit(1)
 
 
 @click.group(cls=QuickExitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -92,17 +62,17 @@ def main() -> None:
 
 
 @main.command()
-@_sources
+@sources_argument
 @_out
 @_env
 @_format
 def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) -> None:
     """Compile SOURCES (files or folders) into OUT/<env>/."""
-    from compiler import tree
+    from compiler.emit import tree
 
-    result = _compile(sources, env)
-    _report(result, fmt)
-    _fail_if_invalid(result)
+    result = compile_or_usage_error(sources, env)
+    report(result, fmt)
+    fail_if_invalid(result)
     try:
         tree.write(tree.files(result), out, envs=result.environments, keep_other_envs=env is not None)
     except tree.UnsafeOutput as exc:
@@ -117,19 +87,19 @@ def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
 
 
 @main.command()
-@_sources
+@sources_argument
 @_env
 @_format
 def validate(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
     """Parse and validate SOURCES without writing anything."""
-    result = _compile(sources, env)
-    _report(result, fmt)
-    _fail_if_invalid(result)
+    result = compile_or_usage_error(sources, env)
+    report(result, fmt)
+    fail_if_invalid(result)
     click.echo("train-compile: all specs are valid", err=True)
 
 
 @main.command()
-@_sources
+@sources_argument
 @_out
 @_env
 @_format
@@ -139,13 +109,13 @@ def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
     Each stale file is a diagnostic too, in every --format, so a JSON, SARIF or GitHub
     consumer sees staleness as it sees any other problem; only the text format adds the
     diff (on stdout, where a machine format would otherwise be broken by it)."""
-    from compiler import tree
-    from compiler.reporting import stale_diagnostics, tree_diff
+    from compiler.emit import tree
+    from compiler.emit.reporting import stale_diagnostics, tree_diff
 
-    result = _compile(sources, env)
+    result = compile_or_usage_error(sources, env)
     if not result.ok:
-        _report(result, fmt)
-        _fail_if_invalid(result)
+        report(result, fmt)
+        fail_if_invalid(result)
     expected = tree.files(result)
     actual = tree.read(out)
     if env is not None:
@@ -153,7 +123,7 @@ def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
     rebuild = " ".join(["train-compile build", *map(str, sources), "-o", str(out), *(["--env", env] if env else [])])
     stale = stale_diagnostics(actual, expected, out, rebuild)
     result.diagnostics = [*result.diagnostics, *stale]
-    _report(result, fmt)
+    report(result, fmt)
     if stale:
         if fmt == "text":
             sys.stdout.write(tree_diff(actual, expected, out))
@@ -163,18 +133,18 @@ def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
 
 
 @main.command()
-@_sources
+@sources_argument
 @_env
 @_format
 def render(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
     """Print one environment's objects as one YAML stream (what `kubectl kustomize OUT/<env>`
     renders: the same objects, not the same bytes). A project with several environments
     needs --env."""
-    from compiler.render import render_stream
+    from compiler.emit.render import render_stream
 
-    result = _compile(sources, env)
-    _report(result, fmt, to_stderr=True)
-    _fail_if_invalid(result)
+    result = compile_or_usage_error(sources, env)
+    report(result, fmt, to_stderr=True)
+    fail_if_invalid(result)
     if len(result.environments) > 1:
         # one stream holding every environment would apply dev's and prod's objects together
         # (`| kubectl apply -f -`): the same Namespace twice, two jobs of one name
@@ -196,7 +166,10 @@ def schema(out: Path) -> None:
         click.echo(f"train-compile: wrote {path}", err=True)
 
 
-from compiler.cli_gitops import register  # noqa: E402  (argocd and flux commands, sarif)
+from compiler.cli.gitops import (
+    register,  # noqa: E402  (argocd and flux commands, sarif)
+)
+
 register(main)
 
 

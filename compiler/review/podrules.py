@@ -7,12 +7,12 @@ the ones the spec can show, each at the field that causes it: ephemeral containe
 (forbidden on pod create), a mount path that is relative or holds ':', a relative working
 directory, a storage volume
 whose name or path collides with one the `podTemplate` adds, containers the podTemplate
-adds without an image (names, types and the rest of each field are compiler/podschema.py's,
-the whole pod compiler/podcheck.py's), label keys and values (pod labels, nodeSelector) and
+adds without an image (names, types and the rest of each field are compiler/review/podschema.py's,
+the whole pod compiler/review/podcheck.py's), label keys and values (pod labels, nodeSelector) and
 annotation keys that are not valid, the deprecated seccomp annotations (which clash with
 the seccompProfile field), the Kueue labels a queue or priority name becomes,
 tolerations the API server's rules refuse, and requests above limits (or GPUs whose
-request and limit differ) once the podTemplate changed one of them. Registered in `compiler/rules.py`.
+request and limit differ) once the podTemplate changed one of them. Registered in `compiler/review/rules.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
-from compiler.resolve import Target
+from compiler.reading.resolve import Target
 from compiler.targets import api
 from schemas import quantity
 from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE
@@ -131,7 +131,7 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
             at = ("podTemplate", "spec", kind, i)
             name = container.get("name")
             if not isinstance(name, str) or not DNS1123_LABEL.match(name) or len(name) > 63:
-                continue  # compiler/podschema.py: a name is required and a DNS label
+                continue  # compiler/review/podschema.py: a name is required and a DNS label
             if not container.get("image") and not (kind == "containers" and name == own):
                 yield target.view.error(at, f"container '{name}' has no image",
                                         f"add image: <image> (only the {own} container gets spec.image)", prefer_key=True)
@@ -147,7 +147,7 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
                 yield target.view.error(at + (key,), f"'{key}' is not a valid label key",
                                         "use e.g. team or example.com/team", prefer_key=True)
             elif not isinstance(value, str):
-                continue  # compiler/podschema.py: a label value is a string (null deletes it)
+                continue  # compiler/review/podschema.py: a label value is a string (null deletes it)
             elif len(value) > 63 or not LABEL_VALUE.match(value):
                 yield target.view.error(at + (key,), f"'{value}' is not a valid label value", LABEL_FIX)
     for key in as_dict(meta.get("annotations")):
@@ -215,11 +215,11 @@ def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:
     extended resource (GPUs) whose request and limit differ: the API server refuses both."""
     if not target.spec.podTemplate or not api(target.api).whole_pod_templates:
         return  # before the imports below: they were most of this rule's cost on a spec without podTemplate
-    from compiler.podcheck import pods
-    from compiler.policy import patch_loc
     from compiler.podsecurity import containers
+    from compiler.review.podcheck import pods
+    from compiler.review.policy import patch_loc
 
-    for _, template in pods(target):  # built once per target, shared with compiler/podcheck.py
+    for _, template in pods(target):  # built once per target, shared with compiler/review/podcheck.py
         for at, name, container in containers(as_dict(template.get("spec"))):
             resources = as_dict(container.get("resources"))
             requests, limits = as_dict(resources.get("requests")), as_dict(resources.get("limits"))

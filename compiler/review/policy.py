@@ -18,10 +18,14 @@ from typing import Any, Iterator
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
-from compiler.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit, operator_init_container
-from compiler.lowering import pod_template
-from compiler.resolve import Target
+from compiler.frameworks.base import (
+    INIT_SECURITY_CONTEXT,
+    OperatorInit,
+    operator_init_container,
+)
+from compiler.reading.resolve import Target
 from compiler.targets import api
+from compiler.targets.lowering import pod_template
 from schemas.loader import Document, Loc
 from schemas.project import Project
 

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from compiler import namespaces, serialize
+from compiler.emit import namespaces, serialize
 from compiler.pipeline import Result
 from schemas import patching
 from schemas.bundle import Bundle, Component

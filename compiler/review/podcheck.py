@@ -1,6 +1,6 @@
 """The pods a job's operator will create, checked as the API server's pod validation would.
 
-`compiler/podschema.py` judges each podTemplate field alone; a mistake can also lie between
+`compiler/review/podschema.py` judges each podTemplate field alone; a mistake can also lie between
 layers: a podTemplate mount of a volume only the spec's storage would add (or none adds), a
 sidecar port named like the framework's own (`pytorchjob-port`, which the Training Operator
 looks up by name), an init container named like the one the operator adds, a mount at
@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import Any, Iterator, Optional
 
 from compiler.diagnostics import Diagnostic
-from compiler.lowering import SHM_PATH
 from compiler.podsecurity import as_dict, as_list
-from compiler.resolve import Target
+from compiler.reading.resolve import Target
 from compiler.targets import api
+from compiler.targets.lowering import SHM_PATH
 
 CONTAINER_KINDS = ("initContainers", "containers")
 
@@ -62,7 +62,7 @@ def pods(target: Target) -> list[tuple[str, dict[str, Any]]]:
 
 def _build(target: Target) -> list[tuple[str, dict[str, Any]]]:
     from compiler.frameworks import adapter
-    from compiler.lowering import pod_template
+    from compiler.targets.lowering import pod_template
 
     fw = adapter(target.spec.framework)
     plans = fw.plan(target.spec)
@@ -106,7 +106,7 @@ def _at(target: Target, template: dict[str, Any], loc: tuple[Any, ...], item: An
     added = as_dict(item).get("x-added-by")
     if isinstance(added, tuple):
         return added, True
-    from compiler.policy import patch_loc
+    from compiler.review.policy import patch_loc
 
     return patch_loc(loc, template, target.spec.podTemplate)
 
@@ -215,7 +215,7 @@ def _shared_memory(target: Target, template: dict[str, Any], pod: dict[str, Any]
     mount there replaces it (strategic merge keys mounts by path), and the size is silently lost."""
     if not target.spec.resources.sharedMemory:
         return
-    from compiler.lowering import SHM_VOLUME
+    from compiler.targets.lowering import SHM_VOLUME
 
     for loc, container in _containers(pod):
         for j, mount in enumerate(as_list(container.get("volumeMounts"))):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from compiler import admission_review, podcheck, podrules, podschema, policy, strategic
+from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import ADAPTERS, adapter
 from compiler.frameworks.base import Facts
-from compiler.lowering import SHM_PATH, SHM_VOLUME
-from compiler.resolve import Target
+from compiler.reading.resolve import Target
+from compiler.review import admission_review, podcheck, podrules, podschema, policy
 from compiler.targets import api
+from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")

@@ -15,10 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compiler import tree
 from compiler.diagnostics import format_text
+from compiler.emit import tree
 from compiler.pipeline import Result, compile_sources
-from compiler.sources import PROJECT_FILE
+from compiler.reading.sources import PROJECT_FILE
 from schemas.bundle import Bundle
 
 

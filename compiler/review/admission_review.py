@@ -1,7 +1,7 @@
 """Upstream's admission rules applied to the job a spec compiles to, at review time.
 
 The Training Operator's webhook (and trainforge's ValidatingAdmissionPolicies, from the same
-table in `compiler/admission.py`) refuses a job at sync time, when Argo CD or Flux applies
+table in `compiler/review/admission.py`) refuses a job at sync time, when Argo CD or Flux applies
 it. Most rules cannot fail for a compiled job: the job name is a DNS-1035 label of at most
 63 characters (`schemas.types.Name`), the replica types, their counts (Master and Chief 1),
 XGBoost's Master, elastic PyTorch's Worker and `nprocPerNode` come from the framework
@@ -11,7 +11,7 @@ break is the containers, through `podTemplate`: the framework's own container wi
 emptied (`image: ""` or `null`). This rule merges the podTemplate as lowering does and runs
 the table (for MPIJob and MXJob, their reconcilers' checks), only when the podTemplate lists
 containers (so other specs pay nothing), and names each problem at the podTemplate entry
-that causes it. Containers the podTemplate adds without an image are `compiler/podrules.py`'s.
+that causes it. Containers the podTemplate adds without an image are `compiler/review/podrules.py`'s.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter
-from compiler.lowering import pod_template
-from compiler.resolve import Target
+from compiler.reading.resolve import Target
 from compiler.targets import api
+from compiler.targets.lowering import pod_template
 
 _CONTAINER = re.compile(r"\[(\w+)\]\.template\.spec\.containers(?:\[(\d+)\])?")
 
@@ -52,7 +52,7 @@ def check(target: Target) -> Iterator[Diagnostic]:
         if found and found.group(2) is not None:
             merged = templates[found.group(1)]["spec"].get("containers") or []
             if (merged[int(found.group(2))] or {}).get("name") != own:
-                continue  # a container the podTemplate adds: compiler/podrules.py names it
+                continue  # a container the podTemplate adds: compiler/review/podrules.py names it
         detail = message.split(": ", 1)[-1]
         if detail in seen:
             continue  # the same podTemplate entry breaks every replica type alike
@@ -71,7 +71,7 @@ def _problems(job: dict[str, Any], kind: str) -> list[str]:
     """Upstream's container rules for the job: the webhook table, or (MPIJob, MXJob) the reconciler's."""
     # imported here: building its rule table is ~3 ms of every build's CPU (measured 2026-11-24),
     # and only a spec whose podTemplate lists containers gets this far
-    from compiler import admission
+    from compiler.review import admission
 
     if kind in admission.KIND_RULES:
         return [m for m in admission.errors(job, kind) if ".template.spec.containers" in m]

@@ -1,0 +1,1 @@
+"""Review: the cross-field rules (rules, policy), the pod template checks (podcheck, podrules, podschema) and upstream's admission rules (admission, admission_review), run on a job before and after lowering."""
