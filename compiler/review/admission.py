@@ -8,7 +8,8 @@ ValidatingAdmissionPolicies (`controller/generators/admission_policies.py` write
 those policies. To keep the three from drifting, every rule is written once here: one
 message template (upstream's `field.Error` text: path, error type, detail) rendered by both
 sides, and the rule's condition twice, in Python and in CEL, side by side in one `Rule`;
-`tests/controller/test_admission_table.py` runs one table of jobs through both.
+`tests/admission/test_admission_rules.py` and `test_admission_policies.py` run one table of jobs
+(`tests/admission/admission_cases.py`) through both.
 
 Upstream's order is kept: job-level rules, then replica rules (one rule at a time over the
 replica types; upstream walks a Go map, so its order across replica types is random, and

@@ -63,6 +63,22 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 45.0, interval: f
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 
 
+def settled(manager: Manager, since: int, *, quiet: float = 0.3, timeout: float = 30.0) -> None:
+    """The positive signal an absence is asserted after, instead of a fixed sleep: the
+    controller has reconciled since `since` (`manager.reconciles`, read before the change),
+    and then its queue stayed empty with no reconcile for `quiet` s. Whatever it would do
+    about the change, it has done; a slow controller makes this wait longer, never pass early."""
+    deadline = time.monotonic() + timeout
+    count, idle_from = manager.reconciles, time.monotonic()
+    while time.monotonic() < deadline:
+        if manager.reconciles != count:
+            count, idle_from = manager.reconciles, time.monotonic()
+        if count > since and len(manager.queue) == 0 and time.monotonic() - idle_from >= quiet:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the controller did not settle within {timeout}s (reconciles {since} -> {count})")
+
+
 # train-controller's default is --pods-first; `make test` runs tests/controller a second time
 # with TRAINFORGE_TEST_UPSTREAM_ORDER=1 (--no-pods-first), so every behaviour holds in both orders.
 PODS_FIRST = os.environ.get("TRAINFORGE_TEST_UPSTREAM_ORDER") != "1"

@@ -11,7 +11,7 @@ import json
 import time
 
 import pytest
-from controller_kit import env_of, job, wait_for
+from controller_kit import env_of, job, settled, wait_for
 
 from controller.jobs import defaults, hpa
 from controller.jobs.hpa import HPAS
@@ -133,7 +133,7 @@ def test_hpa_is_created_kept_in_line_and_removed_while_suspended(cluster, manage
         "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "as", "uid": applied["metadata"]["uid"],
         "controller": True, "blockOwnerDeletion": True}]
     cluster.wait_pods(names("as", 2))
-    time.sleep(0.4)
+    settled(manager, manager.reconciles - 1)
     assert manager.client.snapshot()[("update", "autoscaling/horizontalpodautoscalers")] == 0  # equal by value
 
     # drift: someone edits the HPA; the job's elasticPolicy wins
@@ -146,7 +146,7 @@ def test_hpa_is_created_kept_in_line_and_removed_while_suspended(cluster, manage
     cluster.client.patch(PT, cluster.namespace, "as", {"spec": {"runPolicy": {"suspend": True}}})
     cluster.wait_condition("PyTorchJob", "as", "Suspended")
     wait_for(lambda: hpa_of(cluster, "as") is None, what="HPA deleted while suspended")
-    time.sleep(0.5)
+    settled(manager, manager.reconciles - 1)
     assert hpa_of(cluster, "as") is None  # and not recreated while suspended
     cluster.client.patch(PT, cluster.namespace, "as", {"spec": {"runPolicy": {"suspend": False}}})
     wait_for(lambda: hpa_of(cluster, "as"), what="HPA back after resume")

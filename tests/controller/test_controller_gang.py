@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from controller_kit import PODS_FIRST, Cluster, container, job, replica, wait_for
+from controller_kit import PODS_FIRST, Cluster, container, job, replica, settled, wait_for
 from test_controller_behaviour import events_of
 
 from controller.jobs import gang
@@ -195,8 +195,9 @@ def test_volcano_podgroup_is_created_and_pods_wait_for_admission(cluster, start)
     # no phase, then Pending: no pods, the job says it is created and when it last looked
     waiting = cluster.wait_condition("PyTorchJob", "vg", "Created")
     assert waiting["status"]["lastReconcileTime"]
+    since = mgr.reconciles
     set_group_phase(cluster, "vg", "Pending")
-    time.sleep(0.6)
+    settled(mgr, since)
     assert cluster.pods() == {}
     assert mgr.client.snapshot()[("create", "/pods")] == 0
 
@@ -318,7 +319,7 @@ def test_a_podgroup_shipped_by_gitops_is_used_and_left_alone_when_it_agrees(clus
     cluster.set_phase("git-worker-0", "Succeeded")
     cluster.set_phase("git-worker-1", "Succeeded")
     cluster.wait_condition("PyTorchJob", "git", "Succeeded")
-    time.sleep(0.5)
+    settled(mgr, mgr.reconciles - 1)
     pg = group(cluster, VOLCANO, "git")
     assert pg is not None and "ownerReferences" not in pg["metadata"]  # not adopted, not deleted
     assert pg["spec"]["minResources"] == {"cpu": "2000m"}  # equal by value: never rewritten

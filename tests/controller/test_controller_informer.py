@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from controller_kit import PODS_FIRST, Cluster, job, wait_for
+from controller_kit import PODS_FIRST, Cluster, job, settled, wait_for
 
 from controller.jobs.kinds import select
 from controller.manager import Manager
@@ -107,8 +107,9 @@ def test_a_pod_the_watch_never_showed_does_not_hold_its_job_after_a_relist(clust
     cluster.wait_pods({"gh-master-0"})
     cluster.wait_condition("PyTorchJob", "gh", "Created")
     manager.expectations.expect_create("PyTorchJob/" + cluster.namespace + "/gh", [("pods", "gh-vanished")])
+    since = manager.reconciles
     cluster.run_all("gh-master-0")
-    time.sleep(1.5)
+    settled(manager, since)
     assert ("Running", "True", "PyTorchJobRunning") not in cluster.conditions("PyTorchJob", "gh")  # still waiting
     manager.pod_informer._relist()  # what the informer's thread does after a 410 or a long outage
     cluster.wait_condition("PyTorchJob", "gh", "Running", timeout=10)

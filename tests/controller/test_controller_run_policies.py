@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from controller_kit import job, wait_for
+from controller_kit import job, settled, wait_for
 from test_controller_behaviour import events_of
 
 from controller.jobs.conditions import parse_time
@@ -76,8 +76,9 @@ def test_backoff_limit_on_container_restarts(cluster, manager) -> None:
     pods = cluster.wait_pods({"bo-master-0", "bo-worker-0"})
     cluster.run_all(*pods)
     cluster.wait_condition("PyTorchJob", "bo", "Running")
+    since = manager.reconciles
     cluster.set_phase("bo-worker-0", "Running", restarts=1)
-    time.sleep(0.4)
+    settled(manager, since)
     assert not any(c[0] == "Failed" for c in cluster.conditions("PyTorchJob", "bo"))
     cluster.set_phase("bo-master-0", "Running", restarts=1)
     failed = cluster.wait_condition("PyTorchJob", "bo", "Failed")
