@@ -29,9 +29,9 @@ from controller.jobs.addons import JobStep, PodPass
 from controller.jobs.desired import Options
 from controller.jobs.gang import PRIORITY_CLASSES, PodGroups, Scheduler, scheduler_for
 from controller.jobs.hpa import HPAS, Autoscalers
-from controller.jobs.kinds import Kind
+from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.mpi import MPI
-from controller.jobs.reconcile import InvalidJob, Reconciler, child_index, job_resource
+from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
 from controller.runtime import bugs, errors, jsondata
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from controller.jobs.gang import Scheduler
-from controller.jobs.kinds import Kind
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import Kind, job_resource
 from controller.runtime import errors
 from controller.runtime.kube import Client, Resource
 

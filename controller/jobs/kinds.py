@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.frameworks import ADAPTERS
-from compiler.frameworks.base import Adapter, Facts
+from compiler.frameworks.base import GROUP, VERSION, Adapter, Facts
 from compiler.frameworks.operator import Operator
+from controller.runtime.kube import Resource
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class Kind:
     @property
     def name(self) -> str:
         return self.adapter.facts.kind
+
+
+def job_resource(kind: Kind) -> Resource:
+    """The API resource of the kind's jobs (kubeflow.org/v1, its plural)."""
+    return Resource(GROUP, VERSION, kind.facts.plural, kind.name)
 
 
 KINDS: dict[str, Kind] = {adapter.facts.kind: Kind(adapter=adapter) for adapter in ADAPTERS.values()}

@@ -25,7 +25,7 @@ from controller.jobs import checks, defaults, desired, diff, run_policy, runs, s
 from controller.jobs import conditions as cond
 from controller.jobs import status as st
 from controller.jobs.addons import Gang, JobStep, PodPass
-from controller.jobs.kinds import Kind
+from controller.jobs.kinds import Kind, job_resource
 from controller.runtime import errors, jsondata
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
@@ -43,10 +43,6 @@ log = logging.getLogger(__name__)
 class InvalidJob(Exception):
     """An invalid job upstream reports and retries (MPIJob and MXJob validation, a pod it
     refuses to build): the manager retries with backoff and logs one line, no traceback."""
-
-
-def job_resource(kind: Kind) -> Resource:
-    return Resource("kubeflow.org", "v1", kind.facts.plural, kind.name)
 
 
 def child_index(obj: dict[str, Any]) -> list[str]:

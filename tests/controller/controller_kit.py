@@ -15,8 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from compiler.frameworks import by_kind
-from controller.jobs.kinds import KINDS, select
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
 from controller.runtime import errors
 from controller.runtime.kube import PODS, Client, Resource

@@ -82,8 +82,7 @@ def test_job_being_deleted_is_left_alone_and_a_deleted_job_is_forgotten(cluster,
     cluster.wait_pods({"gone-master-0", "gone-worker-0"})
     settle(manager)
     # foreground deletion leaves the job with a deletionTimestamp (no GC here to finish it)
-    from controller.jobs.kinds import KINDS
-    from controller.jobs.reconcile import job_resource
+    from controller.jobs.kinds import KINDS, job_resource
 
     cluster.client.delete(job_resource(KINDS["PyTorchJob"]), cluster.namespace, "gone", propagation="Foreground")
     cluster.client.delete(PODS, cluster.namespace, "gone-worker-0")

@@ -145,7 +145,7 @@ def test_real_server_with_our_crds_accepts_every_document(our_plane, our_ns) -> 
             body = copy.deepcopy(doc)
             body["metadata"].pop("namespace", None)
             res = next(k for k in KINDS.values() if k.name == body["kind"])
-            from controller.jobs.reconcile import job_resource
+            from controller.jobs.kinds import job_resource
 
             status, answer = our_plane.request(
                 "POST", job_resource(res).path(our_ns) + "?dryRun=All&fieldValidation=Strict", body)

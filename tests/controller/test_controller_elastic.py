@@ -15,8 +15,7 @@ from controller_kit import env_of, job, settled, wait_for
 
 from controller.jobs import defaults, hpa
 from controller.jobs.hpa import HPAS
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime.kube import SERVICES
 
 PT = job_resource(KINDS["PyTorchJob"])

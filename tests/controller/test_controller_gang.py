@@ -10,13 +10,20 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from controller_kit import PODS_FIRST, Cluster, container, job, replica, settled, wait_for
+from controller_kit import (
+    PODS_FIRST,
+    Cluster,
+    container,
+    job,
+    replica,
+    settled,
+    wait_for,
+)
 from test_controller_behaviour import events_of
 
 from controller.jobs import gang
 from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO, Scheduler
-from controller.jobs.kinds import KINDS, select
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
 from controller.runtime.kube import Client, Resource
 

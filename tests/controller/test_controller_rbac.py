@@ -28,8 +28,7 @@ from controller_kit import (
 from controller.generators import crds
 from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
 from controller.jobs.hpa import HPAS
-from controller.jobs.kinds import KINDS, select
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
 from controller.runtime.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
 from controller.runtime.leader import LeaderConfig, LeaderElector

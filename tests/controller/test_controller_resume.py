@@ -21,8 +21,7 @@ import pytest
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
 
 from controller.jobs import runs
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime.informer import Informer
 from controller.runtime.kube import PODS
 from testworld import stages

@@ -13,8 +13,7 @@ from controller_kit import job, settled, wait_for
 from test_controller_behaviour import events_of
 
 from controller.jobs.conditions import parse_time
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime.kube import PODS, SERVICES
 
 PT = job_resource(KINDS["PyTorchJob"])

@@ -14,8 +14,7 @@ import pytest
 import yaml
 from controller_kit import PODS_FIRST, wait_for
 
-from controller.jobs.kinds import KINDS, select
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
 from controller.runtime import errors
 from controller.runtime.kube import CONFIGMAPS, PODS, SERVICES, Client

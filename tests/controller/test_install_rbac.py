@@ -37,8 +37,7 @@ from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_re
 
 from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
 from controller.jobs.hpa import HPAS
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime import errors
 from controller.runtime.kube import (
     CONFIGMAPS,

@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from compiler.frameworks import BY_KIND
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from testworld import gitops
 from testworld.watching import Missing, wait_for
 from testworld.world import World, WorldError

@@ -33,8 +33,7 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime import errors
 from controller.runtime.kube import PODS, SERVICES, Client
 from controller.runtime.leader import LEASES

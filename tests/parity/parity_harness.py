@@ -20,8 +20,7 @@ from typing import Any
 
 import parity_views as pv
 
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime import errors
 from controller.runtime.informer import Informer
 from controller.runtime.kube import (

@@ -26,8 +26,7 @@ import parity_views as pv
 from parity_cases import DECIDERS, EXIT, RUN, Case, replica_specs
 from parity_harness import Harness
 
-from controller.jobs.kinds import KINDS
-from controller.jobs.reconcile import job_resource
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime.kube import PODS
 from schemas.upstream import TYPE_LABEL
 
