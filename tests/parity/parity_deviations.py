@@ -42,8 +42,11 @@ KNOWN: list[Deviation] = [
         "resume-while-terminating", path=r".*", case=r"resumed while its pods terminate",
         step=r"(resume-while-terminating: outcome|^condition history)$",
         readme="A job resumed while the pods of its suspension still terminate re-runs"),
+    # not seen once in a fresh-clone make test (e17ca17, 2026-11-27) while the case's other
+    # comparisons agreed, and seen again in the next run: upstream's side is not always without
+    # completionTime there (why is not established); every Failed path of ours sets it
     Deviation(
-        "exitcode-completion-time", path=r"^completionTime$", up=r"^False$", case=r"ExitCode",
+        "exitcode-completion-time", path=r"^completionTime$", up=r"^False$", case=r"ExitCode", random=True,
         readme="A job failed by an `ExitCode` exit below 128 gets `completionTime`"),
 ]
 
