@@ -201,7 +201,10 @@ class Runner:
                 return pods if suspended and len(pods) == want and all(
                     p["metadata"].get("deletionTimestamp") for p in pods) else None
             try:
-                pods = self.h.wait(held, timeout=15.0, what=f"{ns}/{case.name}: Suspended, every pod terminating")
+                # each side may take a while to act on the suspend with the whole table running (upstream
+                # took over 15 s once, in the fresh-clone make test of 0cb059d); once it has, its pods stay
+                # Terminating for the case's 20 s, which this poll sees
+                pods = self.h.wait(held, timeout=60.0, what=f"{ns}/{case.name}: Suspended, every pod terminating")
             except AssertionError as exc:
                 r.error = f"{exc}: the suspended pods were not all terminating at the resume, the case shows nothing"
                 return
