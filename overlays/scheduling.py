@@ -83,13 +83,10 @@ def min_available(bundle: Bundle) -> int:
 
 
 def min_resources(bundle: Bundle, members: int) -> JsonObject:
-    """Upstream's sum over the first `members` pods (`schemas.upstream.min_resources`), in
-    the kind's replica-type order: the order the operator takes when, as in every compiled
-    job, all pods share one PriorityClass."""
-    replicas = bundle.job["spec"][bundle.adapter.facts.replica_specs]
-    order = [rtype for rtype in bundle.adapter.facts.replica_types if rtype in replicas]
-    order += [rtype for rtype in replicas if rtype not in order]
-    return upstream.min_resources(replicas, order, members=members)
+    """Upstream's sum over the first `members` pods (`schemas.upstream.min_resources`); every
+    compiled pod shares one PriorityClass, so the kind's replica-type order decides."""
+    facts = bundle.adapter.facts
+    return upstream.min_resources(bundle.job["spec"][facts.replica_specs], facts.replica_types, members=members)
 
 
 # --- the pieces of the component --------------------------------------------------------

@@ -14,7 +14,7 @@ belong to its adapter (`compiler/frameworks/`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -53,11 +53,16 @@ def pod_group_decoration(*, volcano: bool, job_name: str, replica_type: str) -> 
     return {"labels": {POD_GROUP_LABEL: job_name}}
 
 
-def min_resources(replicas: Mapping[str, Mapping[str, Any]], order: Iterable[str], *, members: int) -> dict[str, str]:
-    """Upstream's calcPGMinResources: the first `members` pods, taking the replica types in
-    `order` (the operator ranks them by PriorityClass value), each container's requests, or
-    its limits when it has no requests; summed name by name, each sum printed as
-    apimachinery prints it in the format of its first term."""
+def min_resources(replicas: Mapping[str, Mapping[str, Any]], replica_types: Sequence[str], *, members: int,
+                  priority: Callable[[str], int] = lambda name: 0) -> dict[str, str]:
+    """Upstream's calcPGMinResources: the first `members` pods, taking the replica types by
+    the value of their pods' PriorityClass (`priority` of its name), highest first, ties in
+    the kind's `replica_types` order (where Go's map order is random), each container's
+    requests, or its limits when it has no requests; summed name by name, each sum printed
+    as apimachinery prints it in the format of its first term."""
+    rank = {rtype: i for i, rtype in enumerate(replica_types)}
+    order = sorted(replicas, key=lambda rt: (-priority(_pod_spec(replicas[rt]).get("priorityClassName") or ""),
+                                             rank.get(rt, len(rank)), rt))
     totals: dict[str, tuple[Decimal, str]] = {}
     counted = 0
     for rtype in order:
@@ -74,10 +79,13 @@ def min_resources(replicas: Mapping[str, Mapping[str, Any]], order: Iterable[str
     return {name: q.canonical(number, fmt) for name, (number, fmt) in sorted(totals.items())}
 
 
+def _pod_spec(replica: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (replica.get("template") or {}).get("spec") or {}
+
+
 def _requests(replica: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    spec = (replica.get("template") or {}).get("spec") or {}
     out: list[tuple[str, Any]] = []
-    for container in spec.get("containers") or []:
+    for container in _pod_spec(replica).get("containers") or []:
         resources = container.get("resources") or {}
         requests = resources.get("requests")
         out += (requests if requests is not None else resources.get("limits") or {}).items()

@@ -1,7 +1,7 @@
 """Gang scheduling behind `--gang-scheduler-name`: the job's PodGroup and the pod decoration.
 
 Upstream's PodGroupControl (semantics §8) rewritten as pure functions plus one small
-class the reconciler calls at three points (`reconcile.Gang`): `sync` before the pod
+class the reconciler calls at three points (`controller.jobs.addons.Gang`): `sync` before the pod
 pass (create or update the PodGroup `{job}`; for Volcano, hold pod creation until the
 group's `status.phase` is past `Pending`), `decorate` on every pod it creates, and
 `delete` when the job finishes, fails a limit or is suspended. The PodGroups are read
@@ -86,14 +86,9 @@ def min_member(job: Mapping[str, Any], kind: Kind) -> int:
 
 def min_resources(job: Mapping[str, Any], kind: Kind, *, members: int,
                   priority: Callable[[str], int] = lambda name: 0) -> dict[str, str]:
-    """Upstream's calcPGMinResources (`schemas.upstream.min_resources`) with its order:
-    replica types by PriorityClass value, highest first; ties in the kind's replica-type
-    order, where Go's map order is random."""
-    replicas = job["spec"][kind.facts.replica_specs]
-    order = {rtype: i for i, rtype in enumerate(kind.facts.replica_types)}
-    ranked = sorted(replicas, key=lambda rt: (-priority(_template_spec(replicas[rt]).get("priorityClassName") or ""),
-                                              order.get(rt, len(order)), rt))
-    return upstream.min_resources(replicas, ranked, members=members)
+    """Upstream's calcPGMinResources for the (defaulted) job (`schemas.upstream.min_resources`)."""
+    return upstream.min_resources(job["spec"][kind.facts.replica_specs], kind.facts.replica_types,
+                                  members=members, priority=priority)
 
 
 def desired_spec(scheduler: Scheduler, job: Mapping[str, Any], kind: Kind, *, current: Mapping[str, Any] | None = None,
@@ -181,7 +176,7 @@ def _template_spec(replica: Mapping[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- the reconciler's hook
 class PodGroups:
-    """`reconcile.Gang` for one scheduler, reading PodGroups and PriorityClasses from caches."""
+    """`controller.jobs.addons.Gang` for one scheduler, reading PodGroups and PriorityClasses from caches."""
 
     def __init__(self, scheduler: Scheduler, *, podgroups: Informer, priority_classes: Informer) -> None:
         self.scheduler, self.podgroups, self.priority_classes = scheduler, podgroups, priority_classes
