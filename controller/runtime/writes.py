@@ -80,6 +80,7 @@ class Writes:
         if ctx.creates is not None and res in (PODS, SERVICES):
             ctx.creates.add(res, obj)  # answered, and its Event filled in, when the pass waits
             return CREATED
+        self.expectations.expect_create(key, [(res.plural, obj["metadata"]["name"])])
         try:
             self._send(key, res, obj)
         except errors.AlreadyExists:
@@ -93,9 +94,9 @@ class Writes:
         return CREATED
 
     def _send(self, key: str, res: Resource, obj: dict[str, Any]) -> None:
-        """Expect, create; AlreadyExists and other errors lower the expectation and propagate."""
+        """Create `obj`, already expected; AlreadyExists and other errors lower the expectation
+        and propagate."""
         item = (res.plural, obj["metadata"]["name"])
-        self.expectations.expect_create(key, [item])
         try:
             self.client.create(res, obj["metadata"]["namespace"], obj, answer=False)
         except errors.ApiError:
@@ -106,8 +107,7 @@ class Writes:
         """Expect the create now, send it once the pod burst is over (controller.runtime.burst)."""
         assert self.held is not None
         job, kind = ctx.job, ctx.kind
-        item = (res.plural, obj["metadata"]["name"])
-        self.expectations.expect_create(key, [item])
+        self.expectations.expect_create(key, [(res.plural, obj["metadata"]["name"])])
 
         def send() -> None:
             try:
