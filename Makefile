@@ -68,10 +68,10 @@ e2e: e2e-assets
 demo-gitops: e2e-assets
 	@$(BIN)/python -m testworld demo-gitops
 
-test: $(STAMP) k8s-assets e2e-assets parity-assets
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault"
-	@echo "--- the controller tests that start train-controller again, in upstream's order (--no-pods-first)"
-	TRAINFORGE_TEST_UPSTREAM_ORDER=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m "not fault" tests/controller
+# every test; a cold run builds the engines only the GitOps, admission and parity tests use in the
+# background (nice 19) while the others run (testworld/suite.py says the order and why)
+test: $(STAMP)
+	$(BIN)/python -m testworld suite
 
 # the differential test against the upstream Go operator (tests/parity, part of make test):
 # the operator v1.9.4 and v1.8.1 (MXJob), kwok, kube-scheduler and the GC, built once into ~/.cache/trainforge/

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import gobuild
-from .flux import install_crds
 from .composite import Composite
+from .flux import install_crds
 from .part import LOOPBACK, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:

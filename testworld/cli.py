@@ -8,7 +8,7 @@ writes the admin kubeconfig to a *stable* path so ``export KUBECONFIG=...`` can
 be pasted once. The stable file is removed on exit because it would point at a
 dead server. ``assets`` prints the control plane binaries' dir (building them if
 needed); ``build [PART...]`` builds or finds the test world's binaries (testworld.gobuild),
-one progress line per part with its build time.
+one progress line per part with its build time; ``suite`` is ``make test`` (testworld.suite).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -105,11 +106,11 @@ def _assets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _build(args: argparse.Namespace) -> int:
+def build_named(names: Sequence[str]) -> int:
+    """Build or find each named part of testworld.gobuild.BUILDS, one progress line each; 1 on the first failure."""
     from . import gobuild
 
     gobuild.load_rows()  # the table of pinned builds, with the rows of every ROW_MODULES module
-    names = args.parts or list(gobuild.BUILDS)
     for name in names:
         try:
             entry = gobuild.BUILDS[name]
@@ -130,6 +131,18 @@ def _build(args: argparse.Namespace) -> int:
             return 1
         _err(f"{label}: built in {time.monotonic() - started:.0f}s ({where})")
     return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from . import gobuild
+
+    return build_named(args.parts or list(gobuild.load_rows()))
+
+
+def _suite(args: argparse.Namespace) -> int:
+    from .suite import run
+
+    return run()
 
 
 def _demo_gitops(args: argparse.Namespace) -> int:
@@ -156,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     bld = sub.add_parser("build", help="build or find the test world's binaries (all parts by default)")
     bld.add_argument("parts", nargs="*", metavar="PART", help="names from testworld.gobuild.BUILDS")
     bld.set_defaults(func=_build)
+    suite = sub.add_parser("suite", help="make test: every test, the late engines built in the background "
+                                          "while the rest run (testworld/suite.py)")
+    suite.set_defaults(func=_suite)
     demo = sub.add_parser("demo-gitops", help="Flux and Argo CD sync the examples from a local git repo; watch "
                                               "the jobs go Created, Running, Succeeded; stop everything")
     demo.add_argument("--timeout", type=float, default=600, help="seconds to wait for every job (default 600)")

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import gobuild
-from .controlplane import ControlPlaneError
 from .composite import Composite
+from .controlplane import ControlPlaneError
 from .part import LOOPBACK, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:

@@ -105,6 +105,8 @@ BUILDS: dict[str, Build] = {}
 # which wait on each other, not on CPU), to keep a cold `make test` inside its budget; the
 # control plane, kwok, the scheduler and the upstream operator (bench-scale's baseline) stay optimized.
 UNOPTIMIZED = "all=-N -l"
+# builds that testworld.suite's background child makes while the tests that set this run (comma-separated)
+DEFERRED_ENV = "TRAINFORGE_DEFERRED_BUILDS"
 
 
 def register(entry: Build) -> Build:
@@ -342,6 +344,9 @@ def build(name: str | Build, *, say: Callable[[str], None] | None = None) -> Pat
             return asset_dir(build=True, quiet=True)
         except AssetsError as err:
             raise BuildError(str(err)) from err
+    if entry.name in os.environ.get(DEFERRED_ENV, "").split(","):  # testworld.suite: a child builds it while these tests run
+        raise BuildError(f"{entry.name} is built in the background while this phase of `make test` runs: "
+                         "a test that needs it belongs in one of testworld.suite.LATE_DIRS")
     found = find(entry)
     if found is not None:
         return found

@@ -21,10 +21,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = "python3.11"
