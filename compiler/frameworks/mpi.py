@@ -20,7 +20,14 @@ from compiler.frameworks.base import (
     env_var,
     template_part,
 )
-from compiler.frameworks.operator import INT32, STRING, Operator, only
+from compiler.frameworks.operator import (
+    INT32,
+    STRING,
+    Operator,
+    container_list,
+    only,
+    replica_map,
+)
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -132,6 +139,31 @@ def _defaults(facts: Facts, spec: dict[str, Any], replicas: dict[str, Any], run_
             if not replica.get("restartPolicy"):
                 replica["restartPolicy"] = "Never"
 
+
+def _reconciler_check(job: dict[str, Any] | Any) -> list[str]:
+    """Upstream's ValidateV1MpiJobSpec; it stops at the first error (its map order is random, ours sorted)."""
+    specs = replica_map(job, FACTS.replica_specs)
+    if specs is None:
+        return ["MPIReplicaSpecs is not valid"]
+    for rtype in sorted(specs):
+        replica = specs[rtype]
+        containers = container_list(replica)
+        if not containers:
+            return [f"MPIReplicaSpecs is not valid: containers definition expected in {rtype}"]
+        if rtype not in FACTS.replica_types:
+            return [f"MPIReplicaType is {rtype} but must be one of [{' '.join(FACTS.replica_types)}]"]
+        for container in containers:
+            if not (isinstance(container, dict) and container.get("image")):
+                return [f"MPIReplicaSpec is not valid: Image is undefined in the container of {rtype}"]
+            if not container.get("name"):
+                return [f"MPIReplicaSpec is not valid: ImageName is undefined in the container of {rtype}"]
+        if rtype == "Launcher" and replica.get("replicas") is not None and replica["replicas"] != 1:
+            return ["MPIReplicaSpec is not valid: There must be only 1 launcher replica"]
+    if "Launcher" not in specs:
+        return ["MPIReplicaSpec is not valid: Master ReplicaSpec must be present"]
+    return []
+
+
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env, trainer_v2=TRAINER_V2,
     # the operator names the launcher pod {job}-launcher (its ServiceAccount and exec Role too)
@@ -142,6 +174,6 @@ ADAPTER = Adapter(
         "kubectl-delivery", "Launcher",
         refusal_fix="run MPI jobs in an environment whose policy.podSecurity is baseline",
     ),
-    operator=Operator("launcher", only("Launcher"), defaults=_defaults, validated_by_reconciler=True,
+    operator=Operator("launcher", only("Launcher"), defaults=_defaults, reconciler_check=_reconciler_check,
                       spec_fields={"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32}),
 )

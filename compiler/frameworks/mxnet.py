@@ -19,7 +19,14 @@ from compiler.frameworks.base import (
     role_plan,
     template_part,
 )
-from compiler.frameworks.operator import STRING, Operator, only
+from compiler.frameworks.operator import (
+    STRING,
+    Operator,
+    container_list,
+    name_reasons,
+    only,
+    replica_map,
+)
 from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
@@ -84,8 +91,24 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     return env
 
 
+def _reconciler_check(job: Any) -> list[str]:
+    """v1.8.1's ValidateV1MXJob. (Its "more than 1 scheduler" check cannot fail: map keys are unique.)"""
+    reasons = name_reasons(str((job.get("metadata") or {}).get("name", "")))
+    if reasons:
+        return [f"MXJob name is invalid: [{' '.join(reasons)}]"]
+    specs = replica_map(job, FACTS.replica_specs)
+    if specs is None:
+        return ["MXJobSpec is not valid"]
+    for rtype in sorted(specs):
+        containers = container_list(specs[rtype])
+        if (not containers or not all(isinstance(c, dict) and c.get("image") for c in containers)
+                or not any(c.get("name") == FACTS.container for c in containers)):
+            return ["MXJobSpec is not valid"]
+    return []
+
+
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env,
-    operator=Operator("mxnet", only("Server"), validated_by_reconciler=True,
+    operator=Operator("mxnet", only("Server"), reconciler_check=_reconciler_check,
                       spec_fields={"jobMode": STRING}, required=("jobMode",)),  # sic: upstream marks the servers
 )

@@ -12,6 +12,7 @@ pure function on plain dicts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 MasterRole = Callable[[Mapping[str, Any], str, int], bool]
 # (facts, spec, replica specs, runPolicy) -> None: defaults written into the (copied) spec
 Defaults = Callable[["Facts", dict[str, Any], dict[str, Any], dict[str, Any]], None]
+# job -> [] or [the first problem]: what upstream's reconciler checks on a kind without a webhook
+ReconcilerCheck = Callable[[Mapping[str, Any]], list[str]]
 
 
 def master_or_worker0(*masters: str) -> MasterRole:
@@ -56,6 +59,34 @@ class WebhookRules:
     master_required: bool = False
     one_chief_or_master: bool = False
     elastic: bool = False  # elasticPolicy needs Worker; nProcPerNode deprecated
+
+
+# ---------------------------------------------------------------------- names and replica specs
+DNS1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
+DNS1035_ERROR = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic"
+                 " character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for"
+                 f" validation is '{DNS1035}')")
+TOO_LONG = "must be no more than 63 characters"
+_DNS1035_RE = re.compile(f"^{DNS1035}$")
+
+
+def name_reasons(name: str) -> list[str]:
+    """Why upstream's validation refuses a job name (a DNS-1035 label of at most 63 bytes); [] if it does not."""
+    return ([TOO_LONG] if len(name.encode()) > 63 else []) + ([] if _DNS1035_RE.match(name) else [DNS1035_ERROR])
+
+
+def replica_map(job: Mapping[str, Any], field_name: str) -> Mapping[str, Any] | None:
+    """``spec.<field_name>`` when it is a map, else None."""
+    specs = (job.get("spec") or {}).get(field_name)
+    return specs if isinstance(specs, dict) else None
+
+
+def container_list(replica: Any) -> list[Any]:
+    """A replica spec's ``template.spec.containers`` when it is a list, else []."""
+    if not isinstance(replica, dict):
+        return []
+    found = ((replica.get("template") or {}).get("spec") or {}).get("containers")
+    return found if isinstance(found, list) else []
 
 
 # ---------------------------------------------------------------------- CRD schema atoms
@@ -144,8 +175,9 @@ class Operator:
     defaults: Defaults = standard_defaults
     env_default_container_only: bool = False  # the environment goes to the kind's container only (TFJob)
     fills_selector: bool = False  # replicaStatuses[*].selector (PyTorch, Paddle, JAX)
-    # no webhook: the reconciler validates every pass, reports by Event, retries (MPIJob, MXJob)
-    validated_by_reconciler: bool = False
+    # no webhook: the reconciler validates every pass with this check, reports its first problem
+    # by Event and retries (MPIJob, MXJob; upstream walks a Go map, in random order: ours is sorted)
+    reconciler_check: Optional[ReconcilerCheck] = None
     webhook: Optional[WebhookRules] = None  # the validating webhook's rules (None: none)
     # the kind's own top-level spec fields in its CRD (OpenAPI), and those it requires
     # besides the replica specs

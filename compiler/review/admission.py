@@ -20,24 +20,23 @@ Several errors read as Kubernetes aggregates them: `[first, second]`.
 from __future__ import annotations
 
 import json
-import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from compiler.frameworks import BY_KIND
-from compiler.frameworks.operator import WebhookRules
+from compiler.frameworks.operator import (
+    DNS1035,
+    DNS1035_ERROR,
+    TOO_LONG,
+    WebhookRules,
+    name_reasons,
+)
 
 MANAGED_BY = ("kueue.x-k8s.io/multikueue", "kubeflow.org/training-operator")  # upstream: a set, printed in random order
 OPERATOR = "kubeflow.org/training-operator"
-DNS1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
-DNS1035_ERROR = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic"
-                 " character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for"
-                 f" validation is '{DNS1035}')")
-TOO_LONG = "must be no more than 63 characters"
 NPROC_DEPRECATED = "spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead"
-_DNS1035_RE = re.compile(f"^{DNS1035}$")
 
 
 @dataclass(frozen=True)
@@ -157,10 +156,6 @@ class Rule:
     py: Callable[[KindRules, Job], list[str]]
     cel: Callable[[KindRules], str]  # a CEL list<string> expression
     update_only: bool = False
-
-
-def name_reasons(name: str) -> list[str]:
-    return ([TOO_LONG] if len(name.encode()) > 63 else []) + ([] if _DNS1035_RE.match(name) else [DNS1035_ERROR])
 
 
 NAME = Text('metadata.name: Invalid value: "{name}": should match: {reasons}')
@@ -308,68 +303,8 @@ def aggregate(messages: list[str]) -> str:
 
 
 # ---------------------------------------------------------------------- the reconcilers' checks
-# MPIJob (v1.9.4) and MXJob (v1.8.1) are validated by upstream's reconcilers, not at admission:
-# the first problem only, in a Warning event. Their map order is random; ours is sorted.
-_MPI_TYPES = ("Launcher", "Worker")
-
-
 def reconciler_errors(job: Mapping[str, Any], kind: str) -> list[str]:
-    """Upstream's reconcile-time check of an MPIJob or MXJob: [] or [its first error]."""
-    return RECONCILER_CHECKS[kind](job)
-
-
-def _replica_map(job: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
-    specs = (job.get("spec") or {}).get(field)
-    return specs if isinstance(specs, dict) else None
-
-
-def _container_list(replica: Any) -> list[Any]:
-    if not isinstance(replica, dict):
-        return []
-    found = ((replica.get("template") or {}).get("spec") or {}).get("containers")
-    return found if isinstance(found, list) else []
-
-
-def _mpi(job: Mapping[str, Any]) -> list[str]:
-    """Upstream's ValidateV1MpiJobSpec; it stops at the first error (its map order is random, ours sorted)."""
-    specs = _replica_map(job, "mpiReplicaSpecs")
-    if specs is None:
-        return ["MPIReplicaSpecs is not valid"]
-    for rtype in sorted(specs):
-        replica = specs[rtype]
-        containers = _container_list(replica)
-        if not containers:
-            return [f"MPIReplicaSpecs is not valid: containers definition expected in {rtype}"]
-        if rtype not in _MPI_TYPES:
-            return [f"MPIReplicaType is {rtype} but must be one of [{' '.join(_MPI_TYPES)}]"]
-        for container in containers:
-            if not (isinstance(container, dict) and container.get("image")):
-                return [f"MPIReplicaSpec is not valid: Image is undefined in the container of {rtype}"]
-            if not container.get("name"):
-                return [f"MPIReplicaSpec is not valid: ImageName is undefined in the container of {rtype}"]
-        if rtype == "Launcher" and replica.get("replicas") is not None and replica["replicas"] != 1:
-            return ["MPIReplicaSpec is not valid: There must be only 1 launcher replica"]
-    if "Launcher" not in specs:
-        return ["MPIReplicaSpec is not valid: Master ReplicaSpec must be present"]
-    return []
-
-
-def _mx(job: Mapping[str, Any]) -> list[str]:
-    """v1.8.1's ValidateV1MXJob. (Its "more than 1 scheduler" check cannot fail: map keys are unique.)"""
-    name = str((job.get("metadata") or {}).get("name", ""))
-    reasons = name_reasons(name)
-    if reasons:
-        return [f"MXJob name is invalid: [{' '.join(reasons)}]"]
-    specs = _replica_map(job, "mxReplicaSpecs")
-    if specs is None:
-        return ["MXJobSpec is not valid"]
-    for rtype in sorted(specs):
-        containers = _container_list(specs[rtype])
-        if (not containers or not all(isinstance(c, dict) and c.get("image") for c in containers)
-                or not any(c.get("name") == "mxnet" for c in containers)):
-            return ["MXJobSpec is not valid"]
-    return []
-
-
-# kind -> its reconciler's check, beside KIND_RULES (the kinds the webhook checks)
-RECONCILER_CHECKS: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {"MPIJob": _mpi, "MXJob": _mx}
+    """Upstream's reconcile-time check of a kind its webhook does not validate (MPIJob v1.9.4,
+    MXJob v1.8.1; the adapter's ``Operator.reconciler_check``): [] or [its first error]."""
+    check = BY_KIND[kind].operator.reconciler_check
+    return check(job) if check is not None else []

@@ -23,7 +23,7 @@ from controller.jobs.kinds import Kind
 
 def problems(job: dict[str, Any], kind: Kind) -> list[str]:
     """Every rule the raw job breaks (empty = valid): upstream's messages, for the kind's check."""
-    if kind.operator.validated_by_reconciler:
+    if kind.operator.reconciler_check is not None:
         return admission.reconciler_errors(job, kind.name)
     return admission.errors(job, kind.name)
 

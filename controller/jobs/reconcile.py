@@ -96,7 +96,7 @@ class Reconciler:
         if problems:
             self._drop_held(key)
             return self._invalid(key, job, kind, problems,
-                                 retry=not bad_shape and kind.operator.validated_by_reconciler)
+                                 retry=not bad_shape and kind.operator.reconciler_check is not None)
         held = self.held.held_status(key) if self.held is not None else None
         ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), pods={}, now=self.clock(),
                      status=jsondata.copy(held if held is not None else job.get("status") or {}))
