@@ -83,6 +83,24 @@ VALIDATORS = {  # compiled once: the upstream schemas embed the whole PodTemplat
 def test_generated_crds_are_up_to_date() -> None:
     on_disk = {p.name: p.read_text() for p in crds.OUT.glob("*.yaml")}
     assert on_disk == crds.render(), "run: python -m controller.generators.crds"
+    assert crds.ROLE.read_text() == crds.clusterrole(crds.ROLE.read_text()), "run: python -m controller.generators.crds"
+    listed = crds.KUSTOMIZATION.read_text()
+    assert listed == crds.kustomization(listed), "run: python -m controller.generators.crds"
+    assert {f"crds/{name}" for name in crds.render()} <= set(yaml.safe_load(listed)["resources"])
+
+
+def test_the_install_lists_exactly_the_kinds_of_the_adapters() -> None:
+    """The ClusterRole's kubeflow.org rules and the install's CRD list follow the adapters: a kind
+    dropped by hand comes back at the next generation (both rules, and the list)."""
+    rules = yaml.safe_load(crds.ROLE.read_text())["rules"]
+    jobs = [rule["resources"] for rule in rules if rule["apiGroups"] == ["kubeflow.org"]]
+    plurals = [kind.facts.plural for kind in KINDS.values()]
+    assert jobs == [plurals, [p + "/status" for p in plurals]]
+    stale = crds.ROLE.read_text().replace('"tfjobs", ', "").replace('"tfjobs/status", ', "")
+    assert stale != crds.ROLE.read_text()
+    assert crds.clusterrole(stale) == crds.ROLE.read_text()
+    listed = crds.KUSTOMIZATION.read_text()
+    assert crds.kustomization(listed.replace("  - crds/kubeflow.org_tfjobs.yaml\n", "")) == listed
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
