@@ -15,8 +15,8 @@ client rate limit raised (`--kube-api-qps`, default 5,000); and, because at its 
 of 20 requests/s a 1,000-job run would take ~30 min, the upstream operator at that default
 together with ours again at `--default-limit-jobs` (100). Wall-clock ratios against the
 default limit measure that limit; CPU per pod and requests per job are the comparison no
-setting moves. `--big-jobs N` adds a run of ours alone at N jobs (the issue asks 10,000
-if the machine holds it). Nothing fails on timing; the table is printed (and written with
+setting moves. Ours alone at growing sizes is `bench.scale_curve` (`make bench-curve`).
+Nothing fails on timing; the table is printed (and written with
 --markdown).
 """
 
@@ -53,6 +53,7 @@ from controller.runtime.kube import EVENTS, Client
 REPO = Path(__file__).resolve().parents[1]
 USER = "trainforge-bench-controller"  # the controller's identity, the audit log's filter
 THREADS = 16
+NODE_PREFIX = "scale"  # the kwok nodes are scale-0 ... scale-{nodes - 1}
 
 
 def say(text: str) -> None:
@@ -168,8 +169,9 @@ def _profiler(pid: int, out: Optional[Path]) -> Optional[subprocess.Popen[bytes]
 
 
 def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: int, pods_per_job: int,
-            run_seconds: float, timeout: float, profile: Optional[Path] = None) -> Run:
-    """One controller in `world`: start it, apply the jobs, time the lifecycle, read its figures."""
+            run_seconds: float, timeout: float, profile: Optional[Path] = None, bind: int = 0) -> Run:
+    """One controller in `world`: start it, apply the jobs, time the lifecycle, read its figures.
+    With `bind` (the world's node count), job i's pods name node i % bind in their template."""
     client = Client.connect(str(world.kubeconfig), pool_size=THREADS + 8)
     namespace = f"scale-{uuid.uuid4().hex[:6]}"
     kt.create_namespace(client, namespace)
@@ -183,7 +185,8 @@ def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: i
     server = world.server_cpu
     try:
         idle = proc_figures(controller.pid)
-        bodies = [pytorch_job(f"job-{i:05d}", pods_per_job, run_seconds) for i in range(jobs)]
+        bodies = [pytorch_job(f"job-{i:05d}", pods_per_job, run_seconds,
+                              node=f"{NODE_PREFIX}-{i % bind}" if bind else None) for i in range(jobs)]
         since = datetime.datetime.now(datetime.timezone.utc)  # the server's clock is this machine's
         loads, cpu0, server0 = [load()], idle.cpu, server()
         say(f"{controller.label}: applying {jobs} jobs x {pods_per_job} pods (load {loads[0]:.1f})")
@@ -302,7 +305,7 @@ class ScaleWorld:
         policy.write_text(audit_count.policy(USER))
         # the later --audit-policy-file wins over the plane's own; 200 MB per file, as the plane's
         plane = ControlPlane(use_existing=False, extra_apiserver_args=[f"--audit-policy-file={policy}"])
-        pool = NodePool("scale", nodes, cpu="32", memory="256Gi", pods="250")
+        pool = NodePool(NODE_PREFIX, nodes, cpu="32", memory="256Gi", pods="250")
         self.world = World([QuickScheduler(), QuietKwok(nodes=(pool,))], plane=plane)
         self.cpu: Optional[server_cost.ServerCPU] = None
 
@@ -328,19 +331,28 @@ class ScaleWorld:
     def server_cpu(self) -> Optional[float]:
         return self.cpu.seconds() if self.cpu else None
 
+    def pids(self) -> list[int]:
+        """The world's processes: kube-apiserver, etcd, kube-scheduler, kwok."""
+        parts = [getattr(part, "proc", None) for part in self.world.parts.values()]
+        return [*(self.cpu.pids if self.cpu else []), *(p.pid for p in parts if p is not None and p.pid)]
+
     def audit_logs(self) -> list[Path]:
         return sorted(self.world.dir.glob("audit*.log"))  # the log and what it rotated into
 
 
-def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Controller], jobs: int) -> Run:
-    """`make`'s controller at `jobs` jobs in a world of its own."""
+def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Controller], jobs: int, *,
+                 bind: bool = False, after: Optional[Callable[[ScaleWorld, Run], None]] = None) -> Run:
+    """`make`'s controller at `jobs` jobs in a world of its own (`bind`: pods bound by their template,
+    `measure`); `after(world, run)` reads the world before it stops."""
     started = time.monotonic()
     with ScaleWorld(args.nodes) as world:
         say(f"world with {args.nodes} nodes ready in {time.monotonic() - started:.0f} s")
         timeout = args.timeout or 300 + jobs * args.pods_per_job / 20
         profile = args.py_spy / f"train-controller-{jobs}-jobs.txt" if args.py_spy else None
         run = measure(world, make, jobs=jobs, pods_per_job=args.pods_per_job, run_seconds=args.run_seconds,
-                      timeout=timeout, profile=profile)
+                      timeout=timeout, profile=profile, bind=args.nodes if bind else 0)
+        if after is not None:
+            after(world, run)
     say(f"{run.summary()}")
     return run
 
@@ -367,8 +379,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--default-limit-jobs", type=int, default=100,
                         help="jobs for the pair at upstream's default 20 qps (ours too, same size; 0: skip; "
                         "1,000 jobs would take it ~30 min)")
-    parser.add_argument("--big-jobs", type=int, default=0,
-                        help="also run ours alone at this many jobs (the issue asks 10,000; 0: skip)")
     parser.add_argument("--timeout", type=float, default=0.0,
                         help="seconds to wait for each milestone (default 300 + 0.05 per pod)")
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
@@ -395,10 +405,6 @@ def main(argv: Optional[list[str]] = None) -> int:
                                 "default 20 qps, which these wall-clock ratios measure")
     else:
         rows += _alone_rows(mine)
-    if args.big_jobs:
-        big = run_in_world(args, ours(), args.big_jobs)
-        runs.append(big)
-        rows += _alone_rows(big)
     report.emit("trainforge scale benchmark: a real pod lifecycle", rows, machine_line=machine, notes=_notes(runs),
                 markdown=args.markdown)
     return 0

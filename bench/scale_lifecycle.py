@@ -27,15 +27,16 @@ RUN_SECONDS = "testworld.trainforge.dev/run-seconds"
 EXIT_CODE = "testworld.trainforge.dev/exit-code"
 
 
-def pytorch_job(name: str, pods: int, run_seconds: float) -> dict[str, Any]:
-    """A PyTorchJob of `pods` pods whose containers run `run_seconds` and exit 0 under kwok."""
+def pytorch_job(name: str, pods: int, run_seconds: float, node: Optional[str] = None) -> dict[str, Any]:
+    """A PyTorchJob of `pods` pods whose containers run `run_seconds` and exit 0 under kwok; with
+    `node`, its pods are bound to that node by their template (`nodeName`: no scheduler involved)."""
     def replica(count: int) -> dict[str, Any]:
         container = {"name": "pytorch", "image": "ghcr.io/acme/bert:1.4.2", "command": ["python", "train.py"],
                      "ports": [{"name": "pytorchjob-port", "containerPort": 23456}],
                      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
                                    "limits": {"cpu": "100m", "memory": "128Mi"}}}
         template = {"metadata": {"annotations": {RUN_SECONDS: f"{run_seconds:g}", EXIT_CODE: "0"}},
-                    "spec": {"containers": [container]}}
+                    "spec": {"containers": [container], **({"nodeName": node} if node else {})}}
         return {"replicas": count, "restartPolicy": "OnFailure", "template": template}
 
     specs = {"Master": replica(1)}

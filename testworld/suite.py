@@ -38,7 +38,7 @@ from .paths import REPO_ROOT, cache_root
 CORE = ("k8s", "kube-scheduler", "kube-controller-manager", "kwok", "kustomize")
 LATER = ("training-operator", "source-controller", "kustomize-controller", "redis-server", "argocd",
          "training-operator-mxjob", "jobset", "trainer", "kueue")
-LATE_DIRS = ("tests/admission", "tests/e2e", "tests/gitops", "tests/parity")
+LATE_DIRS = ("tests/admission", "tests/bench", "tests/e2e", "tests/gitops", "tests/parity")
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not fault")
 
 

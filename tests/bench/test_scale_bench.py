@@ -102,3 +102,26 @@ def test_the_scale_benchmark_runs_both_controllers_on_a_tiny_world(tmp_path: Pat
     assert "| ratio |" in text and "load average (1 min)" in text
     # every run counted its controller's own pods and services by the audit log
     assert "create pods 6" in text and "create services 6" in text
+
+
+@pytest.mark.controlplane
+def test_the_cost_curve_runs_ours_at_each_size_with_pods_bound_by_their_template(tmp_path: Path, capsys) -> None:
+    from bench import scale_curve
+
+    md = tmp_path / "curve.md"
+    argv = ["--sizes", "3,2", "--pods-per-job", "2", "--nodes", "3", "--run-seconds", "1", "--bind",
+            "--timeout", "180", "--markdown", str(md)]
+    assert scale_curve.main(argv) == 0  # a world per size, smallest first
+    out = capsys.readouterr().out
+    for size in ("2 jobs x 2 pods", "3 jobs x 2 pods"):
+        for figure in ("controller CPU per 1,000 pods", "controller peak RSS", "RSS per cached pod",
+                       "API requests per job", "apply -> all jobs Running", "the world's peak RSS"):
+            assert f"{size}: {figure}" in out
+    assert out.index("2 jobs x 2 pods") < out.index("3 jobs x 2 pods")
+    assert "baseline: 2 jobs" in out and "pods bound by their template" in md.read_text()
+
+
+def test_a_bound_workload_names_its_node_in_every_template() -> None:
+    specs = pytorch_job("j", 8, 25, node="scale-7")["spec"]["pytorchReplicaSpecs"]
+    assert {spec["template"]["spec"]["nodeName"] for spec in specs.values()} == {"scale-7"}
+    assert "nodeName" not in pytorch_job("j", 8, 25)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
