@@ -39,7 +39,8 @@ CORE = ("k8s", "kube-scheduler", "kube-controller-manager", "kwok", "kustomize")
 LATER = ("training-operator", "source-controller", "kustomize-controller", "redis-server", "argocd",
          "training-operator-mxjob", "jobset", "trainer", "kueue")
 LATE_DIRS = ("tests/admission", "tests/bench", "tests/e2e", "tests/gitops", "tests/parity")
-PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not fault")
+# --durations: each phase names its ten slowest steps, where a slower `make test` shows first
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not fault", "--durations=10")
 
 
 def _say(msg: str) -> None:
