@@ -114,10 +114,10 @@ def test_the_cost_curve_runs_ours_at_each_size_with_pods_bound_by_their_template
     assert scale_curve.main(argv) == 0  # a world per size, smallest first
     out = capsys.readouterr().out
     for size in ("2 jobs x 2 pods", "3 jobs x 2 pods"):
-        for figure in ("controller CPU per 1,000 pods", "controller peak RSS", "RSS per cached pod",
+        for figure in ("controller CPU per 1,000 pods", "controller peak RSS", "controller RSS per cached pod",
                        "API requests per job", "apply -> all jobs Running", "the world's peak RSS"):
             assert f"{size}: {figure}" in out
-    assert out.index("2 jobs x 2 pods") < out.index("3 jobs x 2 pods")
+    assert out.index("2 jobs x 2 pods: controller CPU") < out.index("3 jobs x 2 pods: controller CPU")
     assert "baseline: 2 jobs" in out and "pods bound by their template" in md.read_text()
 
 
