@@ -106,7 +106,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             break
         base = base or run
         last = run
-        rows += _rows(run, base, world_peaks[jobs])
+        size_rows = _rows(run, base, world_peaks[jobs])
+        rows += size_rows
+        # each size's figures as soon as it is done: a run stopped during a later size keeps them
+        say("; ".join(f"{row.figure} = {row.ours if row.ours is None else round(row.ours, 2)}" for row in size_rows))
         loads = " -> ".join(f"{x:.1f}" for x in run.loads)
         notes.append(f"{jobs:,} jobs: load average (1 min) at apply, each milestone, idle: {loads}; "
                      f"requests: {', '.join(f'{v} {r} {n}' for (v, r), n in run.requests.most_common(6))}")
