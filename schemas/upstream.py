@@ -61,7 +61,7 @@ def min_resources(replicas: Mapping[str, Mapping[str, Any]], replica_types: Sequ
     requests, or its limits when it has no requests; summed name by name, each sum printed
     as apimachinery prints it in the format of its first term."""
     rank = {rtype: i for i, rtype in enumerate(replica_types)}
-    order = sorted(replicas, key=lambda rt: (-priority(_pod_spec(replicas[rt]).get("priorityClassName") or ""),
+    order = sorted(replicas, key=lambda rt: (-priority(pod_spec(replicas[rt]).get("priorityClassName") or ""),
                                              rank.get(rt, len(rank)), rt))
     totals: dict[str, tuple[Decimal, str]] = {}
     counted = 0
@@ -79,13 +79,14 @@ def min_resources(replicas: Mapping[str, Mapping[str, Any]], replica_types: Sequ
     return {name: q.canonical(number, fmt) for name, (number, fmt) in sorted(totals.items())}
 
 
-def _pod_spec(replica: Mapping[str, Any]) -> Mapping[str, Any]:
+def pod_spec(replica: Mapping[str, Any]) -> dict[str, Any]:
+    """A replica spec's ``template.spec`` ({} where it is missing or null)."""
     return (replica.get("template") or {}).get("spec") or {}
 
 
 def _requests(replica: Mapping[str, Any]) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
-    for container in _pod_spec(replica).get("containers") or []:
+    for container in pod_spec(replica).get("containers") or []:
         resources = container.get("resources") or {}
         requests = resources.get("requests")
         out += (requests if requests is not None else resources.get("limits") or {}).items()

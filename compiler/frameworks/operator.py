@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
+from schemas.upstream import pod_spec
+
 if TYPE_CHECKING:
     from compiler.frameworks.base import Facts
 
@@ -85,7 +87,7 @@ def container_list(replica: Any) -> list[Any]:
     """A replica spec's ``template.spec.containers`` when it is a list, else []."""
     if not isinstance(replica, dict):
         return []
-    found = ((replica.get("template") or {}).get("spec") or {}).get("containers")
+    found = pod_spec(replica).get("containers")
     return found if isinstance(found, list) else []
 
 
@@ -130,8 +132,7 @@ def _replica_dicts(replicas: dict[str, Any]) -> list[dict[str, Any]]:
 def _default_port(replica: dict[str, Any], container_name: str, port_name: str | None, port: int | None) -> None:
     if port_name is None or port is None:
         return
-    pod_spec = (replica.get("template") or {}).get("spec") or {}
-    containers = pod_spec.get("containers") or []
+    containers = pod_spec(replica).get("containers") or []
     if not containers or not all(isinstance(c, dict) for c in containers):
         return  # validation reports it; upstream's webhook would have rejected it
     target = next((c for c in containers if c.get("name") == container_name), containers[0])

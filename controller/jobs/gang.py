@@ -167,11 +167,7 @@ def decorate(scheduler: Scheduler, pod: dict[str, Any], *, job_name: str, replic
 
 def custom_scheduler_set(replicas: Mapping[str, Any], scheduler: Scheduler) -> bool:
     """Upstream warns when ANY replica template names another scheduler (kept as written)."""
-    return any(_template_spec(r).get("schedulerName") not in (None, "", scheduler.name) for r in replicas.values())
-
-
-def _template_spec(replica: Mapping[str, Any]) -> dict[str, Any]:
-    return (replica.get("template") or {}).get("spec") or {}
+    return any(upstream.pod_spec(r).get("schedulerName") not in (None, "", scheduler.name) for r in replicas.values())
 
 
 # ---------------------------------------------------------------------- the reconciler's hook
