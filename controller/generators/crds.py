@@ -137,10 +137,15 @@ _CRD_LINES = re.compile(r"(?m)(^  - crds/kubeflow\.org_\w+\.yaml\n)+")
 _JOB_RULE = re.compile(r'(- apiGroups: \["kubeflow\.org"\]\n\s+resources: )\[[^\]]*\]')
 
 
+def file_name(kind: Kind) -> str:
+    """The kind's CRD file (upstream's name)."""
+    return f"kubeflow.org_{kind.facts.plural}.yaml"
+
+
 def render() -> dict[str, str]:
-    """file name -> YAML text, one file per kind (upstream's file names)."""
+    """file name -> YAML text, one file per kind."""
     return {
-        f"kubeflow.org_{kind.facts.plural}.yaml": HEADER + yaml.dump(crd(kind), Dumper=_NoAliases, sort_keys=False, width=120)
+        file_name(kind): HEADER + yaml.dump(crd(kind), Dumper=_NoAliases, sort_keys=False, width=120)
         for kind in sorted(KINDS.values(), key=lambda k: k.facts.plural)
     }
 
@@ -149,7 +154,7 @@ def kustomization(text: str) -> str:
     """The install's kustomization.yaml listing every generated CRD file where it lists them now
     (a run of `  - crds/...` lines; the folder itself stays `kubectl apply -f`-able, so no
     kustomization of its own); the rest of the hand-written file is kept as it is."""
-    listing = "".join(f"  - {OUT.name}/{name}\n" for name in render())
+    listing = "".join(f"  - {OUT.name}/{name}\n" for name in sorted(map(file_name, KINDS.values())))
     return _CRD_LINES.sub(lambda match: listing, text, count=1)
 
 
