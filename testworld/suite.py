@@ -19,7 +19,7 @@ upstream operator) are built in the background while those tests run:
 4. once the child is done, the tests in ``LATE_DIRS`` run (phase "late").
 
 A warm run builds nothing and only splits the suite in three pytest runs. The exit code
-is 1 if any phase or the background build failed; every phase runs regardless, so one
+is 1 if any phase or the background build failed; every test phase runs regardless, so one
 failure does not hide the others.
 """
 
