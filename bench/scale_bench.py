@@ -169,9 +169,10 @@ def _profiler(pid: int, out: Optional[Path]) -> Optional[subprocess.Popen[bytes]
 
 
 def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: int, pods_per_job: int,
-            run_seconds: float, timeout: float, profile: Optional[Path] = None, bind: int = 0) -> Run:
+            run_seconds: Optional[float], timeout: float, profile: Optional[Path] = None, bind: int = 0) -> Run:
     """One controller in `world`: start it, apply the jobs, time the lifecycle, read its figures.
-    With `bind` (the world's node count), job i's pods name node i % bind in their template."""
+    With `bind` (the world's node count), job i's pods name node i % bind in their template;
+    `run_seconds` None: the pods never exit, and the last milestone is every job Running."""
     client = Client.connect(str(world.kubeconfig), pool_size=THREADS + 8)
     namespace = f"scale-{uuid.uuid4().hex[:6]}"
     kt.create_namespace(client, namespace)
@@ -193,8 +194,10 @@ def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: i
         life.start_clock()
         kt.parallel(lambda body: client.create(kt.PYTORCHJOBS, namespace, body, answer=False), bodies,
                     threads=THREADS)
-        for wait, what in ((life.wait_pods, "pods created"), (life.wait_running, "jobs Running"),
-                           (life.wait_succeeded, "jobs Succeeded")):
+        waits = [(life.wait_pods, "pods created"), (life.wait_running, "jobs Running")]
+        if run_seconds is not None:
+            waits.append((life.wait_succeeded, "jobs Succeeded"))
+        for wait, what in waits:
             try:
                 seconds = wait(timeout)
             except TimeoutError:
@@ -280,13 +283,14 @@ def _notes(runs: list[Run]) -> list[str]:
 
 
 class ScaleWorld:
-    """A `testworld.World` for the run: kube-scheduler, kwok with `nodes` nodes, an audit log of
+    """A `testworld.World` for the run: kube-scheduler (not with `scheduler=False`, for pods bound by
+    their template), kwok with `nodes` nodes, an audit log of
     USER's requests only. The scheduler's and kwok's clients are made quiet and fast, the same
     for both controllers: kube-scheduler's default client limit (50 requests/s) would bind
     8,000 pods in 160 s whatever the controller did, and kwok's node leases (renewed every 10 s
     by default) would be 50 writes/s on the server with 500 nodes; nothing here reads them."""
 
-    def __init__(self, nodes: int) -> None:
+    def __init__(self, nodes: int, *, scheduler: bool = True) -> None:
         from testworld.controlplane import ControlPlane
         from testworld.kwok import Kwok, NodePool
         from testworld.scheduler import Scheduler
@@ -306,7 +310,9 @@ class ScaleWorld:
         # the later --audit-policy-file wins over the plane's own; 200 MB per file, as the plane's
         plane = ControlPlane(use_existing=False, extra_apiserver_args=[f"--audit-policy-file={policy}"])
         pool = NodePool(NODE_PREFIX, nodes, cpu="32", memory="256Gi", pods="250")
-        self.world = World([QuickScheduler(), QuietKwok(nodes=(pool,))], plane=plane)
+        # without a scheduler (pods bound by their template) the world is cheaper by one more watch of every pod
+        parts = [QuickScheduler()] if scheduler else []
+        self.world = World([*parts, QuietKwok(nodes=(pool,))], plane=plane)
         self.cpu: Optional[server_cost.ServerCPU] = None
 
     def __enter__(self) -> ScaleWorld:
@@ -345,7 +351,7 @@ def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Cont
     """`make`'s controller at `jobs` jobs in a world of its own (`bind`: pods bound by their template,
     `measure`); `after(world, run)` reads the world before it stops."""
     started = time.monotonic()
-    with ScaleWorld(args.nodes) as world:
+    with ScaleWorld(args.nodes, scheduler=not bind) as world:
         say(f"world with {args.nodes} nodes ready in {time.monotonic() - started:.0f} s")
         timeout = args.timeout or 300 + jobs * args.pods_per_job / 20
         profile = args.py_spy / f"train-controller-{jobs}-jobs.txt" if args.py_spy else None

@@ -11,7 +11,8 @@ Created to Succeeded, and it was running all the same.
 
 `pytorch_job` is the workload: Master x1 + Worker x(n-1) with small requests (500 kwok
 nodes hold 8,000 of them many times over) and the test world's kwok annotations, so
-every pod runs for `run_seconds` and exits 0.
+every pod runs for `run_seconds` and exits 0 (None: runs until deleted, so a run times every
+pod created and every job Running, not Succeeded).
 """
 
 from __future__ import annotations
@@ -22,20 +23,20 @@ from typing import Any, Optional
 
 from bench import kube_tools as kt
 from controller.runtime.kube import PODS, Client
-
-RUN_SECONDS = "testworld.trainforge.dev/run-seconds"
-EXIT_CODE = "testworld.trainforge.dev/exit-code"
+from testworld.stages import EXIT_CODE, RUN_SECONDS
 
 
-def pytorch_job(name: str, pods: int, run_seconds: float, node: Optional[str] = None) -> dict[str, Any]:
-    """A PyTorchJob of `pods` pods whose containers run `run_seconds` and exit 0 under kwok; with
-    `node`, its pods are bound to that node by their template (`nodeName`: no scheduler involved)."""
+def pytorch_job(name: str, pods: int, run_seconds: Optional[float], node: Optional[str] = None) -> dict[str, Any]:
+    """A PyTorchJob of `pods` pods whose containers run `run_seconds` and exit 0 under kwok (None: they
+    run until deleted); with `node`, its pods are bound to that node by their template (`nodeName`: no
+    scheduler involved)."""
+    runs = "forever" if run_seconds is None else f"{run_seconds:g}"
     def replica(count: int) -> dict[str, Any]:
         container = {"name": "pytorch", "image": "ghcr.io/acme/bert:1.4.2", "command": ["python", "train.py"],
                      "ports": [{"name": "pytorchjob-port", "containerPort": 23456}],
                      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
                                    "limits": {"cpu": "100m", "memory": "128Mi"}}}
-        template = {"metadata": {"annotations": {RUN_SECONDS: f"{run_seconds:g}", EXIT_CODE: "0"}},
+        template = {"metadata": {"annotations": {RUN_SECONDS: runs, EXIT_CODE: "0"}},
                     "spec": {"containers": [container], **({"nodeName": node} if node else {})}}
         return {"replicas": count, "restartPolicy": "OnFailure", "template": template}
 

@@ -330,6 +330,10 @@ class ControlPlane:
             f"--initial-advertise-peer-urls={peer_url}",
             f"--initial-cluster=trainforge={peer_url}",
             "--unsafe-no-fsync=true",  # test data only: no fsync makes writes ~10x cheaper
+            # etcd's default 2 GiB quota turns every write into "database space exceeded" once the
+            # history between the API server's compactions (5 min) outgrows it: 1,000 jobs x 8 pods
+            # grew the file to 197 MB in 5 min, and the benchmarks go to 10 times that
+            "--quota-backend-bytes=8589934592",
             "--log-level=warn",
         ]
         self._etcd = ManagedProcess("etcd", argv, self.dir / "etcd.log", self.dir)

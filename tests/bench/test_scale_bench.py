@@ -106,10 +106,12 @@ def test_the_scale_benchmark_runs_both_controllers_on_a_tiny_world(tmp_path: Pat
 
 @pytest.mark.controlplane
 def test_the_cost_curve_runs_ours_at_each_size_with_pods_bound_by_their_template(tmp_path: Path, capsys) -> None:
+    """Pods that never exit, bound by template: the world has no kube-scheduler, and the last milestone
+    is every job Running."""
     from bench import scale_curve
 
     md = tmp_path / "curve.md"
-    argv = ["--sizes", "3,2", "--pods-per-job", "2", "--nodes", "3", "--run-seconds", "1", "--bind",
+    argv = ["--sizes", "3,2", "--pods-per-job", "2", "--nodes", "3", "--run-seconds", "forever", "--bind",
             "--timeout", "180", "--markdown", str(md)]
     assert scale_curve.main(argv) == 0  # a world per size, smallest first
     out = capsys.readouterr().out
@@ -119,6 +121,30 @@ def test_the_cost_curve_runs_ours_at_each_size_with_pods_bound_by_their_template
             assert f"{size}: {figure}" in out
     assert out.index("2 jobs x 2 pods: controller CPU") < out.index("3 jobs x 2 pods: controller CPU")
     assert "baseline: 2 jobs" in out and "pods bound by their template" in md.read_text()
+    assert "pods never exit" in md.read_text() and "jobs Succeeded" not in out
+
+
+def test_the_curve_extrapolates_the_world_by_the_line_through_its_two_largest_sizes() -> None:
+    from bench.scale_curve import world_estimate_mb
+
+    # 1,000 MB fixed + 0.25 MB per pod: one size alone overstates, two sizes give the line
+    peaks = {250: 1000 + 0.25 * 2000, 1000: 1000 + 0.25 * 8000}
+    assert world_estimate_mb(peaks, 8, 10000) == pytest.approx(1000 + 0.25 * 80000)
+    assert world_estimate_mb({1000: 3000.0}, 8, 10000) == pytest.approx(30000)
+    # a world that shrank between two sizes is not extrapolated below what the larger one took
+    assert world_estimate_mb({250: 2000.0, 1000: 1500.0}, 8, 10000) == pytest.approx(1500)
+
+
+def test_the_curve_takes_forever_or_seconds_for_how_long_pods_run() -> None:
+    import argparse
+
+    from bench.scale_curve import run_seconds_arg
+
+    assert run_seconds_arg("forever") is None and run_seconds_arg("2.5") == 2.5
+    with pytest.raises(argparse.ArgumentTypeError, match="forever"):
+        run_seconds_arg("soon")
+    template = pytorch_job("j", 2, None)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    assert template["metadata"]["annotations"][RUN_SECONDS] == "forever"
 
 
 def test_a_bound_workload_names_its_node_in_every_template() -> None:
