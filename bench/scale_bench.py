@@ -354,7 +354,8 @@ def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Cont
     with ScaleWorld(args.nodes, scheduler=not bind) as world:
         say(f"world with {args.nodes} nodes ready in {time.monotonic() - started:.0f} s")
         timeout = args.timeout or 300 + jobs * args.pods_per_job / 20
-        profile = args.py_spy / f"train-controller-{jobs}-jobs.txt" if args.py_spy else None
+        spy_dir = getattr(args, "py_spy", None)  # only make bench-scale has --py-spy
+        profile = spy_dir / f"train-controller-{jobs}-jobs.txt" if spy_dir else None
         run = measure(world, make, jobs=jobs, pods_per_job=args.pods_per_job, run_seconds=args.run_seconds,
                       timeout=timeout, profile=profile, bind=args.nodes if bind else 0)
         if after is not None:

@@ -93,7 +93,8 @@ def _rows(run: Run, base: Run, world_mb: float) -> list[report.Row]:
           None if m.pods_created is None else m.pods_created * per_k,
           None if mb.pods_created is None else mb.pods_created * 1000 / base.pods, "s"),
         R(f"{tag}: apply -> all jobs Running (s)", m.jobs_running, None, "s"),
-        R(f"{tag}: the world's peak RSS (MB: kube-apiserver, etcd, kube-scheduler, kwok)", world_mb, None, "MB"),
+        R(f"{tag}: the world's peak RSS (MB: kube-apiserver, etcd, kwok, kube-scheduler if it runs)", world_mb,
+          None, "MB"),
     ]
 
 
@@ -112,7 +113,6 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="seconds to wait for each milestone (default 300 + 0.05 per pod)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
-    args.py_spy = None
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     world_peaks: dict[int, float] = {}
 
@@ -129,7 +129,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             need = world_estimate_mb(world_peaks, args.pods_per_job, jobs) * HEADROOM + last.peak_rss_mb
             have = mem_available_mb()
             if need > have and not args.no_memory_guard:
-                notes.append(f"{jobs:,} jobs not run: by the {last.jobs:,}-job run's figures the world would need "
+                notes.append(f"{jobs:,} jobs not run: by the sizes run so far the world would need "
                              f"~{need / 1024:.1f} GB, and {have / 1024:.1f} GB is available")
                 say(notes[-1])
                 continue

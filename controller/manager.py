@@ -50,7 +50,7 @@ from controller.runtime.kube import (
 )
 from controller.runtime.metrics import Metrics
 from controller.runtime.workqueue import ShutDown, WorkQueue
-from controller.runtime.writes import job_key
+from controller.runtime.writes import expectation_item, job_key
 from schemas.upstream import JOB_NAME_LABEL, OPERATOR_LABEL
 
 log = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ class Manager:
 
         def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             for key in {*owners(old), *owners(new)}:
-                item = (res.plural, (new or old)["metadata"]["name"])  # type: ignore[index]
+                item = expectation_item(res, (new or old)["metadata"]["name"])  # type: ignore[index]
                 if etype == "ADDED":
                     self.expectations.created(key, item)
                 if etype == "DELETED" or (new is not None and new["metadata"].get("deletionTimestamp")):

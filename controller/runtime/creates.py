@@ -25,7 +25,11 @@ from controller.runtime import errors
 from controller.runtime.burst import Held
 from controller.runtime.expectations import Expectations
 from controller.runtime.kube import PODS, Client, Resource
-from controller.runtime.writes import created_event, failed_create_event
+from controller.runtime.writes import (
+    created_event,
+    expectation_item,
+    failed_create_event,
+)
 
 _SKIPPED = object()  # not sent: an earlier create of the pass failed
 
@@ -58,7 +62,7 @@ class Batch:
 
     def add(self, res: Resource, obj: dict[str, Any]) -> None:
         name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
-        self.expectations.expect_create(self.key, [(res.plural, name)])
+        self.expectations.expect_create(self.key, [expectation_item(res, name)])
         self.events.append(None)  # this create's Event goes here, whenever its answer comes
         burst = self.pool.held if res is PODS else None
         if burst is not None:
@@ -90,7 +94,7 @@ class Batch:
             if outcome is None:
                 self.events[slot] = created_event(res, name)
                 continue
-            self.expectations.created(self.key, (res.plural, name))  # the watch will show no new object of ours
+            self.expectations.created(self.key, expectation_item(res, name))  # the watch will show no new object of ours
             if outcome is _SKIPPED or isinstance(outcome, errors.AlreadyExists):
                 continue
             if isinstance(outcome, errors.ApiError):

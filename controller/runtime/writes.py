@@ -46,6 +46,11 @@ def key_of(ctx: Any) -> str:
     return job_key(ctx.kind.name, ctx.namespace, ctx.name)
 
 
+def expectation_item(res: Resource, name: str) -> tuple[str, str]:
+    """What the expectations count for a child: its resource and name (the watch reports both)."""
+    return (res.plural, name)
+
+
 def created_event(res: Resource, name: str) -> Event:
     return ("Normal", f"SuccessfulCreate{res.kind}", f"Created {res.kind.lower()}: {name}")
 
@@ -80,7 +85,7 @@ class Writes:
         if ctx.creates is not None and res in (PODS, SERVICES):
             ctx.creates.add(res, obj)  # answered, and its Event filled in, when the pass waits
             return CREATED
-        self.expectations.expect_create(key, [(res.plural, obj["metadata"]["name"])])
+        self.expectations.expect_create(key, [expectation_item(res, obj["metadata"]["name"])])
         try:
             self._send(key, res, obj)
         except errors.AlreadyExists:
@@ -96,7 +101,7 @@ class Writes:
     def _send(self, key: str, res: Resource, obj: dict[str, Any]) -> None:
         """Create `obj`, already expected; AlreadyExists and other errors lower the expectation
         and propagate."""
-        item = (res.plural, obj["metadata"]["name"])
+        item = expectation_item(res, obj["metadata"]["name"])
         try:
             self.client.create(res, obj["metadata"]["namespace"], obj, answer=False)
         except errors.ApiError:
@@ -107,7 +112,7 @@ class Writes:
         """Expect the create now, send it once the pod burst is over (controller.runtime.burst)."""
         assert self.held is not None
         job, kind = ctx.job, ctx.kind
-        self.expectations.expect_create(key, [(res.plural, obj["metadata"]["name"])])
+        self.expectations.expect_create(key, [expectation_item(res, obj["metadata"]["name"])])
 
         def send() -> None:
             try:
@@ -132,7 +137,7 @@ class Writes:
         if ctx.creates is not None:
             ctx.creates.wait()  # the creates upstream's order puts first land first (or fail the pass)
         key, meta = key_of(ctx), obj["metadata"]
-        item = (res.plural, meta["name"])
+        item = expectation_item(res, meta["name"])
         self.expectations.expect_delete(key, [item])
         try:
             self.client.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"))

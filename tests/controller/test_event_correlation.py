@@ -155,6 +155,28 @@ def test_without_patch_a_repeat_is_a_new_event_with_its_count_and_none_is_lost(c
     assert rec.close()
 
 
+def test_a_full_queue_is_sent_during_a_pod_burst_instead_of_waiting_it_out(client, namespace) -> None:
+    """More distinct objects than the queue holds, while the pod burst never ends (its held Service
+    creates record Events too, and it settles only once they are sent): the callers waiting for a
+    slot make the senders send. They used to wait out the burst, one write per max_hold (60 s
+    here), each caller dropping its Event after full_wait: 5,000 jobs x 8 pods stalled so. What
+    the queue holds once nobody waits is sent when the burst ends, as before."""
+    held = Burst()  # stays open until every Event has been recorded by a caller
+    rec = EventRecorder(client, pod_burst=held, queue_size=16, fold_at=8, full_wait=10.0)
+    before = event_writes(client)
+    for i in range(60):
+        for reason in ("SuccessfulCreatePod", "SuccessfulCreateService"):
+            assert emit(rec, job(namespace, i), reason, f"Created {reason[16:].lower()}: j{i}-worker-0")
+    assert rec.overflowed == 0 and held.settling()
+    # all but what the queue holds (and the senders have in flight) went out during the burst
+    assert event_writes(client) - before >= 120 - 16 - rec.max_senders
+    held.open.set()
+    wait_for(lambda: rec.pending() == 0, timeout=60, what="every write sent")
+    recorded = {(e["involvedObject"]["name"], e["reason"]) for e in server_events(client, namespace)}
+    assert recorded == {(f"j{i}", r) for i in range(60) for r in ("SuccessfulCreatePod", "SuccessfulCreateService")}
+    assert rec.close()
+
+
 def test_memory_stays_bounded_under_a_burst_of_many_objects(client, namespace) -> None:
     held = Burst()
     rec = EventRecorder(client, pod_burst=held, max_keys=64, queue_size=256, fold_at=32)
