@@ -112,7 +112,8 @@ bench-scale: $(STAMP) k8s-assets
 	$(BIN)/python -m bench.scale_bench $(ARGS)
 
 # ours alone at 250, 1,000, 2,000, 5,000 and 10,000 jobs x 8 pods (sizes that would not fit in memory are
-# reported, not run); SIZES=250,1000 and ARGS="--bind ..." to choose
+# reported, not run); SIZES=250,1000 and ARGS="--bind ..." to choose; the 10,000-job curve of bench/README.md
+# is ARGS="--bind --run-seconds forever" (~1 h on 2 cores)
 SIZES ?= 250,1000,2000,5000,10000
 bench-curve: $(STAMP) k8s-assets
 	$(BIN)/python -m bench.scale_curve --sizes $(SIZES) $(ARGS)
