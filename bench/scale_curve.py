@@ -16,9 +16,9 @@ the controller's, not the scheduler's. Both ways are documented in bench/README.
 
 `--run-seconds forever` keeps every pod Running until the world stops: the last milestone is
 every job Running, and kwok and the API server do a third less per pod (no exit to write and
-watch). Why it exists: at 5,000 jobs x 8 pods (25 s runs) kube-apiserver and kwok held both
-cores while train-controller sat idle, so the sizes the issue asks for (10,000 jobs) are the
-world's cost, not the controller's, unless the world does less.
+watch). Why it exists: at 10,000 jobs x 8 pods the world (kube-apiserver, etcd, kwok) took
+about five times the controller's CPU and 13.4 GB even so (bench/README.md), so the big sizes
+fit the 2 cores and 24 GB only if the world does less.
 
 Sizes the machine cannot hold are not started: before each size the world's peak memory
 (VmHWM of kube-apiserver, etcd, kwok and kube-scheduler if it runs) is extrapolated to the next
