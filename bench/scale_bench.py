@@ -5,7 +5,7 @@ and kwok with `--nodes` fake nodes whose pods run for `--run-seconds` and exit 0
 controller under a user of its own, and `--jobs` PyTorchJobs (Master x1 + Worker x7)
 applied at once by 16 client threads. Timed from the first create to: every pod created,
 every job Running, every job Succeeded (`bench.scale_lifecycle`). Then, once the
-controller is idle: its API requests per job (the audit log, by its user:
+controller has sent no request for 5 s: its API requests per job (the audit log, by its user:
 `bench.audit_count`), its CPU seconds per 1,000 pods and its peak RSS (/proc), and the
 API server's + etcd's CPU per 1,000 pods.
 
@@ -72,13 +72,14 @@ class Run:
     jobs: int
     pods: int
     milestones: Milestones
-    cpu: float  # controller CPU seconds, apply -> idle after every job Succeeded
+    cpu: float  # controller CPU seconds, apply -> its last request after every job Succeeded
     peak_rss_mb: float
     idle_rss_mb: float
     requests: Counter[tuple[str, str]]
     server_cpu: Optional[float]  # kube-apiserver + etcd, same window
     loads: list[float] = field(default_factory=list)  # 1-min load average at apply, each milestone, the end
     events: Counter[str] = field(default_factory=Counter)  # Events on the jobs by reason, repeats included
+    event_objects: Counter[str] = field(default_factory=Counter)  # Event objects by reason (one POST each)
     distinct: tuple[int, int] = (0, 0)  # distinct pod/Service-create and Succeeded Events found, expected
 
     @property
@@ -110,14 +111,17 @@ class Run:
                 "loads": [round(x, 1) for x in self.loads]}
 
 
-def job_events(client: Client, namespace: str) -> Counter[str]:
-    """Events recorded on the namespace's jobs, by reason, an aggregated Event by its count: what
-    a user's `kubectl describe` shows (a recorder that drops Events under load shows less)."""
-    out: Counter[str] = Counter()
+def job_events(client: Client, namespace: str) -> tuple[Counter[str], Counter[str]]:
+    """Events recorded on the namespace's jobs by reason: an aggregated Event by its count (what
+    a user's `kubectl describe` shows; a recorder that drops Events under load shows less), and
+    the Event objects (one POST each: which reasons the Event writes went to)."""
+    repeats: Counter[str] = Counter()
+    objects: Counter[str] = Counter()
     for event in client.list(EVENTS, namespace=namespace)["items"]:
         if (event.get("involvedObject") or {}).get("kind") == "PyTorchJob":
-            out[event.get("reason", "")] += int(event.get("count") or 1)
-    return out
+            repeats[event.get("reason", "")] += int(event.get("count") or 1)
+            objects[event.get("reason", "")] += 1
+    return repeats, objects
 
 
 def distinct_events(client: Client, namespace: str, jobs: int, pods_per_job: int) -> tuple[int, int]:
@@ -145,16 +149,26 @@ def distinct_events(client: Client, namespace: str, jobs: int, pods_per_job: int
     return len(found & expected), len(expected)
 
 
-def _idle(pid: int, *, quiet: float = 3.0, timeout: float = 60.0) -> None:
-    """Until the process used under 1% of a core for `quiet` seconds (its last writes sent)."""
-    deadline = time.monotonic() + timeout
-    last = proc_figures(pid).cpu
-    while time.monotonic() < deadline:
+def _idle(logs: Callable[[], list[Path]], *, quiet: float = 5.0, timeout: float = 60.0) -> float:
+    """Until the controller sent no request for `quiet` s (its audit log, which holds only its
+    requests, stopped growing); the seconds waited.
+
+    Why requests, not CPU: upstream's process stays above 1% of a core for over a minute after
+    its last request at 1,000 jobs, and waiting that out cost `make bench-scale` ~2 min of its
+    20 (2026-11-27). `quiet` is the longest a train-controller write is held (a pod burst's 5 s)."""
+    started = time.monotonic()
+
+    def size() -> int:
+        return sum(path.stat().st_size for path in logs())
+
+    last = size()
+    while time.monotonic() < started + timeout:
         time.sleep(quiet)
-        now = proc_figures(pid).cpu
-        if now - last < 0.01 * quiet:
-            return
+        now = size()
+        if now == last:
+            break
         last = now
+    return time.monotonic() - started
 
 
 def _profiler(pid: int, out: Optional[Path]) -> Optional[subprocess.Popen[bytes]]:
@@ -205,13 +219,13 @@ def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: i
                 raise
             loads.append(load())
             say(f"{controller.label}: all {what} at {seconds:.1f} s (load {loads[-1]:.1f}; {life.counts()})")
-        _idle(controller.pid)
+        say(f"{controller.label}: no request for 5 s after {_idle(world.audit_logs):.0f} s")
         end = proc_figures(controller.pid)
         server1 = server()
         loads.append(load())
         requests = audit_count.count(world.audit_logs(), USER, since=since)
         return Run(controller.label, jobs, total, life.milestones(), end.cpu - cpu0, end.peak_rss_mb, idle.rss_mb,
-                   requests, None if server0 is None else server1 - server0, loads, job_events(client, namespace),
+                   requests, None if server0 is None else server1 - server0, loads, *job_events(client, namespace),
                    distinct_events(client, namespace, jobs, pods_per_job))
     finally:
         life.stop()
@@ -271,14 +285,15 @@ def _alone_rows(run: Run) -> list[report.Row]:
 
 def _notes(runs: list[Run]) -> list[str]:
     notes = ["ratio = ours / baseline; each run in a fresh world, one after the other; times from the first "
-             "create; CPU and requests from the first create until the controller is idle after the last job "
-             "Succeeded"]
+             "create; CPU and requests from the first create until the controller sent no request for 5 s after the "
+             "last job Succeeded"]
     for r in runs:
         loads = " -> ".join(f"{x:.1f}" for x in r.loads)
         top = ", ".join(f"{verb} {res} {n}" for (verb, res), n in r.requests.most_common(8))
         notes.append(f"{r.label}, {r.jobs:,} jobs: load average (1 min) at apply, each milestone, idle: {loads}; "
                      f"idle RSS {r.idle_rss_mb:.0f} MB; requests: {top}; Events on the jobs by reason (repeats "
-                     f"counted): {dict(r.events.most_common())}")
+                     f"counted): {dict(r.events.most_common())}; Event objects (POSTs) by reason: "
+                     f"{dict(r.event_objects.most_common())}")
     return notes
 
 

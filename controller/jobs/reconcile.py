@@ -39,6 +39,8 @@ from schemas import upstream
 
 log = logging.getLogger(__name__)
 
+EXITED = "ExitedWithCode"  # upstream's reason for a pod seen terminated (semantics §4)
+
 
 class InvalidJob(Exception):
     """An invalid job upstream reports and retries (MPIJob and MXJob validation, a pod it
@@ -175,7 +177,7 @@ class Reconciler:
             ctx.pods[rtype] = [p for p in diff.of_type(pods, rtype)]
             for pod, code in plan.exited:
                 ns = pod["metadata"].get("namespace")
-                ctx.events.append(("Normal", "ExitedWithCode", f"Pod: {ns}.{pod['metadata']['name']} exited with code {code}"))
+                ctx.events.append(("Normal", EXITED, f"Pod: {ns}.{pod['metadata']['name']} exited with code {code}"))
             for index in plan.create:
                 self.create_pod(ctx, rtype=rtype, index=index)
             for pod in plan.delete:
@@ -306,8 +308,15 @@ class Reconciler:
             self.held.drop_status(key)
 
     def _emit(self, job: dict[str, Any], kind: Kind, events: list[st.Event]) -> None:
+        """The pass's Events, in order; its pod exits, when more than one, as one combined Event.
+
+        Why exits: upstream reports ExitedWithCode for every terminated pod on every pass (state,
+        not an action: creates and deletes keep an Event each, as upstream's), and an 8-pod job's
+        exits were 7.4 of its 10.5 Event writes at 1,000 jobs (`make bench-scale`, 2026-11-27)."""
+        exits = sum(why == EXITED for _, why, _ in events)
         for etype, why, message in events:
-            self.recorder.event(job, etype, reason=why, message=message, component=kind.facts.operator_name)
+            self.recorder.event(job, etype, reason=why, message=message, component=kind.facts.operator_name,
+                                together=why == EXITED and exits > 1)
 
     def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str], *, retry: bool) -> float | None:
         message = checks.failure_message(kind, problems)

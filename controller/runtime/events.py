@@ -100,11 +100,14 @@ class EventRecorder:
         self.pod_burst = pod_burst  # has settling() and max_hold (controller.runtime.burst.Held), or None
 
     def event(self, obj: dict[str, Any], etype: str, *, reason: str, message: str, component: str,
-              wait: bool = False) -> bool:
+              wait: bool = False, together: bool = False) -> bool:
         """Record one Event on `obj`; False only if it was dropped (queue full too long) or,
         with `wait`, could not be sent.
 
-        Queued for the sender (or folded into a write already queued) unless `wait`; then sent now."""
+        Queued for the sender (or folded into a write already queued) unless `wait`; then sent now.
+        `together`: the caller saw this event with others of its reason at once (one pass's pod
+        exits), so a new message joins the object's combined Event as under pressure; an identical
+        repeat still folds into its own Event."""
         meta = obj.get("metadata") or {}
         uid = str(meta.get("uid", ""))
         stamp = timestamp(datetime.now(timezone.utc))
@@ -115,7 +118,7 @@ class EventRecorder:
             deadline = None
             while True:
                 key = self.correlator.route(uid, etype, reason, message, self._due,
-                                            pressure=len(self._queue) >= self.fold_at)
+                                            pressure=together or len(self._queue) >= self.fold_at)
                 item = self._queue.get(key)
                 if item is not None or wait or self._closed or len(self._queue) < self.queue_size:
                     break

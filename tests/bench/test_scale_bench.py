@@ -46,6 +46,31 @@ def test_each_request_of_the_user_is_counted_once_by_verb_and_resource_from_the_
     assert audit_count.writes(counts) == 3 and audit_count.reads(counts) == 1
 
 
+def test_the_run_ends_once_the_audit_log_stops_growing_not_before(tmp_path: Path) -> None:
+    """The controller's requests are the audit log's lines: the measurement ends `quiet` s after
+    the last one, however busy its CPU (upstream's stays busy a minute after its last request)."""
+    import threading
+    import time
+
+    from bench.scale_bench import _idle
+
+    log = tmp_path / "audit.log"
+    log.write_text("")
+    stop = time.monotonic() + 0.6
+
+    def requests() -> None:
+        while time.monotonic() < stop:
+            with log.open("a") as f:
+                f.write(audit_line("x", "u", "create", "events") + "\n")
+            time.sleep(0.05)
+
+    writer = threading.Thread(target=requests)
+    writer.start()
+    waited = _idle(lambda: sorted(tmp_path.glob("audit*.log")), quiet=0.2, timeout=30)
+    writer.join()
+    assert 0.6 <= waited < 5 and log.stat().st_size > 0
+
+
 def test_the_audit_policy_records_the_one_user_and_nothing_else() -> None:
     import yaml
 

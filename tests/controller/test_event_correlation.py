@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from controller_kit import wait_for
+from controller_kit import PODS_FIRST, running_manager, wait_for
+from controller_kit import job as make_job
 
 from controller.runtime.event_correlator import COMBINED, split_combined
 from controller.runtime.events import EventRecorder
@@ -199,7 +200,6 @@ def test_the_controller_records_every_pod_and_service_create_of_a_burst_of_jobs(
     """Through train-controller itself: 40 jobs x 4 pods applied at once, every create's Event is on its job
     (its own or listed in a combined one) and the counts add up to the creates. (Seen: 176 Events for the 320
     with --pods-first, 206 in upstream's order; `make test` runs both.)"""
-    from controller_kit import job as make_job
 
     names = [f"b{i}" for i in range(40)]
     threads = [threading.Thread(target=cluster.apply, args=(make_job("PyTorchJob", n, Master=1, Worker=3),))
@@ -221,3 +221,34 @@ def test_the_controller_records_every_pod_and_service_create_of_a_burst_of_jobs(
 
     wait_for(lambda: recorded() == (expected, 320), timeout=120, what="every create's Event")
     assert manager.recorder.overflowed == 0
+
+
+@pytest.mark.both_orders
+def test_the_pod_exits_one_pass_sees_are_one_event_listing_each_and_a_lone_exit_joins_it(
+        control_plane, namespace, cluster) -> None:
+    """Three workers exit while no controller runs; the next one's first pass sees them at once: one
+    ExitedWithCode Event lists each exit, where one Event per exit was written before. The master's
+    exit, seen alone later, joins that Event instead of a write of its own. Its count grows with
+    every pass that sees an exit again, as upstream's (which reports every terminated pod on every
+    pass); creates keep one Event each."""
+    pods = ["e-master-0", "e-worker-0", "e-worker-1", "e-worker-2"]
+    with running_manager(str(control_plane.kubeconfig), namespace, pool_size=8, pods_first=PODS_FIRST):
+        cluster.apply(make_job("PyTorchJob", "e", Master=1, Worker=3))
+        cluster.wait_pods(set(pods))
+        wait_for(lambda: sum(e["reason"] == "SuccessfulCreatePod" for e in server_events(cluster.client, namespace))
+                 == 4, what="a create Event per pod")
+    cluster.run_all(pods[0])
+    for worker in pods[1:]:
+        cluster.set_phase(worker, "Succeeded", exit_code=0)
+
+    def exits() -> list[list[str]]:
+        return [sorted(split_combined(e["message"])) for e in server_events(cluster.client, namespace)
+                if e["reason"] == "ExitedWithCode"]
+
+    said = [f"Pod: {namespace}.{p} exited with code 0" for p in pods]
+    with running_manager(str(control_plane.kubeconfig), namespace, pool_size=8, pods_first=PODS_FIRST):
+        wait_for(lambda: exits() == [sorted(said[1:])], what="one Event for the three exits")
+        cluster.set_phase(pods[0], "Succeeded", exit_code=0)
+        wait_for(lambda: exits() == [sorted(said)], what="the master's exit in the same Event")
+        cluster.wait_condition("PyTorchJob", "e", "Succeeded")
+    assert sum(e["reason"] == "SuccessfulCreatePod" for e in server_events(cluster.client, namespace)) == 4
