@@ -112,9 +112,11 @@ class Writes:
         """Expect the create now, send it once the pod burst is over (controller.runtime.burst)."""
         assert self.held is not None
         job, kind = ctx.job, ctx.kind
-        self.expectations.expect_create(key, [expectation_item(res, obj["metadata"]["name"])])
+        item = expectation_item(res, obj["metadata"]["name"])
+        self.expectations.expect_create(key, [item], held=True)
 
         def send() -> None:
+            self.expectations.sent(key, item)
             try:
                 self._send(key, res, obj)
             except errors.AlreadyExists:

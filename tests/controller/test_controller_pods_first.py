@@ -18,8 +18,9 @@ from controller_kit import job, running_manager, wait_for
 from controller.manager import Manager
 from controller.runtime import errors
 from controller.runtime.burst import Held
-from controller.runtime.kube import EVENTS, SERVICES, Resource
-from controller.runtime.writes import job_key
+from controller.runtime.expectations import Expectations
+from controller.runtime.kube import EVENTS, SERVICES, Client, Resource
+from controller.runtime.writes import Writes, job_key
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 
@@ -121,6 +122,45 @@ def test_close_sends_the_held_creates_even_in_a_burst() -> None:
 
 
 # ---------------------------------------------------------------------- on the API server
+def test_a_service_held_longer_than_the_expectations_timeout_is_still_awaited_then_sent_once(
+        control_plane, cluster) -> None:
+    """The 10,000-job run's 24,242 duplicate Service creates: a Service held through a pod burst
+    longer than the expectations' timeout must keep its job waiting (a pass that stopped waiting
+    created it again); once sent, its wait times out as any create's."""
+    from types import SimpleNamespace
+
+
+    clock, waits = Clock(), Clock()
+    h = held(clock)
+    client = Client.connect(str(control_plane.kubeconfig), pool_size=4)
+    expectations = Expectations(timeout=300, clock=waits)
+    emitted: list[Any] = []
+    writes = Writes(client, expectations, emit=lambda job, kind, events: emitted.extend(events),
+                    retry=lambda key: None, held=h)
+    ctx = SimpleNamespace(kind=SimpleNamespace(name="PyTorchJob"), namespace=cluster.namespace, name="h",
+                          job={}, creates=None, previous=set(), events=[])
+    svc = {"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": "h-worker-0", "namespace": cluster.namespace},
+           "spec": {"clusterIP": "None", "selector": {"a": "b"}}}
+    key = job_key("PyTorchJob", cluster.namespace, "h")
+    try:
+        h.pod_started()  # a pod burst: the Service is held
+        writes.create(ctx, SERVICES, svc)
+        waits.now += 705  # the 10,000-job burst
+        assert not expectations.satisfied(key) and cluster.objects(SERVICES) == {}
+        h.pod_answered()
+        clock.now += 1  # the burst is over: the Service goes, and its wait starts now
+        wait_for(lambda: set(cluster.objects(SERVICES)) == {"h-worker-0"}, what="the held Service sent")
+        wait_for(lambda: h.pending() == 0, what="the send answered")
+        assert not expectations.satisfied(key) and expectations.next_deadline(key) == 300
+        waits.now += 300
+        assert expectations.satisfied(key)
+        assert emitted == [("Normal", "SuccessfulCreateService", "Created service: h-worker-0")]
+    finally:
+        h.close()
+        client.close()
+
+
 POLICIES = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
                     namespaced=False)
 BINDINGS = Resource("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",

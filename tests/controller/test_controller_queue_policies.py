@@ -106,6 +106,25 @@ def test_expectations_wait_for_observation_or_timeout():
     assert e.satisfied("k")
 
 
+def test_a_held_create_waits_without_a_deadline_until_it_is_sent():
+    """A Service held through a pod burst longer than the timeout is still awaited (the next pass
+    must not create it again); once sent, it times out as any create; a relist keeps it."""
+    clock = Clock()
+    e = Expectations(timeout=300, clock=clock)
+    e.expect_create("PyTorchJob/ns/j", [("services", "s")], held=True)
+    assert e.next_deadline("PyTorchJob/ns/j") == 300  # look again later, nothing expires
+    clock.t += 705
+    assert not e.satisfied("PyTorchJob/ns/j")
+    assert e.drop_unobservable("services", lambda ns, name: False, listed_at=clock.t) == []
+    e.sent("PyTorchJob/ns/j", ("services", "s"))
+    clock.t += 100
+    assert not e.satisfied("PyTorchJob/ns/j") and e.next_deadline("PyTorchJob/ns/j") == 200
+    clock.t += 200
+    assert e.satisfied("PyTorchJob/ns/j")
+    e.sent("PyTorchJob/ns/j", ("services", "s"))  # an expectation already gone stays gone
+    assert e.satisfied("PyTorchJob/ns/j")
+
+
 def test_a_relist_ends_the_wait_for_children_it_cannot_show():
     """Created and deleted while the watch was down: neither an ADDED nor the relist shows it."""
     clock = Clock()
