@@ -10,7 +10,7 @@ this value come from" for the merged spec: a value set by the override points in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pydantic import ValidationError
@@ -83,6 +83,9 @@ class Target:
     api: str = DEFAULT_TARGET  # the environment's target (compiler/targets), by name
     # the environment's controller: whose init containers the pod security review adds (kubeflow-v1)
     controller: str = DEFAULT_CONTROLLER
+    # (spec, plan, merged pod template) per replica type, kept by `lowering.pod_template` from
+    # the review rules' first ask to lowering's last: it lives and dies with the target
+    merged_templates: list[Any] = field(default_factory=list, compare=False, repr=False)
 
 
 def deep_merge(base: Any, override: Any) -> Any:

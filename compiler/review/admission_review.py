@@ -41,7 +41,8 @@ def check(target: Target) -> Iterator[Diagnostic]:
     fw = adapter(target.spec.framework)
     facts = fw.facts
     own = facts.container
-    templates = {plan.replica_type: pod_template(target.spec, plan, facts, target) for plan in fw.plan(target.spec)}
+    templates = {plan.replica_type: pod_template(target.spec, plan, facts, target, shared=True)  # read only
+                 for plan in fw.plan(target.spec)}
     job = {"metadata": {"name": target.name}, "spec": {facts.replica_specs: {
         rtype: {"replicas": 1, "template": template} for rtype, template in templates.items()}}}
     entry = _own_entry(containers, own)

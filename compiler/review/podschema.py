@@ -67,13 +67,32 @@ def check(target: Target) -> Iterator[Diagnostic]:
         value = patch.get(part)
         if isinstance(value, dict):
             part_schema = {"$ref": f"#/$defs/{PARTS[part]}"}
-            if not conforms(value, part_schema):  # jsonschema says what and where
+            if not _part_conforms(part, value, part_schema):  # jsonschema says what and where
                 for error in _validators()[part].iter_errors(value):
                     yield from _explain(target, (part, *error.absolute_path), error)
             yield from _unique_keys(target, (part,), value, part_schema)
 
 
 # --- the common case, without jsonschema's import --------------------------------------------
+
+MAX_VERDICTS = 4096  # podTemplate parts remembered by `_part_conforms`
+_VERDICTS: dict[str, bool] = {}
+
+
+def _part_conforms(part: str, value: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """`conforms`, remembered per part and value: a repository's jobs repeat a few
+    podTemplates (a team's sidecar, a port), and walking each again through the schema
+    made this rule 0.11 s CPU of a 1,000-spec build, a quarter with a podTemplate (0.04 s
+    remembered, measured 2026-11-27). The key is the value's `repr`: the loader's plain data (dicts, lists, str,
+    int, float, bool, None), whose repr tells `1`, `1.0`, `True` and `"1"` apart."""
+    key = f"{part}:{value!r}"
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        verdict = conforms(value, schema)
+        if len(_VERDICTS) < MAX_VERDICTS:
+            _VERDICTS[key] = verdict
+    return verdict
+
 
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 

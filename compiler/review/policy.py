@@ -74,7 +74,8 @@ def total_gpus(target: Target, *, with_pod_template: bool = True) -> int:
         replicas = plan.replicas
         if plan.accelerated and spec.elastic is not None:
             replicas = spec.elastic.maxNodes
-        total += replicas * pod_gpus(pod_template(spec, plan, fw.facts, target), target.environment.gpuResource)
+        total += replicas * pod_gpus(pod_template(spec, plan, fw.facts, target, shared=True),
+                                        target.environment.gpuResource)
     return total
 
 
@@ -205,7 +206,7 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
     where = _pod_security_where(target)
     operator_init_containers = api(target.api).operator_init_containers
     for plan in plans:
-        template = pod_template(spec, plan, fw.facts, target)
+        template = pod_template(spec, plan, fw.facts, target, shared=True)  # read, never changed
         injected = operator_init_containers(fw.facts.kind, plan.replica_type, types)
         if injected:  # checked as the controller will create them (a copy: the template is the job's)
             template = {**template, "spec": {**template["spec"], "initContainers": [
