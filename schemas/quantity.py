@@ -20,8 +20,9 @@ from __future__ import annotations
 import decimal
 import functools
 import re
+from collections.abc import Callable
 from decimal import Decimal
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 _NUMBER = r"(\d+(\.\d*)?|\.\d+)"
 _SUFFIX = r"(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?"
@@ -30,6 +31,8 @@ _SUFFIX = r"(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?"
 QUANTITY = re.compile(rf"^\+?{_NUMBER}{_SUFFIX}$")
 # Upstream's whole grammar: groups sign, number, fraction, suffix, binary suffix.
 GRAMMAR = re.compile(rf"^([+-]?){_NUMBER}{_SUFFIX}$")
+
+T = TypeVar("T")
 
 BINARY_SI, DECIMAL_SI, DECIMAL_EXPONENT = "BinarySI", "DecimalSI", "DecimalExponent"  # upstream's formats
 BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
@@ -52,26 +55,32 @@ class Quantity(NamedTuple):
         return DECIMAL_SI if self.suffix in DECIMAL_EXPONENTS else DECIMAL_EXPONENT
 
 
+def remembered_for_scalars(fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn`, remembered per (type, value, other arguments) when its first argument is one of
+    the scalars a spec holds (str, int, float; `typed` keeps `1`, `1.0` and `"1"` apart,
+    and a bool is never one). A build asks for the same handful of quantities thousands of
+    times: 11,375 `canonical_text` calls for ~10 distinct values in 1,000 specs, where
+    re-parsing was 11% of the build's CPU (cProfile, issue 27); ~8,000 `parse` calls, and
+    with `canonical` remembered too the PodGroup sums went 0.13 -> 0.06 s CPU (measured
+    2026-11-27). Results are immutable; a ValueError is raised again each time (exceptions
+    are not remembered)."""
+    cached = functools.lru_cache(maxsize=4096, typed=True)(fn)
+
+    @functools.wraps(fn)
+    def call(value: object, *args: Any, **kwargs: Any) -> T:
+        if value.__class__ in (str, int, float):
+            return cached(value, *args, **kwargs)
+        return fn(value, *args, **kwargs)
+
+    return call
+
+
+@remembered_for_scalars
 def parse(value: object, *, signed: bool = True) -> Quantity:
     """A quantity written as text or a number (a YAML `4` or `0.5`); ValueError otherwise.
 
     Integers are exact; any other value is read as its text, as the API server reads
-    a JSON number. A boolean is never a quantity. Remembered per (type, value, signed) for
-    the scalars a spec holds, as `canonical_text` is: a 1,000-spec build parses ~8,000
-    quantities, a handful distinct; with `canonical` remembered too, the PodGroup sums of
-    1,000 specs went from 0.13 to 0.06 s CPU (measured 2026-11-27). A Quantity is
-    immutable; errors are not remembered."""
-    if value.__class__ in (str, int, float):
-        return _parse_remembered(value, signed)
-    return _parse(value, signed=signed)
-
-
-@functools.lru_cache(maxsize=4096, typed=True)
-def _parse_remembered(value: object, signed: bool) -> Quantity:
-    return _parse(value, signed=signed)
-
-
-def _parse(value: object, *, signed: bool) -> Quantity:
+    a JSON number. A boolean is never a quantity. Remembered (`remembered_for_scalars`)."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a quantity")
     if isinstance(value, int) and (signed or value >= 0):
@@ -94,7 +103,7 @@ def canonical(total: Decimal, fmt: str) -> str:
     format that keeps the number whole (DecimalExponent prints as DecimalSI here).
 
     Remembered: it depends on the amount's value alone (`1` and `1.0` print alike), and a
-    build prints the same few PodGroup sums again and again (see `parse` for the measure)."""
+    build prints the same few PodGroup sums again and again (see `remembered_for_scalars`)."""
     if fmt == BINARY_SI and total == total.to_integral_value() and abs(total) >= 1024:
         for suffix in reversed(BINARY_SUFFIXES):
             if total % MULTIPLIERS[suffix] == 0:
@@ -152,28 +161,15 @@ def _kept_as_written(text: str) -> bool:
             and not shifted.endswith("000") and not shifted.startswith("0"))
 
 
+@remembered_for_scalars
 def canonical_text(value: object) -> str:
-    """`_canonical_text` of `value`, remembered per (type, value) for the scalars a spec holds:
-    a 1,000-spec build asked for 11,375 quantities, about 10 distinct, and re-parsing them
-    was 11 % of its CPU (cProfile, issue 27). A value that is not a quantity raises
-    ValueError each time (exceptions are not remembered)."""
-    if value.__class__ in (str, int, float):
-        return _remembered(value)
-    return _canonical_text(value)
-
-
-@functools.lru_cache(maxsize=4096, typed=True)
-def _remembered(value: object) -> str:
-    return _canonical_text(value)
-
-
-def _canonical_text(value: object) -> str:
     """What a Go client stores for a written quantity: it parses `value` into a
     `resource.Quantity` and marshals its `String()`: the written text when Go deems it
     canonical already (`_kept_as_written`), else the canonical form in the format the
     suffix implies (`4` -> "4", `0.5` -> "500m", `1.5Gi` -> "1536Mi", `2048Mi` -> "2Gi",
     `1000` -> "1k"). A webhook that decodes an object into Go types and answers with a
-    patch (Kubeflow Trainer's) rewrites every quantity so; ValueError for a non-quantity."""
+    patch (Kubeflow Trainer's) rewrites every quantity so; ValueError for a non-quantity.
+    Remembered (`remembered_for_scalars`)."""
     quantity = parse(value)
     text = str(value)
     if _kept_as_written(text):
