@@ -149,7 +149,10 @@ def distinct_events(client: Client, namespace: str, jobs: int, pods_per_job: int
     return len(found & expected), len(expected)
 
 
-def _idle(logs: Callable[[], list[Path]], *, quiet: float = 5.0, timeout: float = 60.0) -> float:
+QUIET = 5.0  # s without a request from the controller that end a run (`_idle`)
+
+
+def _idle(logs: Callable[[], list[Path]], *, quiet: float = QUIET, timeout: float = 60.0) -> float:
     """Until the controller sent no request for `quiet` s (its audit log, which holds only its
     requests, stopped growing); the seconds waited.
 
@@ -219,7 +222,7 @@ def measure(world: Any, make: Callable[[Any, Path, str], Controller], *, jobs: i
                 raise
             loads.append(load())
             say(f"{controller.label}: all {what} at {seconds:.1f} s (load {loads[-1]:.1f}; {life.counts()})")
-        say(f"{controller.label}: no request for 5 s after {_idle(world.audit_logs):.0f} s")
+        say(f"{controller.label}: no request for {QUIET:.0f} s after {_idle(world.audit_logs):.0f} s")
         end = proc_figures(controller.pid)
         server1 = server()
         loads.append(load())
@@ -285,8 +288,8 @@ def _alone_rows(run: Run) -> list[report.Row]:
 
 def _notes(runs: list[Run]) -> list[str]:
     notes = ["ratio = ours / baseline; each run in a fresh world, one after the other; times from the first "
-             "create; CPU and requests from the first create until the controller sent no request for 5 s after the "
-             "last job Succeeded"]
+             f"create; CPU and requests from the first create until the controller sent no request for {QUIET:.0f} s "
+             "after the last job Succeeded"]
     for r in runs:
         loads = " -> ".join(f"{x:.1f}" for x in r.loads)
         top = ", ".join(f"{verb} {res} {n}" for (verb, res), n in r.requests.most_common(8))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -127,9 +128,6 @@ def test_a_service_held_longer_than_the_expectations_timeout_is_still_awaited_th
     """The 10,000-job run's 24,242 duplicate Service creates: a Service held through a pod burst
     longer than the expectations' timeout must keep its job waiting (a pass that stopped waiting
     created it again); once sent, its wait times out as any create's."""
-    from types import SimpleNamespace
-
-
     clock, waits = Clock(), Clock()
     h = held(clock)
     client = Client.connect(str(control_plane.kubeconfig), pool_size=4)
