@@ -101,7 +101,7 @@ fault: $(STAMP) k8s-assets
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m fault
 
 bench-compiler: $(STAMP)
-	$(BIN)/python -m bench.compiler_bench
+	$(BIN)/python -m bench.compiler_bench $(ARGS)
 
 bench-controller: $(STAMP) k8s-assets
 	$(BIN)/python -m bench.controller_bench

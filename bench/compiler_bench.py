@@ -11,6 +11,12 @@ child (`wait4`). The render stream is checked against kustomize's (same objects)
 `train-compile --help` is timed cold, and a before/after row runs `bench.reference`
 (the ruamel loader and PyYAML representer this work replaced) on the largest size.
 
+With `--instructions`, one more build of the largest size runs under valgrind's callgrind,
+which counts the instructions the process executes: the same count for the same code and
+input whatever else the machine is doing, where a CPU second here has bought from ~1.9 to
+~5.7 billion of them on different days (bench/README.md). Dividing by the build's CPU time
+gives what a CPU second bought in this run, so figures from different days can be compared.
+
 Work files go to /dev/shm when it exists: the benchmark measures the compiler and
 kustomize, not the disk, which other jobs on a shared machine make very noisy. The
 compiler's bytecode is written once before the first run (`compileall`), as installing
@@ -93,6 +99,7 @@ class Size:
     kustomize: Optional[Run]
     same_stream: Optional[bool]
     reference: Optional[Run] = None
+    instructions: Optional[int] = None  # executed by one build, counted by callgrind
 
 
 def _same_objects(ours: Path, theirs: Path) -> bool:
@@ -123,6 +130,19 @@ def measure_size(n: int, work: Path, *, repeat: int, kustomize_repeat: int, cpu:
         ref = run([sys.executable, "-m", "bench.reference", "build", str(src), "-o", str(work / f"ref-{n}")], cpu=cpu)
     same = _same_objects(work / f"render-{n}.yaml", work / f"kustomize-{n}.yaml") if kusts else None
     return Size(n, _median(builds), _median(renders), _median(kusts) if kusts else None, same, ref)
+
+
+def count_instructions(argv: list[str], valgrind: str) -> int:
+    """Instructions `argv` executes to its end, as callgrind counts them (~50x slower than
+    the program alone). A program that leaves through `os._exit` is counted too."""
+    done = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"valgrind {' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].replace(",", ""))
+    raise RuntimeError(f"callgrind printed no count: {done.stderr[-2000:]}")
 
 
 def _cold_start(argv: list[str], *, times: int, cpu: Optional[int]) -> float:
@@ -163,6 +183,12 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
         out.append(R(f"build wall, N={big.n}, vs before (ruamel loader + PyYAML representer)",
                      big.build.wall, big.reference.wall, "s"))
         out.append(R(f"build CPU, N={big.n}, vs before", big.build.cpu, big.reference.cpu, "s"))
+    if big.instructions:
+        out.append(R(f"build instructions per spec, N={big.n} (callgrind; the same on any load)",
+                     big.instructions / big.n / 1e6, None, "M"))
+        # what a CPU second bought in this run: read the per-CPU-second figures with it
+        out.append(R(f"instructions per CPU second of that build (what a CPU second bought here)",
+                     big.instructions / big.build.cpu / 1e9, None, "G"))
     return out
 
 
@@ -176,6 +202,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--no-reference", action="store_true", help="skip the before/after row")
     parser.add_argument("--workdir", type=Path, default=None, help="where specs and trees go (default /dev/shm)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count one build's instructions of the largest size with valgrind (~3 min at N=1000)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
 
@@ -195,6 +223,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"compiler bench: N={n} ...", file=sys.stderr, flush=True)
             measured.append(measure_size(n, work, repeat=args.repeat, kustomize_repeat=k_repeat, cpu=cpu,
                                          kubectl=kubectl, reference=not args.no_reference and n == sizes[-1]))
+        valgrind = shutil.which("valgrind") if args.instructions else None
+        if valgrind:
+            big = measured[-1]
+            print(f"compiler bench: N={big.n} under callgrind ...", file=sys.stderr, flush=True)
+            big.instructions = count_instructions(
+                [*train_compile(), "build", str(work / f"src-{big.n}"), "-o", str(work / f"count-{big.n}")], valgrind)
         help_ours = _cold_start([*train_compile(), "--help"], times=5, cpu=cpu)
         help_kubectl = _cold_start([kubectl, "kustomize", "--help"], times=5, cpu=cpu) if kubectl else None
     finally:
@@ -208,6 +242,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                "(same objects)" for s in measured if s.same_stream is not None)]
     if not kubectl:
         notes.append("kubectl not found: no baseline")
+    if args.instructions and not valgrind:
+        notes.append("valgrind not found (Debian package valgrind): no instruction count")
     report.emit("trainforge compiler benchmark", rows(measured, help_ours=help_ours, help_kubectl=help_kubectl),
                 machine_line=machine, notes=notes, markdown=args.markdown)
     return 0

@@ -6,6 +6,8 @@ bench-compiler` and `make bench-controller` do not rot between the runs that mat
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,32 @@ def test_the_compiler_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     assert "vs before" in out
     assert "DIFFERS" not in out  # render and kustomize agree (when kubectl is there)
     assert md.read_text().startswith("### trainforge compiler benchmark")
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind (Debian package) is not installed")
+def test_instructions_are_counted_to_the_end_and_grow_with_the_work() -> None:
+    """The load-independent figure: callgrind's count of what a process executes, also when
+    it leaves through os._exit as train-compile does."""
+    valgrind = shutil.which("valgrind")
+    idle = compiler_bench.count_instructions([sys.executable, "-S", "-c", "import os; os._exit(0)"], valgrind)
+    busy = compiler_bench.count_instructions(
+        [sys.executable, "-S", "-c", "import os; sum(range(10**6)); os._exit(0)"], valgrind)
+    assert idle > 1_000_000  # an interpreter's start
+    assert busy - idle > 10_000_000  # a million additions cost at least ten instructions each
+    with pytest.raises(RuntimeError, match="failed"):
+        compiler_bench.count_instructions([sys.executable, "-S", "-c", "raise SystemExit(3)"], valgrind)
+
+
+def test_the_instruction_rows_divide_by_specs_and_by_the_builds_cpu_seconds() -> None:
+    run = compiler_bench.Run(wall=2.0, cpu=3.0, rss_mb=80.0)
+    size = compiler_bench.Size(1000, run, run, None, None, instructions=6_000_000_000)
+    rows = {r.figure: r for r in compiler_bench.rows([size], help_ours=0.1, help_kubectl=None)}
+    per_spec = next(r for f, r in rows.items() if f.startswith("build instructions per spec, N=1000"))
+    per_cpu = next(r for f, r in rows.items() if f.startswith("instructions per CPU second"))
+    assert per_spec.ours == pytest.approx(6.0) and per_spec.unit == "M"
+    assert per_cpu.ours == pytest.approx(2.0) and per_cpu.unit == "G"
+    size.instructions = None
+    assert not any("instructions" in r.figure for r in compiler_bench.rows([size], help_ours=0.1, help_kubectl=None))
 
 
 @pytest.mark.controlplane
