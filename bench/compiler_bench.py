@@ -11,6 +11,13 @@ child (`wait4`). The render stream is checked against kustomize's (same objects)
 `train-compile --help` is timed cold, and a before/after row runs `bench.reference`
 (the ruamel loader and PyYAML representer this work replaced) on the largest size.
 
+With `--python PYTHON`, train-compile runs as users install it on that interpreter: the
+built wheel in a venv of PYTHON with uv.lock's runtime pins (the Dockerfile's two steps,
+`testworld.pyenvs`), not the project's editable venv. How the interpreter was built
+matters: this machine's pyenv Python 3.11 (no PGO or LTO, libpython shared) ran the same
+build 1.46x slower than Debian's `/usr/bin/python3.11` (bench/README.md); the image's
+`python:3.11-slim` is built with PGO and LTO too.
+
 With `--instructions`, one more build of the largest size runs under valgrind's callgrind,
 which counts the instructions the process executes: the same count for the same code and
 input whatever else the machine is doing, where a CPU second here has bought from ~1.9 to
@@ -112,10 +119,24 @@ def _same_objects(ours: Path, theirs: Path) -> bool:
     return load(ours) == load(theirs)
 
 
-def measure_size(n: int, work: Path, *, repeat: int, kustomize_repeat: int, cpu: Optional[int],
+def installed_train_compile(python: str, work: Path) -> list[str]:
+    """train-compile from the wheel, in a venv of `python` holding uv.lock's runtime pins."""
+    from testworld import pyenvs
+
+    root = pyenvs.locked_install(pyenvs.build_wheel(work / "wheel"), python=python)
+    return [str(root / "bin" / "train-compile")]
+
+
+def interpreter(tc: list[str]) -> str:
+    """The Python a train-compile command runs on (version and path)."""
+    python = Path(tc[0]).parent / "python" if len(tc) == 1 else Path(tc[0])
+    probe = "import sys; print(sys.version.split()[0], sys.executable, sep=' at ')"
+    return subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def measure_size(n: int, work: Path, *, tc: list[str], repeat: int, kustomize_repeat: int, cpu: Optional[int],
                  kubectl: Optional[str], reference: bool) -> Size:
     src = specs.write(work / f"src-{n}", n)
-    tc = train_compile()
     builds, renders, kusts = [], [], []
     ref = None
     for r in range(repeat):
@@ -202,6 +223,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--no-reference", action="store_true", help="skip the before/after row")
     parser.add_argument("--workdir", type=Path, default=None, help="where specs and trees go (default /dev/shm)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--python", default=None,
+                        help="run train-compile from the built wheel in a venv of this interpreter (path or name)")
     parser.add_argument("--instructions", action="store_true",
                         help="count one build's instructions of the largest size with valgrind (~3 min at N=1000)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
@@ -213,23 +236,29 @@ def main(argv: Optional[list[str]] = None) -> int:
     base = args.workdir or (Path("/dev/shm") if Path("/dev/shm").is_dir() else None)
     work = Path(tempfile.mkdtemp(prefix="trainforge-bench-", dir=base))
     kubectl_version = report.tool_version([kubectl, "version", "--client"]) if kubectl else "missing"
-    machine = report.machine([f"kubectl {kubectl_version}",
-                              f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
-    compile_bytecode()
     try:
+        if args.python:
+            tc = installed_train_compile(args.python, work)
+        else:
+            compile_bytecode()
+            tc = train_compile()
+        machine = report.machine([f"train-compile on Python {interpreter(tc)}", f"kubectl {kubectl_version}",
+                                  f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
         measured = []
         for n in sizes:
             k_repeat = args.kustomize_repeat if args.kustomize_repeat is not None else (1 if n >= 1000 else args.repeat)
             print(f"compiler bench: N={n} ...", file=sys.stderr, flush=True)
-            measured.append(measure_size(n, work, repeat=args.repeat, kustomize_repeat=k_repeat, cpu=cpu,
-                                         kubectl=kubectl, reference=not args.no_reference and n == sizes[-1]))
+            # the before/after row runs the project venv's Python: only comparable on it
+            measured.append(measure_size(n, work, tc=tc, repeat=args.repeat, kustomize_repeat=k_repeat, cpu=cpu,
+                                         kubectl=kubectl,
+                                         reference=not args.no_reference and not args.python and n == sizes[-1]))
         valgrind = shutil.which("valgrind") if args.instructions else None
         if valgrind:
             big = measured[-1]
             print(f"compiler bench: N={big.n} under callgrind ...", file=sys.stderr, flush=True)
             big.instructions = count_instructions(
-                [*train_compile(), "build", str(work / f"src-{big.n}"), "-o", str(work / f"count-{big.n}")], valgrind)
-        help_ours = _cold_start([*train_compile(), "--help"], times=5, cpu=cpu)
+                [*tc, "build", str(work / f"src-{big.n}"), "-o", str(work / f"count-{big.n}")], valgrind)
+        help_ours = _cold_start([*tc, "--help"], times=5, cpu=cpu)
         help_kubectl = _cold_start([kubectl, "kustomize", "--help"], times=5, cpu=cpu) if kubectl else None
     finally:
         if not args.keep:

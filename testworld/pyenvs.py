@@ -84,11 +84,11 @@ def uv_env() -> dict[str, str]:
     return env
 
 
-def venv(name: str, requirements: str, *, pip: bool = False) -> Path:
+def venv(name: str, requirements: str, *, pip: bool = False, python: str = PYTHON) -> Path:
     """A venv holding exactly `requirements` (requirements.txt text, hashes allowed),
     cached by their hash; `pip=True` installs with pip instead of uv (as the Dockerfile
-    does). Returns the venv's root."""
-    key = hashlib.sha256(f"{name}\n{pip}\n{requirements}".encode()).hexdigest()[:16]
+    does), from the interpreter `python` (a name on PATH or a path). Returns the venv's root."""
+    key = hashlib.sha256(f"{name}\n{pip}\n{python}\n{requirements}".encode()).hexdigest()[:16]
     root = cache_root() / "venvs" / f"{name}-{key}"
     with _locked(root):
         if (root / ".complete").exists():
@@ -97,14 +97,40 @@ def venv(name: str, requirements: str, *, pip: bool = False) -> Path:
         reqs = root.parent / f"{root.name}.txt"
         reqs.write_text(requirements)
         if pip:
-            _run([shutil.which(PYTHON) or sys.executable, "-m", "venv", root])
+            _run([shutil.which(python) or sys.executable, "-m", "venv", root])
             _run([root / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
                   "--require-hashes" if "--hash=" in requirements else "--no-deps", "-r", reqs])
         else:
-            _run([uv(), "venv", "-q", "--python", PYTHON, root], env=uv_env())
+            _run([uv(), "venv", "-q", "--python", python, root], env=uv_env())
             _run([uv(), "pip", "sync", "-q", "--python", root / "bin" / "python", reqs], env=uv_env())
         (root / ".complete").touch()
     _prune(root, name)
+    return root
+
+
+def locked_requirements() -> str:
+    """uv.lock's runtime dependencies with their hashes (requirements.txt text): what the
+    Dockerfile installs with `pip --require-hashes` before the wheel."""
+    return _run([uv(), "export", "--frozen", "--no-dev", "--no-emit-project", "--no-header", "--quiet"],
+                cwd=REPO, timeout=300, env=uv_env()).stdout
+
+
+def build_wheel(out: Path) -> Path:
+    """The wheel of this checkout, built offline with the running venv's setuptools, as the
+    Dockerfile's build stage does."""
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "--wheel-dir", out, REPO],
+         timeout=300)
+    return next(out.glob("trainforge-*.whl"))
+
+
+def locked_install(wheel: Path, *, python: str = PYTHON) -> Path:
+    """The Dockerfile's two steps in a venv of `python`: uv.lock's runtime pins with pip
+    `--require-hashes`, then the wheel alone. One venv per interpreter, shared by the
+    install checks and `bench.compiler_bench --python`; returns its root."""
+    name = "install-locked" if python == PYTHON else "install-locked-" + re.sub(r"[^A-Za-z0-9.]+", "-", python).strip("-")
+    root = venv(name, locked_requirements(), pip=True, python=python)
+    _run([root / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+          "--force-reinstall", wheel], timeout=300, env=uv_env())
     return root
 
 

@@ -36,6 +36,20 @@ def test_the_compiler_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     assert md.read_text().startswith("### trainforge compiler benchmark")
 
 
+def test_the_compiler_benchmark_runs_the_built_wheel_on_the_python_it_is_given(tmp_path: Path, capsys) -> None:
+    """--python: the wheel in a clean venv of that interpreter, not the project's editable venv."""
+    from testworld import pyenvs
+
+    argv = ["--sizes", "5", "--repeat", "1", "--kustomize-repeat", "0", "--workdir", str(tmp_path),
+            "--python", pyenvs.PYTHON]
+    assert compiler_bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "train-compile on Python 3.11" in out
+    assert f"{pyenvs.cache_root() / 'venvs' / 'install-locked-'}" in out  # the install checks' venv, not .venv
+    assert "build throughput, N=5" in out
+    assert "vs before" not in out  # the before/after row runs the project venv's Python: left out
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind (Debian package) is not installed")
 def test_instructions_are_counted_to_the_end_and_grow_with_the_work() -> None:
     """The load-independent figure: callgrind's count of what a process executes, also when

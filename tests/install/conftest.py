@@ -16,37 +16,29 @@ variant's own `train-compile` and `train-controller`, with the repository off th
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from install_kit import REPO, VARIANTS, Install, pins_of, requirements
+from install_kit import VARIANTS, Install, pins_of, requirements
 from testworld import pyenvs
 
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, built offline with the venv's setuptools, as the Dockerfile's build stage."""
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "--wheel-dir", str(out), str(REPO)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return next(out.glob("trainforge-*.whl"))
+    return pyenvs.build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="session", params=VARIANTS)
 def install(request, wheel: Path) -> Install:
     variant = request.param
     reqs = requirements(variant)
-    locked = variant == "locked"
-    root = pyenvs.venv(f"install-{variant}", reqs, pip=locked)
-    if locked:  # the Dockerfile's second step
-        argv = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                "--no-deps", "--force-reinstall", str(wheel)]
-    else:
-        argv = [str(pyenvs.uv()), "pip", "install", "-q", "--no-deps", "--reinstall", "--python",
-                str(root / "bin" / "python"), str(wheel)]
+    if variant == "locked":  # the Dockerfile's steps
+        return Install(variant, pyenvs.locked_install(wheel), pins_of(reqs))
+    root = pyenvs.venv(f"install-{variant}", reqs)
+    argv = [str(pyenvs.uv()), "pip", "install", "-q", "--no-deps", "--reinstall", "--python",
+            str(root / "bin" / "python"), str(wheel)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=pyenvs.uv_env())
     assert proc.returncode == 0, proc.stderr
     return Install(variant, root, pins_of(reqs))

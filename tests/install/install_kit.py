@@ -57,6 +57,6 @@ def uv_run(*argv: str) -> str:
 def requirements(variant: str) -> str:
     """The runtime dependencies' pins for `variant` (requirements.txt text)."""
     if variant == "locked":
-        return uv_run("export", "--frozen", "--no-dev", "--no-emit-project", "--no-header", "--quiet")
+        return pyenvs.locked_requirements()
     extra = ["--resolution", "lowest-direct"] if variant == "oldest" else []
     return uv_run("pip", "compile", "pyproject.toml", "--python-version", "3.11", "--no-header", "--quiet", *extra)
