@@ -123,7 +123,7 @@ def installed_train_compile(python: str, work: Path) -> list[str]:
     """train-compile from the wheel, in a venv of `python` holding uv.lock's runtime pins."""
     from testworld import pyenvs
 
-    root = pyenvs.locked_install(pyenvs.build_wheel(work / "wheel"), python=python)
+    root = pyenvs.locked_install(pyenvs.build_wheel(work / "wheel"), pyenvs.locked_requirements(), python=python)
     return [str(root / "bin" / "train-compile")]
 
 
@@ -208,7 +208,7 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
         out.append(R(f"build instructions per spec, N={big.n} (callgrind; the same on any load)",
                      big.instructions / big.n / 1e6, None, "M"))
         # what a CPU second bought in this run: read the per-CPU-second figures with it
-        out.append(R(f"instructions per CPU second of that build (what a CPU second bought here)",
+        out.append(R("instructions per CPU second of that build (what a CPU second bought here)",
                      big.instructions / big.build.cpu / 1e9, None, "G"))
     return out
 

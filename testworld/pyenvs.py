@@ -123,12 +123,15 @@ def build_wheel(out: Path) -> Path:
     return next(out.glob("trainforge-*.whl"))
 
 
-def locked_install(wheel: Path, *, python: str = PYTHON) -> Path:
-    """The Dockerfile's two steps in a venv of `python`: uv.lock's runtime pins with pip
-    `--require-hashes`, then the wheel alone. One venv per interpreter, shared by the
-    install checks and `bench.compiler_bench --python`; returns its root."""
-    name = "install-locked" if python == PYTHON else "install-locked-" + re.sub(r"[^A-Za-z0-9.]+", "-", python).strip("-")
-    root = venv(name, locked_requirements(), pip=True, python=python)
+def locked_install(wheel: Path, requirements: str, *, python: str = PYTHON) -> Path:
+    """The Dockerfile's two steps in a venv of `python`: `requirements` (`locked_requirements()`,
+    which the caller usually also reads for its pins) with pip `--require-hashes`, then the wheel
+    alone. One venv per interpreter, shared by the install checks and `bench.compiler_bench
+    --python`; returns its root."""
+    name = "install-locked"
+    if python != PYTHON:
+        name += "-" + re.sub(r"[^A-Za-z0-9.]+", "-", python).strip("-")
+    root = venv(name, requirements, pip=True, python=python)
     _run([root / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
           "--force-reinstall", wheel], timeout=300, env=uv_env())
     return root

@@ -35,7 +35,7 @@ def install(request, wheel: Path) -> Install:
     variant = request.param
     reqs = requirements(variant)
     if variant == "locked":  # the Dockerfile's steps
-        return Install(variant, pyenvs.locked_install(wheel), pins_of(reqs))
+        return Install(variant, pyenvs.locked_install(wheel, reqs), pins_of(reqs))
     root = pyenvs.venv(f"install-{variant}", reqs)
     argv = [str(pyenvs.uv()), "pip", "install", "-q", "--no-deps", "--reinstall", "--python",
             str(root / "bin" / "python"), str(wheel)]
