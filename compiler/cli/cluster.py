@@ -1,0 +1,177 @@
+"""Reading a cluster, read-only: the one place `train-compile` talks to an API server.
+
+`plan --live`, `status` and `logs` read jobs, pods, Events and logs through this module
+and nothing else; the compile pipeline never reaches a cluster. Import-linter keeps it so:
+in `compiler`, only this module may import the controller's client or `kubernetes`.
+
+The facade has no verb that writes: `Reader` sends GETs only (lists, gets, and the log
+stream, itself a GET). The requests go through the controller's own client
+(`controller.runtime.kube`: kubeconfig loading with exec plugins and token refresh, TLS,
+proxies, our error hierarchy), the one exception to "nothing imports controller", so
+trainforge has a single way of reaching an API server and a single set of its bugs.
+
+Where the settings come from, as kubectl and the plan contract say: `--kubeconfig`, else
+`KUBECONFIG`, else `~/.kube/config`, and `--context`; inside a pod with none of those, the
+pod's service account. Everything that can go wrong on the way (no kubeconfig, an unknown
+context, a server that does not answer, a refusal) is one `ClusterError` whose message
+names the server or the file and what to do; the CLI prints it and exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ClusterError(Exception):
+    """The cluster could not be read; the message is one line a user can act on."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A resource to read: its API group and version, plural and kind."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+
+PODS = Kind("", "v1", "pods", "Pod")
+EVENTS = Kind("", "v1", "events", "Event")
+
+
+def kubeconfig_path(given: str | None) -> str | None:
+    """The kubeconfig to read: the one given, else the first file of $KUBECONFIG that exists,
+    else ~/.kube/config when it exists; None when there is none (in-cluster, or an error)."""
+    if given:
+        if not Path(given).is_file():
+            raise ClusterError(f"no kubeconfig at {given}; pass --kubeconfig with the file kubectl uses")
+        return given
+    for entry in (os.environ.get("KUBECONFIG") or "").split(os.pathsep):
+        if entry and Path(entry).is_file():
+            return entry
+    home = Path.home() / ".kube" / "config"
+    return str(home) if home.is_file() else None
+
+
+def connect(kubeconfig: str | None = None, *, context: str | None = None) -> Reader:
+    """A reader of the cluster that `kubeconfig` and `context` name (see the module's paragraph)."""
+    from controller.runtime.kube import Client  # the client loads only when a cluster is read
+    from controller.runtime.kubelib import LOAD_ERRORS
+
+    path = kubeconfig_path(kubeconfig)
+    if path is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise ClusterError("no kubeconfig: pass --kubeconfig PATH, set KUBECONFIG, or create ~/.kube/config")
+    try:
+        client = Client.connect(path, context=context, pool_size=4)
+    except LOAD_ERRORS as exc:
+        where = f"kubeconfig {path}" if path else "the in-cluster config"
+        ctx = f" (context {context})" if context else ""
+        raise ClusterError(f"cannot load {where}{ctx}: {exc}") from None
+    return Reader(client, context=context, kubeconfig=path)
+
+
+class Reader:
+    """GETs against one API server; every failure is a `ClusterError` naming the server."""
+
+    def __init__(self, client: Any, *, context: str | None, kubeconfig: str | None) -> None:
+        self._client = client
+        self.context = context
+        self.kubeconfig = kubeconfig
+        self.server = client.connection.host
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def list(self, kind: Kind, *, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None) -> list[dict[str, Any]] | None:
+        """Every object of `kind` (in `namespace`, or all), following `continue` pages;
+        None when the server does not serve the kind (its CRD is not installed)."""
+        from controller.runtime import errors
+
+        res = _resource(kind)
+        items: list[dict[str, Any]] = []
+        cont: str | None = None
+        while True:
+            query = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": 500,
+                     "continue": cont}
+            try:
+                page = self._client.call("GET", res, verb="list", namespace=namespace, query=query)
+            except errors.NotFound:
+                return None
+            except errors.ApiError as exc:
+                raise self._error(exc) from None
+            items.extend(page.get("items") or [])
+            cont = (page.get("metadata") or {}).get("continue")
+            if not cont:
+                return items
+
+    def get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """One object, or None when it (or its kind) does not exist."""
+        from controller.runtime import errors
+
+        try:
+            return self._client.get(_resource(kind), namespace, name)
+        except errors.NotFound:
+            return None
+        except errors.ApiError as exc:
+            raise self._error(exc) from None
+
+    def stream(self, kind: Kind, namespace: str, name: str, *, sub: str,
+               query: dict[str, Any] | None = None) -> Iterator[bytes]:
+        """The raw body of a streaming GET (`pods/NAME/log?follow=true`), chunk by chunk."""
+        from controller.runtime import errors
+
+        res = _resource(kind)
+        try:
+            resp = self._client._send("GET", res.path(namespace, name, sub), verb="get", res=res, sub=sub,
+                                      name=name, namespace=namespace, query=query, timeout=_stream_timeout())
+        except errors.ApiError as exc:
+            raise self._error(exc) from None
+        if not 200 <= resp.status < 300:
+            try:
+                self._client._json(resp, "get", res, namespace, name)
+            except errors.ApiError as exc:
+                raise self._error(exc) from None
+        try:
+            yield from resp.stream(64 * 1024, decode_content=True)
+        except OSError as exc:
+            raise ClusterError(f"the log stream from {self.server} broke: {exc}") from None
+        finally:
+            resp.release_conn()
+
+    def _error(self, exc: Exception) -> ClusterError:
+        """Our one-line error for an API failure: which server, what it said, what to check."""
+        from controller.runtime import errors
+
+        where = f"the cluster at {self.server}" + (f" (context {self.context})" if self.context else "")
+        if isinstance(exc, errors.Forbidden):
+            return ClusterError(f"{where} refused to let these credentials read: {exc}; "
+                                "they need get and list on the jobs, pods and events (read-only)")
+        if isinstance(exc, errors.Retryable) and not getattr(exc, "code", 0):
+            return ClusterError(f"cannot reach {where}: {getattr(exc, 'reason', exc)}; "
+                                "is it running and is the kubeconfig's server right?")
+        return ClusterError(f"{where}: {exc}")
+
+
+def _resource(kind: Kind) -> Any:
+    from controller.runtime.kube import Resource
+
+    return Resource(kind.group, kind.version, kind.plural, kind.kind, namespaced=kind.namespaced)
+
+
+def _stream_timeout() -> Any:
+    import urllib3
+
+    return urllib3.Timeout(connect=10.0, read=None)  # a followed log may be quiet for hours
