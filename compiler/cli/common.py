@@ -43,9 +43,11 @@ def report(result: "Result", fmt: str, *, to_stderr: bool = False) -> None:
     stream.write(text)
 
 
-def fail_if_invalid(result: "Result") -> None:
-    """Exit 1, having written nothing, when the run found errors."""
+def fail_if_invalid(result: "Result", *, quiet: bool = False) -> None:
+    """Exit 1, having written nothing, when the run found errors; `quiet` leaves out the
+    closing line (where stderr already holds a machine-format document: `render --format json`)."""
     if not result.ok:
-        errors = sum(1 for d in result.diagnostics if d.severity == "error")
-        click.echo(f"train-compile: {errors} error(s); nothing was written", err=True)
+        if not quiet:
+            errors = sum(1 for d in result.diagnostics if d.severity == "error")
+            click.echo(f"train-compile: {errors} error(s); nothing was written", err=True)
         sys.exit(1)

@@ -23,11 +23,11 @@ from compiler.cli.common import (
     sources_argument,
 )
 from compiler.cli.quickexit import QuickExitGroup, own_process
-from compiler.diagnostics import FORMATTERS
+from compiler.diagnostics import FORMATS
 from compiler.versions import COMPILER_DEPS, version_option
 
 _format = click.option(
-    "--format", "fmt", type=click.Choice(tuple(FORMATTERS)), default="text", show_default=True,
+    "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
     help="How to print diagnostics.",
 )
 _env = click.option("--env", "env", default=None, help="Limit the run to one environment.")
@@ -144,7 +144,7 @@ def render(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
 
     result = compile_or_usage_error(sources, env)
     report(result, fmt, to_stderr=True)
-    fail_if_invalid(result)
+    fail_if_invalid(result, quiet=fmt != "text")  # stderr is then one document of that format
     if len(result.environments) > 1:
         # one stream holding every environment would apply dev's and prod's objects together
         # (`| kubectl apply -f -`): the same Namespace twice, two jobs of one name

@@ -52,10 +52,9 @@ def _classify(doc: Document, diagnostics: list[Diagnostic], skipped: list[tuple[
     document that is someone else's to `skipped` (summarised once the run is read)."""
     data = doc.data
     line, col = doc.start
-    if not isinstance(data, dict):
-        diagnostics.append(
-            Diagnostic(doc.file, line, col, "", "document is not a mapping", "skipped", "notice")
-        )
+    if not isinstance(data, dict):  # a JSON6902 patch file of a compiled tree, say: someone else's too
+        what = "a list" if isinstance(data, list) else "a document that is not a mapping"
+        skipped.append((Diagnostic(doc.file, line, col, "", "document is not a mapping", "skipped", "notice"), what))
         return None
     api_version = data.get("apiVersion")
     kind = data.get("kind")

@@ -156,6 +156,17 @@ def test_render_with_env_prints_that_environment_only(tmp_path):
     assert run.stdout.count("kind: PyTorchJob") == 1
 
 
+def test_render_json_of_a_bad_spec_leaves_stderr_one_json_document(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(job_text(name="bad", spec="nodez: 2\n"))
+
+    run = run_cli("render", spec, "--format", "json")
+
+    assert run.exit_code == 1 and run.stdout == ""
+    (problem,) = json.loads(run.stderr)  # no closing plain line after the document
+    assert problem["path"] == "spec.nodez" and problem["severity"] == "error"
+
+
 # --- 4. validate from the repository root, or one file deep inside it -----------------------
 
 
@@ -173,6 +184,23 @@ def test_validate_dot_after_a_build_skips_the_compiled_tree_in_one_notice(tmp_pa
     assert run.errors() == []  # the trainer.kubeflow.org TrainJob in deploy/ is not ours
     (notice,) = run.notices()
     assert notice.startswith("deploy/") and "that are not TrainJob or Project specs" in notice
+
+
+def test_validate_of_a_compiled_tree_with_patch_files_says_so_in_one_notice(tmp_path, monkeypatch):
+    """A compiled tree's JSON6902 patch files are YAML lists: each used to be a notice of its own."""
+    (tmp_path / "trainforge.yaml").write_text(TWO_ENVS)
+    spec = "nodes: 2\nstorage: [{name: data, mountPath: /data, claim: imagenet}]\n"
+    (tmp_path / "a.yaml").write_text(job_text(name="a", spec=spec))
+    (tmp_path / "b.yaml").write_text(job_text(name="b", spec=spec))
+    assert run_cli("build", tmp_path / "a.yaml", tmp_path / "b.yaml", "-o", tmp_path / "deploy").exit_code == 0
+    patches = sorted((tmp_path / "deploy").rglob("job-patch.yaml"))
+    assert len(patches) > 3 and all(yaml.safe_load(p.read_text()).__class__ is list for p in patches)
+
+    run = run_cli("validate", tmp_path / "deploy", tmp_path / "a.yaml")
+
+    assert run.exit_code == 0, run.stderr
+    (notice,) = run.notices()
+    assert "that are not TrainJob or Project specs" in notice and "a list" in notice
 
 
 def test_validate_one_file_finds_the_project_above_it(tmp_path, monkeypatch):
