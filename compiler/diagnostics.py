@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from itertools import zip_longest
-from typing import Callable, Iterable, Literal
+from typing import Callable, Iterable, Literal, Optional
 
 Severity = Literal["error", "warning", "notice"]
 _SEVERITY_RANK = {"error": 0, "warning": 1, "notice": 2}
@@ -42,6 +42,16 @@ def split_message(text: str) -> tuple[str, str]:
     """Split "what is wrong; how to fix" as written by our validators."""
     what, _, fix = text.partition("; ")
     return what.strip(), fix.strip()
+
+
+def closest(word: str, choices: Iterable[str]) -> Optional[str]:
+    """The choice a misspelled `word` most likely meant (difflib's ratio >= 0.6), or None:
+    every did-you-mean of the compiler, so a rule that asks "is this key a typo of that
+    field?" gets the answer the user is shown."""
+    import difflib  # only a run with errors (or a key to judge) gets here
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -5,7 +5,8 @@ path they can search for, what is wrong and how to fix it. The `loc` can contain
 tags and validator names that are not keys of the document, so it is walked against
 the data to find the real path. Messages of our own validators already carry a fix
 after "; "; pydantic's built-in types get theirs from the table below, with a
-did-you-mean for misspelled field names and choices.
+did-you-mean for misspelled field names and choices. A misspelled required field is one
+mistake and one diagnostic: the unknown key's, whose did-you-mean names the field.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ValidationError
 
-from compiler.diagnostics import Diagnostic, split_message
+from compiler.diagnostics import Diagnostic, closest, split_message
 from schemas.loader import Document, Loc
 
 
@@ -116,10 +117,8 @@ def _unwrap(annotation: Any) -> Any:
 
 
 def _suggest(word: str, choices: list[str]) -> str:
-    import difflib  # only a run with errors gets here
-
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else ""
+    close = closest(word, choices)
+    return f"did you mean '{close}'?" if close else ""
 
 
 def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[str, str]:
@@ -172,6 +171,20 @@ def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[s
     return split_message(error["msg"])
 
 
+def _misspelled(errors: list[tuple[dict[str, Any], Loc]], root: type[BaseModel]) -> set[Loc]:
+    """Paths of required fields that an unknown key in the same mapping misspells (`framwork`
+    for `framework`): one mistake, so one diagnostic, the unknown key's, whose did-you-mean
+    already names the field."""
+    out = set()
+    for error, path in errors:
+        if error["type"] == "extra_forbidden" and path:
+            owner = _model_at(root, path)
+            meant = closest(str(path[-1]), sorted(owner.model_fields)) if owner else None
+            if meant is not None:
+                out.add(path[:-1] + (meant,))
+    return out
+
+
 def diagnostics_from(
     exc: ValidationError,
     doc: Document,
@@ -184,8 +197,11 @@ def diagnostics_from(
     """Diagnostics for every error in `exc`, positioned through `doc` (or `position`)."""
     data = doc.data if data is None else data
     out = []
-    for error in exc.errors(include_url=False):
-        path = data_path(data, error["loc"])
+    errors = [(error, data_path(data, error["loc"])) for error in exc.errors(include_url=False)]
+    misspelled = _misspelled(errors, root)
+    for error, path in errors:
+        if error["type"] == "missing" and path in misspelled:
+            continue  # the unknown key beside it is reported, with this field as its did-you-mean
         what, fix = _explain(error, path, root)
         # a missing field is reported at the object that lacks it
         at = path[:-1] if error["type"] == "missing" else path

@@ -91,6 +91,14 @@ CASES = [
     ("a job without framework names the missing field at its parent",
      without("  framework: pytorch"),
      "5:1: error: spec.framework: is required; add 'framework'"),
+    ("a misspelled required field is one error, the unknown key's, whose did-you-mean names the field",
+     job_text().replace("  framework:", "  framwork:"),
+     "6:3: error: spec.framwork: unknown field 'framwork'; did you mean 'framework'? allowed here: args, command,"
+     " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
+     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+    ("a misspelled key of a secret reference is one error, at the misspelling",
+     job_text("env:\n  HF_TOKEN: {secret: hf, kee: token}\n"),
+     "9:28: error: spec.env.HF_TOKEN.kee: unknown field 'kee'; did you mean 'key'? allowed here: key, secret"),
     ("a job without metadata.name names the missing field at metadata",
      job_text().replace("  name: demo\n", "  namespace: nlp\n"),
      "3:1: error: metadata.name: is required; add 'name'"),
