@@ -6,7 +6,9 @@ tags and validator names that are not keys of the document, so it is walked agai
 the data to find the real path. Messages of our own validators already carry a fix
 after "; "; pydantic's built-in types get theirs from the table below, with a
 did-you-mean for misspelled field names and choices. A misspelled required field is one
-mistake and one diagnostic: the unknown key's, whose did-you-mean names the field.
+mistake and one diagnostic: the unknown key's, whose did-you-mean names the field. A key
+written one level too high (`queue` beside `scheduling`) is pointed to the child object it
+belongs in.
 """
 
 from __future__ import annotations
@@ -121,6 +123,25 @@ def _suggest(word: str, choices: list[str]) -> str:
     return f"did you mean '{close}'?" if close else ""
 
 
+def _is_collection(annotation: Any) -> bool:
+    """A list or a mapping of values (storage, roles, environments), Optional or not."""
+    kinds = (dict, list)
+    return typing.get_origin(annotation) in kinds or any(typing.get_origin(a) in kinds for a in typing.get_args(annotation))
+
+
+def _moved(field: str, owner: type[BaseModel]) -> str:
+    """`did you mean 'scheduling.queue'?` for a key written one level too high: a field of one
+    of the owner's own child objects (lists and maps of objects left out: their next level
+    is an index or a name, not the field)."""
+    homes = [
+        f"'{name}.{field}'" for name, info in owner.model_fields.items()
+        if not _is_collection(info.annotation)
+        and isinstance(child := _unwrap(info.annotation), type) and issubclass(child, BaseModel)
+        and field in child.model_fields
+    ]
+    return f"did you mean {' or '.join(homes)}?" if homes else ""
+
+
 def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[str, str]:
     kind = error["type"]
     key_error = bool(error["loc"]) and error["loc"][-1] == "[key]"  # a mapping key, not its value
@@ -137,7 +158,7 @@ def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[s
     if kind == "extra_forbidden":
         owner = _model_at(root, path)
         known = sorted(owner.model_fields) if owner else []
-        hint = _suggest(field, known)
+        hint = _suggest(field, known) or (_moved(field, owner) if owner else "")
         allowed = f"allowed here: {', '.join(known)}" if known else "remove it"
         return f"unknown field '{field}'", f"{hint} {allowed}".strip() if hint else allowed
     if kind == "literal_error":

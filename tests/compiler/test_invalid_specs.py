@@ -108,6 +108,11 @@ CASES = [
      "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
      " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+    ("a field written one level too high suggests the object it belongs in",
+     job_text("queue: team-a\n"),
+     "8:3: error: spec.queue: unknown field 'queue'; did you mean 'scheduling.queue'? allowed here: args, command,"
+     " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
+     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
      "8:15: error: spec.resources.gpus: unknown field 'gpus'; did you mean 'gpu'?"
@@ -729,6 +734,10 @@ PROJECT_CASES = [
      "environments:\n  dev:\n    gpuTypes: {h100: {nodeSelecter: {a: b}}}\n",
      "trainforge.yaml:5:23: error: environments.dev.gpuTypes.h100.nodeSelecter: unknown field 'nodeSelecter';"
      " did you mean 'nodeSelector'? allowed here: affinity, nodeSelector, tolerations"),
+    ("a queue written directly under an environment suggests its place under scheduling",
+     "environments:\n  dev:\n    queue: team-a\n",
+     "trainforge.yaml:5:5: error: environments.dev.queue: unknown field 'queue'; did you mean 'scheduling.queue'?"
+     " allowed here: controller, gpuResource, gpuTypes, namespace, namespaces, policy, scheduling, target"),
     ("an unknown gang scheduler lists the known ones",
      "environments:\n  dev:\n    scheduling: {gangScheduler: kube}\n",
      "trainforge.yaml:5:33: error: environments.dev.scheduling.gangScheduler: the string 'kube' is not allowed;"
