@@ -93,7 +93,7 @@ cluster: $(STAMP) k8s-assets
 schema: $(STAMP)
 	$(BIN)/python -m tests.schemas.openapi_pod_template
 	$(BIN)/train-compile schema -o schemas/
-	$(BIN)/python -m schemas.reference
+	$(BIN)/python -m compiler.cli.reference
 	$(BIN)/python -m controller.generators.crds
 	$(BIN)/python -m controller.generators.admission_policies
 

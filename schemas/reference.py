@@ -3,24 +3,26 @@
 Written docs drift from code; this page cannot: every object of the TrainJob and Project
 documents gets a table (field, type, default, description) read from the pydantic models
 through their JSON Schema, and a test fails when the committed page is stale
-(`make schema` rewrites it).
+(`make schema` rewrites it). The one table not read from the models, each framework's container,
+is the adapters' (`compiler/frameworks/`), which this bottom layer cannot import: the caller passes
+it in (`compiler/cli/reference.py`, what `make schema` runs).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from schemas.project import Project
 from schemas.trainjob import TrainJob
 
 HEADER = """# TrainJob and Project field reference
 
-Generated from the pydantic models by `make schema` (`python -m schemas.reference`); do
-not edit. Every field is strict: unknown fields are errors, and `nodes: "4"` is not a
-number. Durations are `90s`, `30m`, `24h`, `7d` or whole seconds; quantities follow the
-Kubernetes grammar (`4`, `"500m"`, `16Gi`).
+Generated from the pydantic models and the framework adapters by `make schema`
+(`python -m compiler.cli.reference`); do not edit. Every field is strict: unknown fields
+are errors, and `nodes: "4"` is not a number. Durations are `90s`, `30m`, `24h`, `7d` or
+whole seconds; quantities follow the Kubernetes grammar (`4`, `"500m"`, `16Gi`).
 """
 
 
@@ -86,6 +88,12 @@ environment override):
 - unique items of the lists the server keys (`x-kubernetes-list-map-keys`): containers,
   volumes and env by name, ports by number and protocol.
 
+Containers merge by name. Each framework runs the program in one container, named by its adapter
+(`compiler/frameworks/`): a podTemplate container of that name patches it, and `spec.image` sets its
+image. A container of any other name is added beside it (a sidecar) and needs an `image` of its own:
+
+{containers}
+
 Then each replica type's pod is built as it will be created (lowering's template, the
 podTemplate and environment override merged in, `storage` volumes and mounts, the Training
 Operator's init containers) and checked as the API server's pod validation would: every mount
@@ -105,18 +113,21 @@ port matching a container port): the API server still judges those at sync.
 """
 
 
-def _pod_template_section() -> list[str]:
+def _pod_template_section(containers: Mapping[str, str]) -> list[str]:
     from schemas import podtemplate
 
     schema = podtemplate.load()
     enums = sorted({f"`{field}`" for definition in schema["$defs"].values()
                     for field, sub in definition.get("properties", {}).items()
                     if "enum" in sub and not field.startswith("$")})
+    table = "\n".join(["| framework | container |", "|---|---|",
+                        *(f"| `{framework}` | `{name}` |" for framework, name in containers.items())])
     return [POD_TEMPLATE.format(version=schema["x-kubernetes-version"], count=len(schema["$defs"]) - 1,
-                                enums=", ".join(enums))]
+                                enums=", ".join(enums), containers=table)]
 
 
-def markdown() -> str:
+def markdown(containers: Mapping[str, str]) -> str:
+    """The page; `containers` maps each framework to its container's name, in table order."""
     out = [HEADER]
     for model in (TrainJob, Project):
         schema = model.model_json_schema()
@@ -125,15 +136,11 @@ def markdown() -> str:
             if sub.get("type") == "object" and "properties" in sub:
                 out += _table(name, sub)
         if model is TrainJob:
-            out += _pod_template_section()
+            out += _pod_template_section(containers)
     return "\n".join(out).rstrip() + "\n"
 
 
-def write(path: Path) -> Path:
+def write(path: Path, containers: Mapping[str, str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(), encoding="utf-8")
+    path.write_text(markdown(containers), encoding="utf-8")
     return path
-
-
-if __name__ == "__main__":
-    print(write(Path(__file__).resolve().parents[1] / "docs" / "reference.md"))

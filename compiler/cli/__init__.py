@@ -1,1 +1,1 @@
-"""`train-compile`: the click group (main), the GitOps commands (gitops), their shared options and helpers (common), `make demo` (demo) and the quick exit (quickexit)."""
+"""`train-compile`: the click group (main), the GitOps commands (gitops), their shared options and helpers (common), `make demo` (demo), `make schema`'s docs/reference.md (reference) and the quick exit (quickexit)."""

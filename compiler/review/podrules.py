@@ -132,7 +132,13 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
             name = container.get("name")
             if not isinstance(name, str) or not DNS1123_LABEL.match(name) or len(name) > 63:
                 continue  # compiler/review/podschema.py: a name is required and a DNS label
-            if not container.get("image") and not (kind == "containers" and name == own):
+            if container.get("image") or (kind == "containers" and name == own):
+                continue
+            if kind == "containers":  # most likely meant to patch the framework's container by another name
+                yield target.view.error(at, f"container '{name}' is not the framework's container '{own}' and has no"
+                                        " image", f"rename it {own} to patch that container (spec.image sets its image),"
+                                        " or add image: <image> to run it as an extra container", prefer_key=True)
+            else:
                 yield target.view.error(at, f"container '{name}' has no image",
                                         f"add image: <image> (only the {own} container gets spec.image)", prefer_key=True)
 

@@ -379,10 +379,16 @@ CASES = [
      job_text("podTemplate:\n  spec:\n    ephemeralContainers:\n      - {name: debug, image: busybox}\n"),
      "10:7: error: spec.podTemplate.spec.ephemeralContainers: the API server refuses every pod created with"
      " ephemeral containers; remove them; add one to a running pod with kubectl debug"),
-    ("a sidecar the podTemplate adds without an image is refused",
-     job_text("podTemplate:\n  spec:\n    containers:\n      - name: sidecar\n        command: [sleep, infinity]\n"),
-     "11:11: error: spec.podTemplate.spec.containers[0]: container 'sidecar' has no image;"
-     " add image: <image> (only the pytorch container gets spec.image)"),
+    ("a container named other than the framework's, without an image, is told to rename it or add one",
+     job_text("podTemplate:\n  spec:\n    containers:\n      - name: main\n        command: [sleep, infinity]\n"),
+     "11:11: error: spec.podTemplate.spec.containers[0]: container 'main' is not the framework's container 'pytorch'"
+     " and has no image; rename it pytorch to patch that container (spec.image sets its image), or add image: <image>"
+     " to run it as an extra container"),
+    ("an init container without an image is told to add one",
+     job_text("podTemplate:\n  spec:\n    initContainers:\n      - name: warm\n        command: [sync]\n",
+              framework="tensorflow"),
+     "11:11: error: spec.podTemplate.spec.initContainers[0]: container 'warm' has no image;"
+     " add image: <image> (only the tensorflow container gets spec.image)"),
     ("a container name that is not a DNS label is refused",
      job_text("podTemplate:\n  spec:\n    initContainers:\n      - {name: Warm_Up, image: busybox}\n"),
      "11:18: error: spec.podTemplate.spec.initContainers[0].name: 'Warm_Up' is not a DNS label; use at most 63"

@@ -26,7 +26,7 @@ def errors_under(folder: Path, doc: dict[str, Any], target: str, **environment: 
 CASES = [
     pytest.param(  # podrules: containers a podTemplate adds (whole_pod_templates)
         {"podTemplate": {"spec": {"containers": [{"name": "sidecar"}]}}}, {},
-        "container 'sidecar' has no image",
+        "container 'sidecar' is not the framework's container 'pytorch' and has no image",
         id="a podTemplate container without an image is v1's late refusal only"),
     pytest.param(  # podrules: requests above limits (whole_pod_templates)
         {"resources": {"cpu": "4"}, "podTemplate": {"spec": {"containers": [
