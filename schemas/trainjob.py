@@ -340,8 +340,9 @@ EnvOverride = create_model(  # type: ignore[call-overload]
 
 
 class TrainJobSpecWithEnvs(TrainJobSpec):
-    environments: dict[Name, EnvOverride] = Field(  # type: ignore[valid-type]
-        default_factory=dict, description="Per-environment overrides, deep-merged over spec."
+    environments: dict[Name, Optional[EnvOverride]] = Field(  # type: ignore[valid-type]
+        default_factory=dict, description="Per-environment overrides, deep-merged over spec; null: the job is"
+        " not compiled into that environment (it does not exist there)."
     )
 
 

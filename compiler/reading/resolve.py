@@ -3,7 +3,9 @@
 Precedence, lowest first: built-in defaults, project `defaults`, environment settings,
 the job's `spec`, the job's `environments.<env>`. The per-environment spec is a deep
 merge of raw data (mappings merge, lists and scalars replace), validated again as a
-whole, so an override that breaks the spec is reported. `SpecView` answers "where did
+whole, so an override that breaks the spec is reported. `environments.<env>: null` gives
+no target there: the job does not exist in that environment (a TFJob stays out of a
+trainer-v2 one that cannot run it). `SpecView` answers "where did
 this value come from" for the merged spec: a value set by the override points into the
 `environments` section, anything else into `spec`.
 """
@@ -165,6 +167,8 @@ def targets_for(
     raw_spec = {k: v for k, v in doc.data["spec"].items() if k != "environments"}
     targets = []
     for env_name in envs:
+        if env_name in job.spec.environments and job.spec.environments[env_name] is None:
+            continue  # `environments.<env>: null`: the job leaves that environment, no target there
         override = (doc.data["spec"].get("environments") or {}).get(env_name)
         view = SpecView(doc, env_name if override else None)
         merged = _unset_nulls(deep_merge(raw_spec, override)) if override else raw_spec

@@ -339,6 +339,35 @@ def test_roles_under_trainer_v2_are_refused_with_advice_that_then_works(tmp_path
     assert "launcher" in (tmp_path / "out/dev/default/hvd/mpijob.yaml").read_text().lower()  # dev keeps its launcher role
 
 
+def test_a_job_left_out_of_an_environment_with_null_exists_in_the_others_only(tmp_path):
+    import jsonschema
+    from compiler_builders import REPO
+
+    (tmp_path / "trainforge.yaml").write_text(V2_PROJECT)
+    (tmp_path / "pt.yaml").write_text(job_text(name="pt"))
+    (tmp_path / "tf.yaml").write_text(job_text(name="tf", framework="tensorflow"))
+    (refused,) = run_cli("validate", tmp_path).errors()
+    assert "tf.yaml:6:3: error: spec.framework: tensorflow " in refused and "trainer-v2" in refused  # v2 has no TFJob
+
+    left = job_text(name="tf", framework="tensorflow") + "  environments:\n    prod: null\n"
+    (tmp_path / "tf.yaml").write_text(left)
+    out = tmp_path / "out"
+    taken = run_cli("build", tmp_path, "-o", out)
+
+    assert taken.exit_code == 0, taken.stderr
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*.yaml")) == [
+        "dev/default/namespace.yaml", "dev/default/pt/kustomization.yaml", "dev/default/pt/pytorchjob.yaml",
+        "dev/default/tf/kustomization.yaml", "dev/default/tf/tfjob.yaml", "dev/kustomization.yaml",
+        "prod/default/namespace.yaml", "prod/default/pt/kustomization.yaml", "prod/default/pt/trainjob.yaml",
+        "prod/kustomization.yaml",
+    ]
+    prod = run_cli("render", tmp_path, "--env", "prod")
+    assert [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(prod.stdout)] == [
+        ("Namespace", "default"), ("TrainJob", "pt")]
+    schema = json.loads((REPO / "schemas/trainjob.schema.json").read_text())
+    assert not list(jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(left)))  # the editor agrees
+
+
 def test_a_required_field_takes_no_null_in_an_override_in_the_compiler_and_the_editor_schema(tmp_path):
     import jsonschema
     from compiler_builders import REPO

@@ -491,6 +491,13 @@ CASES = [
      job_text("environments:\n  staging: {nodes: 2}\n"),
      "9:5: error: spec.environments.staging: environment 'staging' is not declared by the project;"
      " declared environments: default; rename it or add it under environments in trainforge.yaml"),
+    ("leaving an environment the project does not declare is an error too",
+     job_text("environments:\n  staging: null\n"),
+     "9:5: error: spec.environments.staging: environment 'staging' is not declared by the project;"
+     " declared environments: default; rename it or add it under environments in trainforge.yaml"),
+    ("an environment override that is neither a mapping nor null says what it got",
+     job_text("environments:\n  default: []\n"),
+     "9:14: error: spec.environments.default: expected a mapping, got a list; write key: value pairs under it"),
     ("a wrong type inside an environment override points into the override",
      job_text('environments:\n  default: {nodes: "2"}\n'),
      "9:22: error: spec.environments.default.nodes: expected a whole number, got the string '2';"
