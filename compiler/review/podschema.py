@@ -21,7 +21,7 @@ import functools
 import re
 from typing import Any, Iterator
 
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import Diagnostic, closest
 from compiler.reading.resolve import Target
 from compiler.reading.validation import describe_value
 
@@ -170,10 +170,42 @@ def _explain_path(loc: tuple[Any, ...]) -> str:
 
 
 def _suggest(word: str, choices: list[str]) -> str:
-    import difflib
+    close = closest(word, choices)
+    return f"did you mean '{close}'? " if close else ""
 
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'? " if close else ""
+
+def _unknown(key: Any, schema: dict[str, Any]) -> bool:
+    """A key the object's schema does not know, as `_explain` reports it (directives are strategic.py's)."""
+    return not str(key).startswith("$") and key not in schema.get("properties", {}) \
+        and not any(re.match(p, str(key)) for p in schema.get("patternProperties", {}))
+
+
+def _misspells(value: Any, loc: tuple[Any, ...], field: str) -> bool:
+    """Whether the object `value` at `loc` (("spec", "securityContext")) holds an unknown key whose
+    did-you-mean is `field`: `check` reports that key with `field` as its fix, which is also the
+    fix for `field` being absent, so the absence is not reported a second time."""
+    if not isinstance(value, dict) or not loc or loc[0] not in PARTS or field in value:
+        return False
+    schema = _resolve({"$ref": f"#/$defs/{PARTS[loc[0]]}"})
+    for step in loc[1:]:
+        schema = _resolve(schema.get("items", {}) if isinstance(step, int) else schema.get("properties", {}).get(step, {}))
+    known = sorted(k for k in schema.get("properties", {}) if not k.startswith("$"))
+    return any(_unknown(key, schema) and closest(str(key), known) == field for key in value)
+
+
+def misspelled(pod_template: dict[str, Any], loc: tuple[Any, ...]) -> bool:
+    """Whether the podTemplate misspells the field at `loc` (("spec", "securityContext",
+    "runAsNonRoot")), an unknown key beside where it belongs: a rule that finds the field
+    missing (compiler/review/policy.py) leaves it to this module's did-you-mean."""
+    node: Any = pod_template
+    for step in loc[:-1]:
+        if isinstance(node, dict) and step in node:
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            return False
+    return _misspells(node, loc[:-1], str(loc[-1]))
 
 
 def _explain(target: Target, loc: tuple[Any, ...], error: Any) -> Iterator[Diagnostic]:
@@ -184,14 +216,14 @@ def _explain(target: Target, loc: tuple[Any, ...], error: Any) -> Iterator[Diagn
         for key in value:
             if str(key).startswith("$"):
                 continue  # directives, known or not: compiler/strategic.py says which act as written
-            if key not in schema.get("properties", {}) and not any(re.match(p, str(key)) for p in schema.get("patternProperties", {})):
+            if _unknown(key, schema):
                 listed = f"allowed here: {', '.join(known)}" if len(known) <= 12 else \
                     f"see `kubectl explain {_explain_path(loc)}` for the fields"
                 yield target.view.error(at + (key,), f"unknown field '{key}'", _suggest(str(key), known) + listed,
                                         prefer_key=True)
     elif kind == "required":
         for field in error.validator_value:
-            if field not in value:
+            if field not in value and not _misspells(value, loc, field):
                 yield target.view.error(at + (field,), f"is required (the API server refuses {_owner(loc)} without it)",
                                         f"add {field}", prefer_key=True)
     elif kind == "type":

@@ -7,7 +7,9 @@ are ordinary diagnostics at the job's offending field: GPUs over all pods
 namespace (`allowedNamespaces`), `requiredLabels` (at `metadata.labels`, or `metadata`
 when there are none) and the Pod Security Standards level (`podSecurity`, default
 baseline; the controls live in `compiler/podsecurity.py`) on every pod template the job
-compiles to, reported at the `podTemplate` field that wrote the offence. `allowPrivileged`
+compiles to, reported at the `podTemplate` field that wrote the offence (a required setting a
+misspelled key meant to write, `runAsNonroot`, is left to compiler/review/podschema.py's
+did-you-mean: one mistake, one error, the cause). `allowPrivileged`
 is the deprecated spelling of `podSecurity: privileged` (a warning on the project file).
 """
 
@@ -24,6 +26,7 @@ from compiler.frameworks.base import (
     operator_init_container,
 )
 from compiler.reading.resolve import Target
+from compiler.review import podschema
 from compiler.targets import api
 from compiler.targets.lowering import pod_template
 from schemas.loader import Document, Loc
@@ -217,7 +220,10 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
             if finding.container in injected:
                 operator_refusals.add(finding.control)
                 continue
-            loc, _ = patch_loc(finding.loc, template, spec.podTemplate)
+            loc, whole = patch_loc(finding.loc, template, spec.podTemplate)
+            if finding.missing and not whole and loc[-1] == finding.loc[-1] \
+                    and podschema.misspelled(spec.podTemplate, loc[1:]):
+                continue  # a misspelled key wrote it (runAsNonroot): its did-you-mean is the fix, reported first
             container = f" in container '{finding.container}'" if finding.container else ""
             yield target.view.error(
                 loc,

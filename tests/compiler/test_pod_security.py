@@ -41,6 +41,21 @@ def test_restricted_names_each_missing_setting_where_it_belongs(tmp_path, monkey
     ]
 
 
+def test_a_misspelled_setting_is_one_error_the_misspelling_not_also_the_setting_restricted_misses(
+        tmp_path, monkeypatch):
+    project = RESTRICTED.replace("{podSecurity: restricted}", "{podSecurity: restricted, podSecurityDefaults: true}")
+    run = validate(tmp_path, monkeypatch, "podTemplate:\n  spec:\n    securityContext:\n      runAsNonroot: true\n"
+                                          "    containers:\n      - nmae: sidecar\n        image: busybox\n",
+                   project=project)
+
+    assert run.errors() == [  # not "forbids pods that may run as root" at securityContext, nor "name is required"
+        "job.yaml:11:9: error: spec.podTemplate.spec.securityContext.runAsNonroot: unknown field 'runAsNonroot'; did"
+        " you mean 'runAsNonRoot'? see `kubectl explain pod.spec.securityContext` for the fields",
+        "job.yaml:13:11: error: spec.podTemplate.spec.containers[0].nmae: unknown field 'nmae'; did you mean 'name'?"
+        " see `kubectl explain pod.spec.containers` for the fields",
+    ]
+
+
 def test_with_the_defaults_only_run_as_non_root_is_left_to_the_user(tmp_path, monkeypatch):
     project = RESTRICTED.replace("{podSecurity: restricted}", "{podSecurity: restricted, podSecurityDefaults: true}")
     assert [e.split(": error: ")[1].split(":")[0] for e in validate(tmp_path, monkeypatch, "", project=project).errors()] \
