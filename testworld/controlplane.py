@@ -171,6 +171,12 @@ class ControlPlane:
     attributes after start: ``kubeconfig``, ``server``, ``audit_log``
     (None for an existing cluster), ``dir``, ``ca_file``, ``etcd_url``,
     ``apiserver_pid``, ``etcd_pid``.
+
+    ``service_account_admission=True`` runs the API server's default admission plugins
+    as a cluster does, ServiceAccount included (a pod that names no account gets
+    ``default``, and its token mounted, before validation); off by default, as in
+    envtest, since no controller here creates the accounts a pod then needs: a test
+    that turns it on creates them.
     """
 
     def __init__(
@@ -184,6 +190,7 @@ class ControlPlane:
         stop_timeout: float = 15.0,
         use_existing: bool | None = None,
         keep_dir: bool | None = None,
+        service_account_admission: bool = False,
     ) -> None:
         self.use_existing = env_true("USE_EXISTING_CLUSTER") if use_existing is None else use_existing
         self.keep_dir = env_true("TRAINFORGE_KEEP_CONTROLPLANE") if keep_dir is None else keep_dir
@@ -193,6 +200,7 @@ class ControlPlane:
         self._apiserver_port = apiserver_port
         self._etcd_port = etcd_port
         self._extra_apiserver_args = list(extra_apiserver_args)
+        self._service_account_admission = service_account_admission
 
         self.dir: Path | None = None
         self.kubeconfig: Path | None = None
@@ -363,7 +371,7 @@ class ControlPlane:
             "--authorization-mode=RBAC",
             # as envtest: nothing creates the 'default' ServiceAccount without a
             # controller-manager, so the admission plugin would reject every Pod
-            "--disable-admission-plugins=ServiceAccount",
+            *([] if self._service_account_admission else ["--disable-admission-plugins=ServiceAccount"]),
             "--allow-privileged=true",
             # the lease reconciler would publish 127.0.0.1 endpoints, which validation rejects
             "--endpoint-reconciler-type=none",

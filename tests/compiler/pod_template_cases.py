@@ -189,8 +189,10 @@ CASES: dict[str, Case] = {
         "sources": [{"configMap": {"name": "settings"}}, {"serviceAccountToken": {"path": "token",
                                                                                  "expirationSeconds": 3600}}]}}),
         spec={"serviceAccount": {"name": "trainer"}}),
-    "a projected token on a pod without a service account is refused": Case(CROSS, volume_and_mount({"projected": {
-        "sources": [{"serviceAccountToken": {"path": "token"}}]}}), frameworks=("pytorch", "tensorflow")),
+    # validation alone refuses it, but ServiceAccount admission names `default` before validation runs
+    "a projected token on a pod without a service account is valid (it runs as default)": Case(
+        VALID, volume_and_mount({"projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}),
+        frameworks=("pytorch", "tensorflow")),
     "a downward API volume and env are valid": Case(VALID, pod(
         volumes=[{"name": "podinfo", "downwardAPI": {"items": [
             {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},

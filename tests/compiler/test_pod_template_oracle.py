@@ -8,7 +8,10 @@ built as the operator builds them (train-controller's pod builder: the template 
 operator's init containers, rendezvous env and restart policy), goes to the project's
 kube-apiserver as a server-side dry-run create with strict field validation
 (`dryRun=All&fieldValidation=Strict`: unknown fields are refused, not dropped), all cases in
-one namespace and a few requests at a time. The server's verdict is 201 (it takes the pod)
+one namespace and a few requests at a time. That server runs its default admission plugins as
+a cluster does (`admission_plane`): the session's control plane turns ServiceAccount admission
+off, as envtest does, and without it validation refuses pods a cluster admits (a projected
+serviceAccountToken on a pod that names no account, which the plugin gives `default`). The server's verdict is 201 (it takes the pod)
 or 400/403/422 (strict decoding, an admission plugin or validation refuses it); anything else
 fails the test.
 
@@ -26,7 +29,7 @@ import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import pytest
 from pod_template_cases import (
@@ -39,6 +42,8 @@ from pod_template_cases import (
     params,
 )
 from test_pod_security_admission import operator_pods
+
+from testworld.controlplane import ControlPlane, env_true
 
 pytestmark = pytest.mark.controlplane
 REFUSED = (400, 403, 422)  # strict decoding, an admission plugin, validation
@@ -102,13 +107,39 @@ def judge(folder, case: Case, framework: str) -> Verdict:
 
 
 @pytest.fixture(scope="module")
-def verdicts(control_plane, tmp_path_factory) -> dict[tuple[str, str], Verdict]:
-    """Every (case, framework): the compiler's verdict, then all pods sent in one batch."""
+def admission_plane(envtest_assets) -> Iterator[ControlPlane]:
+    """kube-apiserver with its default admission plugins, ServiceAccount among them, as a cluster
+    runs it (or the cluster itself with USE_EXISTING_CLUSTER)."""
+    if env_true("USE_EXISTING_CLUSTER"):
+        plane = ControlPlane(use_existing=True)
+    else:
+        plane = ControlPlane(assets=envtest_assets, service_account_admission=True)
+    with plane:
+        yield plane
+
+
+def oracle_namespace(plane: ControlPlane, accounts: set[str]) -> str:
+    """A namespace holding the ServiceAccounts its pods name, `default` included: what a cluster's
+    ServiceAccount controller (default) and the jobs' rbac components (or the platform) create."""
     namespace = f"pod-oracle-{uuid.uuid4().hex[:6]}"
-    status, body = control_plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    status, body = plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     assert status == 201, body
+    for account in sorted(accounts | {"default"}):
+        status, body = plane.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                                     {"metadata": {"name": account}})
+        assert status == 201, body
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def verdicts(admission_plane, tmp_path_factory) -> dict[tuple[str, str], Verdict]:
+    """Every (case, framework): the compiler's verdict, then all pods sent in one batch."""
+    control_plane = admission_plane
     out = {(name, framework): judge(tmp_path_factory.mktemp("oracle"), CASES[name], framework)
            for name, framework in params()}
+    accounts = {str(pod["spec"]["serviceAccountName"]) for verdict in out.values() for pod in verdict.pods
+                if isinstance(pod.get("spec"), dict) and pod["spec"].get("serviceAccountName")}
+    namespace = oracle_namespace(control_plane, accounts)
     path = f"/api/v1/namespaces/{namespace}/pods?dryRun=All&fieldValidation=Strict"
 
     def send(pod: dict[str, Any]) -> tuple[int, str]:
@@ -124,6 +155,22 @@ def verdicts(control_plane, tmp_path_factory) -> dict[tuple[str, str], Verdict]:
     for (key, _), answer in zip(jobs, answers):
         out[key].server = (out[key].server or []) + [answer]
     return out
+
+
+def test_the_oracle_server_names_the_default_account_as_a_cluster_does_and_envtests_would_not(
+        admission_plane, control_plane):
+    token = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "token"}, "spec": {
+        "containers": [{"name": "main", "image": "busybox:1.36", "volumeMounts": [{"name": "t", "mountPath": "/t"}]}],
+        "volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]}}
+    envtest_namespace = f"pod-oracle-{uuid.uuid4().hex[:6]}"
+    assert control_plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": envtest_namespace}})[0] == 201
+
+    admitted, pod = admission_plane.request(
+        "POST", f"/api/v1/namespaces/{oracle_namespace(admission_plane, set())}/pods?dryRun=All", token)
+    refused, answer = control_plane.request("POST", f"/api/v1/namespaces/{envtest_namespace}/pods?dryRun=All", token)
+
+    assert admitted == 201 and pod["spec"]["serviceAccountName"] == "default", pod
+    assert refused == 422 and "must not be specified when serviceAccountName is not set" in answer["message"], answer
 
 
 @pytest.mark.parametrize(("name", "framework"), [pytest.param(n, f, id=f"{n} ({f})") for n, f in params()])
