@@ -68,7 +68,7 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     from compiler.cli.live import render
     from compiler.cli.live.clock import parse_duration
     from compiler.cli.live.gather import gather
-    from compiler.cli.live.specs import scope_of, spec_jobs
+    from compiler.cli.live.specs import environment_namespaces, scope_of, spec_jobs
 
     try:
         seconds = parse_duration(timeout)
@@ -78,7 +78,8 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     report(result, "text")
     specs_or_exit(result)
     environment = one_environment(result, env)
-    specs, scope = spec_jobs(result, environment), scope_of(list(sources))
+    specs = spec_jobs(result, environment)
+    scope = scope_of(list(sources), environment_namespaces(result, environment))
     with connect(kubeconfig, context) as reader:
         try:
             waited = _wait(reader, specs, scope, wait_for, seconds) if wait_for else None

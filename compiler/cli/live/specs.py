@@ -4,11 +4,15 @@ A spec's job is what `build` writes for the environment (the base job with its o
 patches applied, `Bundle.rendered_job`), with the spec's path from the git repository's
 root: the value `build` writes into the `trainforge.dev/source` annotation
 (`schemas.marks.SOURCE`). A live job is the spec's when kind, namespace and name agree;
-the annotation finds what no spec claims any more: a live job whose annotation names a
-file inside the sources given (a file named, or a folder's descendant) that no longer
-exists, or that no longer defines that job (renamed, moved to another namespace or kind),
-is an orphan. A live job without the annotation, or from a file outside the sources, is
-someone else's and is left out.
+the annotation finds what no spec claims any more: a live job in one of the environment's
+namespaces whose annotation names a file inside the sources given (a file named, or a
+folder's descendant) that no longer exists, or that no longer defines that job (renamed,
+moved to another namespace or kind), is an orphan. A live job without the annotation,
+from a file outside the sources, or in a namespace the environment does not use (the
+path is relative to a repository the annotation does not name: another repository's
+`jobs/a.yaml` elsewhere in the cluster is not ours) is someone else's and is left out.
+The environment's namespaces are its specs', its default one and the ones its policy
+allows.
 
 Which kinds to read is the health table's (`compiler.gitops.health.RULES`: the seven
 kubeflow.org/v1 kinds and Trainer's TrainJob) whatever the environment's target, so a
@@ -85,9 +89,10 @@ class Scope:
     folder, the repository root it is relative to, None outside a repository)."""
 
     entries: tuple[tuple[str, bool, Optional[str]], ...]
+    namespaces: frozenset[str] = frozenset()
 
-    def covers(self, source: str) -> bool:
-        return any(source == path or (folder and (path == "." or source.startswith(path.rstrip("/") + "/")))
+    def covers(self, source: str, namespace: str) -> bool:
+        return namespace in self.namespaces and any(source == path or (folder and (path == "." or source.startswith(path.rstrip("/") + "/")))
                    for path, folder, _ in self.entries)
 
     def exists(self, source: str) -> bool:
@@ -95,7 +100,16 @@ class Scope:
         return any(os.path.isfile(os.path.join(root, source) if root else source) for root in roots)
 
 
-def scope_of(paths: list[Path]) -> Scope:
+def environment_namespaces(result: Result, env: str) -> frozenset[str]:
+    from compiler.reading.resolve import DEFAULT_NAMESPACE
+
+    project = result.project
+    own = project.environment(env).namespace or project.defaults.namespace or DEFAULT_NAMESPACE
+    allowed = project.policy_for(env).allowedNamespaces or []
+    return frozenset({own, *allowed, *(t.target.namespace for t in result.bundles.get(env, []))})
+
+
+def scope_of(paths: list[Path], namespaces: frozenset[str]) -> Scope:
     entries = []
     for given in paths:
         resolved = given.resolve()
@@ -106,7 +120,7 @@ def scope_of(paths: list[Path]) -> Scope:
         path = (os.path.relpath(resolved, root) if root
                 else os.path.relpath(resolved, cwd) if resolved.is_relative_to(cwd) else str(given))
         entries.append((path, resolved.is_dir(), root))
-    return Scope(tuple(entries))
+    return Scope(tuple(entries), namespaces)
 
 
 def _repo_root(folder: Path) -> Optional[str]:
@@ -135,7 +149,7 @@ def match(specs: list[SpecJob], live: list[dict[str, Any]],
     orphans = []
     for key, obj in sorted(by_key.items()):
         source = source_of(obj)
-        if key in claimed or not source or not scope.covers(source):
+        if key in claimed or not source or not scope.covers(source, key[1]):
             continue
         reason = (f"{source} no longer defines it" if scope.exists(source)
                   else f"{source} is no longer in git")
