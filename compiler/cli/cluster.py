@@ -185,7 +185,7 @@ class Stream:
 
     def __init__(self, resp: Any, server: str) -> None:
         self._resp, self._server = resp, server
-        self.closed = False
+        self.closed = self._released = False
 
     def chunks(self) -> Iterator[bytes]:
         """The body's chunks as they arrive; ends when the server ends it or `close` is called."""
@@ -197,13 +197,18 @@ class Stream:
             if not self.closed:
                 raise ClusterError(f"the log stream from {self._server} broke: {exc}") from None
         finally:
+            self._released = True
             self._resp.release_conn()
 
     def close(self) -> None:
         from controller.runtime.kube import end_stream
 
         self.closed = True
-        end_stream(self._resp)
+        if not self._released:
+            try:
+                end_stream(self._resp)
+            except RuntimeError:  # released between the check and the cut: it is over anyway
+                pass
 
 
 def default_namespace(kubeconfig: str | None, context: str | None) -> str:
