@@ -33,7 +33,7 @@ ENV = "test"
 ENGINE = "argocd-controller"  # the field manager the "engine" applies with
 
 
-def project(root: Path, namespace: str) -> Path:
+def project(root: Path, namespace: str, *, target: str = "kubeflow-v1") -> Path:
     """A git repository holding `jobs/trainforge.yaml` for `namespace` (no Namespace objects:
     the test made it); GPU types a100 (in the pod world) and b200 (no such node)."""
     jobs = root / "jobs"
@@ -45,9 +45,10 @@ def project(root: Path, namespace: str) -> Path:
         defaults:
           namespace: {namespace}
           namespaces: {{create: false}}
-          controller: train-controller
+          target: {target}
         environments:
           {ENV}:
+            {"controller: train-controller" if target == "kubeflow-v1" else ""}
             gpuTypes:
               a100: {{nodeSelector: {{nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}}}}
               b200: {{nodeSelector: {{nvidia.com/gpu.product: NVIDIA-B200}}}}
@@ -56,11 +57,13 @@ def project(root: Path, namespace: str) -> Path:
 
 
 def spec(name: str, *, nodes: int = 1, image: str = "example.com/train:1", pod: dict[str, str] | None = None,
-         gpu: int = 0, gpu_type: str | None = None, restart: str = "OnFailure", extra: dict[str, Any] | None = None,
-         ) -> dict[str, Any]:
-    """A pytorch TrainJob spec; `pod`: annotations on every pod (testworld.stages keys)."""
-    body: dict[str, Any] = {"framework": "pytorch", "image": image, "command": ["python", "train.py"],
-                            "nodes": nodes, "policy": {"restart": restart, "backoffLimit": 0}}
+         gpu: int = 0, gpu_type: str | None = None, restart: str | None = "OnFailure",
+         extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A pytorch TrainJob spec; `pod`: annotations on every pod (testworld.stages keys);
+    `restart=None` states no policy (Trainer v2 cannot express one)."""
+    body: dict[str, Any] = {"framework": "pytorch", "image": image, "command": ["python", "train.py"], "nodes": nodes}
+    if restart:
+        body["policy"] = {"restart": restart, "backoffLimit": 0}
     if gpu:
         body["resources"] = {"gpu": gpu, **({"gpuType": gpu_type} if gpu_type else {})}
     if pod:
