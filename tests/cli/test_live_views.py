@@ -126,7 +126,7 @@ def test_drift_names_the_manager_that_changed_a_field_and_git_changes_not_synced
     # kubectl edit took replicas over from the engine (an Update takes a field's ownership)
     engine = {**ENGINE, "fieldsV1": {"f:metadata": ENGINE["fieldsV1"]["f:metadata"], "f:spec": {
         "f:pytorchReplicaSpecs": {"f:Worker": {"f:template": {"f:spec": {
-            "f:containers": {'k:{"name":"pytorch"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}}}}}
+            "f:containers": {'k:{"name":"pytorch"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}}}}
     obj["metadata"]["managedFields"] = [engine, EDIT, STATUS]
     found = drift(compiled, obj, JobState("Running", T1))
     assert [(d.path, d.git, d.cluster, d.why) for d in found] == [
