@@ -5,6 +5,7 @@ namespace and one controller for the module."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -22,6 +23,8 @@ STUCK_JOBS = {
                                     stages.RESTART_DELAY: "3600"}),
     "too-big": spec("too-big", gpu=8, gpu_type="b200"),
     "healthy": spec("healthy", nodes=2, pod={stages.RUN_SECONDS: "forever"}),
+    # the API server refuses its pods: only the controller's Warning Events on the job say why
+    "unclassed": spec("unclassed", extra={"scheduling": {"priority": "no-such-class"}}),
 }
 
 
@@ -40,7 +43,8 @@ def stuck(pod_world, tmp_path_factory) -> Any:
             doc = outcome.json
             reasons = {w["reason"] for j in doc["jobs"] for w in j.get("waiting", [])}
             running = next(j for j in doc["jobs"] if j["name"] == "healthy")["state"] == "Running"
-            if running and {"ImagePullBackOff", "CreateContainerConfigError", "CrashLoopBackOff",
+            refused = next(j for j in doc["jobs"] if j["name"] == "unclassed").get("events")
+            if running and refused and {"ImagePullBackOff", "CreateContainerConfigError", "CrashLoopBackOff",
                             "Unschedulable"} <= reasons:
                 break
             assert time.monotonic() < deadline, outcome.stdout
@@ -91,13 +95,26 @@ def test_stuck_pods_make_the_exit_code_3_and_the_text_names_each(pod_world, stuc
     assert outcome.code == 3, outcome.stderr
     lines = outcome.stdout.splitlines()
     assert lines[0].startswith(f"environment {ENV} at https://127.0.0.1:")
-    assert lines[0].endswith(": 5 spec(s), 0 without a live job, 0 orphan(s)")
+    assert lines[0].endswith(f": {len(STUCK_JOBS)} spec(s), 0 without a live job, 0 orphan(s)")
     block = _block(lines, f"{ns}/pulls")
     assert block[0].startswith(f"{ns}/pulls  PyTorchJob  Running for ") or block[0].startswith(
         f"{ns}/pulls  PyTorchJob  Created for "), block
     assert block[0].endswith("  (jobs/pulls.yaml:1)")
     assert block[1:3] == ["  pods: Master 1 Pending",
                           '  ! pulls-master-0: Pending, ImagePullBackOff: Back-off pulling image "ghcr.io/acme/bert:9.9"']
+
+
+def test_a_job_whose_pods_the_api_server_refuses_shows_the_controllers_warning_events(pod_world, stuck):
+    jobs, ns, outcome = stuck
+    entry = job(outcome.json, "unclassed")
+    assert (entry["state"], entry["pods"], entry["waiting"]) == ("Created", {}, [])
+    event = entry["events"][-1]
+    assert event["reason"] == "FailedCreatePod"
+    assert event["message"].startswith("Error creating: ") and event["message"].endswith(
+        'pods "unclassed-master-0" is forbidden: no PriorityClass with name no-such-class was found')
+    block = _block(cli(pod_world, "status", jobs).stdout.splitlines(), f"{ns}/unclassed")
+    assert block[1:3] == ["  pods: no pods", "  warning events:"]
+    assert re.fullmatch(r"    \S+ ago  FailedCreatePod( x\d+)?: " + re.escape(event["message"]), block[3]), block
 
 
 def test_markdown_marks_the_stuck_pods(pod_world, stuck):
