@@ -11,9 +11,9 @@ which the API server dials (it prefers a node's Hostname; no ``--kubelet-*`` fla
 needed: without a kubelet CA it does not verify kwok's self-signed certificate).
 
 API:
-  ``serve(client, namespace, pod, path, containers=())``: ``pod``'s log (all its containers,
+  ``serve(client, path, namespace=, pod=, containers=())``: ``pod``'s log (all its containers,
   or those named) is ``path``; the pod may not exist yet (names are deterministic).
-  ``serve_namespace(client, namespace, path)``: every pod of ``namespace`` logs ``path``.
+  ``serve_namespace(client, path, namespace=)``: every pod of ``namespace`` logs ``path``.
   ``write(path, lines, stream="stdout")``: append lines as a container runtime writes them.
   kwok follows the file like a kubelet, but a followed stream never ends by itself: kwok
   asks no runtime whether the container still runs.
@@ -69,13 +69,13 @@ def _spec(path: Path, containers: Sequence[str]) -> dict[str, Any]:
     return {"logs": [entry]}
 
 
-def serve(client: Client, namespace: str, pod: str, path: Path, containers: Sequence[str] = ()) -> None:
+def serve(client: Client, path: Path, *, namespace: str, pod: str, containers: Sequence[str] = ()) -> None:
     body = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
             "metadata": {"name": pod, "namespace": namespace}, "spec": _spec(path, containers)}
     client.create(_resource("logs", "Logs"), namespace, body, answer=False)
 
 
-def serve_namespace(client: Client, namespace: str, path: Path) -> None:
+def serve_namespace(client: Client, path: Path, *, namespace: str) -> None:
     body = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": {"name": namespace},
             "spec": {"selector": {"matchNamespaces": [namespace]}, **_spec(path, ())}}
     client.create(_resource("clusterlogs", "ClusterLogs", namespaced=False), None, body, answer=False)

@@ -59,8 +59,8 @@ def logs(target: str, env: Optional[str], namespace: Optional[str], replica: Opt
     specs = _spec_refs(Path(target), env) if Path(target).exists() else None
     with connect(kubeconfig, context, pool_size=16) as reader:
         try:
-            refs = specs if specs is not None else [_job_ref(reader, target, namespace, wait=follow)]
-            code = _follow(reader, refs, pick, tail) if follow else _print(reader, refs, pick, tail)
+            refs = specs if specs is not None else [_job_ref(reader, target, namespace=namespace, wait=follow)]
+            code = (_follow if follow else _print)(reader, refs, pick=pick, tail=tail)
         except cluster.ClusterError as exc:
             cluster_failed(exc)
         except KeyboardInterrupt:
@@ -79,8 +79,7 @@ def _spec_refs(path: Path, env: Optional[str]) -> list[Callable[[], Optional["Jo
     return [(lambda ref=JobRef(s.namespace, s.name, kind_of(s.api_version, s.kind)): ref) for s in jobs]
 
 
-def _job_ref(reader: "Reader", target: str, namespace: Optional[str],
-             *, wait: bool) -> Callable[[], Optional["JobRef"]]:
+def _job_ref(reader: "Reader", target: str, *, namespace: Optional[str], wait: bool) -> Callable[[], Optional["JobRef"]]:
     """JOB as a job of whichever kind the cluster has by that name (looked up until found)."""
     from compiler.cli.live.logsource import JobRef
     from compiler.cli.live.specs import job_kinds
@@ -104,7 +103,7 @@ def _job_ref(reader: "Reader", target: str, namespace: Optional[str],
     return resolve
 
 
-def _print(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], pick: "Pick", tail: Optional[int]) -> int:
+def _print(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], *, pick: "Pick", tail: Optional[int]) -> int:
     from compiler.cli import cluster
     from compiler.cli.live.logsource import Lines, instance
     from compiler.cli.live.pods import pod_view
@@ -147,15 +146,16 @@ def _print(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], pick:
     return 0 if printed else 1
 
 
-def _follow(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], pick: "Pick", tail: Optional[int]) -> int:
+def _follow(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], *, pick: "Pick",
+            tail: Optional[int]) -> int:
     from compiler.cli.live.follow import Follower, stdout_write
     from compiler.cli.live.logsource import expected_pods
 
     def several(found: list[tuple[JobRef, Optional[dict[str, Any]]]]) -> bool:
-        counts = [expected_pods(job, pick, _replica_specs(ref.kind.kind)) for ref, job in found]
+        counts = [expected_pods(job, pick, replica_specs=_replica_specs(ref.kind.kind)) for ref, job in found]
         return None in counts or sum(c or 0 for c in counts) != 1
 
-    Follower(reader, refs, pick, tail=tail, prefix=several, write=stdout_write,
+    Follower(reader, refs, pick=pick, tail=tail, prefix=several, write=stdout_write,
              note=lambda text: click.echo(f"train-compile: {text}", err=True)).run()
     return 0
 

@@ -82,8 +82,8 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     scope = scope_of(list(sources), environment_namespaces(result, environment))
     with connect(kubeconfig, context) as reader:
         try:
-            waited = _wait(reader, specs, scope, wait_for, seconds) if wait_for else None
-            found = gather(reader, specs, scope, environment=environment)
+            waited = _wait(reader, specs, scope=scope, condition=wait_for, seconds=seconds) if wait_for else None
+            found = gather(reader, specs, scope=scope, environment=environment)
         except cluster.ClusterError as exc:
             cluster_failed(exc)
     sys.stdout.write(render.FORMATS[fmt](found))
@@ -106,7 +106,7 @@ def exit_code(found: "StatusReport") -> int:
     return 0
 
 
-def _wait(reader: "Reader", specs: list["SpecJob"], scope: "Scope", condition: str, seconds: float) -> str:
+def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition: str, seconds: float) -> str:
     """Poll the jobs' states until all reached `condition`: "" then, else why the wait failed."""
     from compiler.cli.live.clock import span
     from compiler.cli.live.gather import states
@@ -114,7 +114,7 @@ def _wait(reader: "Reader", specs: list["SpecJob"], scope: "Scope", condition: s
 
     started = time.monotonic()
     while True:
-        now = states(reader, specs, scope)
+        now = states(reader, specs, scope=scope)
         failed = [s for s in specs if condition != "Failed" and s.key in now and now[s.key].state == "Failed"]
         if failed:
             return f"{_names(failed)} failed before reaching {condition}"

@@ -128,7 +128,7 @@ def test_drift_names_the_manager_that_changed_a_field_and_git_changes_not_synced
         "f:pytorchReplicaSpecs": {"f:Worker": {"f:template": {"f:spec": {
             "f:containers": {'k:{"name":"pytorch"}': {".": {}, "f:image": {}, "f:name": {}}}}}}}}}}
     obj["metadata"]["managedFields"] = [engine, EDIT, STATUS]
-    found = drift(compiled, obj, JobState("Running", T1))
+    found = drift(compiled, obj, state=JobState("Running", T1))
     assert [(d.path, d.git, d.cluster, d.why) for d in found] == [
         ("spec.pytorchReplicaSpecs.Worker.replicas", 2, 3, "changed-in-cluster"),
         ("spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].image", "x:2", "x:1", "not-synced")]
@@ -138,7 +138,7 @@ def test_drift_names_the_manager_that_changed_a_field_and_git_changes_not_synced
 def test_a_job_changed_after_it_finished_will_not_run():
     obj = live()
     obj["metadata"]["managedFields"] = [{**ENGINE, "time": T2}]
-    found = drift(live(), obj, JobState("Succeeded", T1))
+    found = drift(live(), obj, state=JobState("Succeeded", T1))
     assert [(d.why, d.message) for d in found] == [(
         "will-not-run", f"the job changed at {T2}, after it finished (Succeeded) at {T1}: the edit will not run; "
         "delete the job to run it again")]
@@ -187,7 +187,7 @@ def test_log_bytes_become_whole_prefixed_lines_the_last_one_flushed_at_the_end()
 
 def test_the_pods_a_selection_can_hold_come_from_the_jobs_replicas():
     obj = {"spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 3}}}}
-    assert expected_pods(obj, Pick(), "pytorchReplicaSpecs") == 4
-    assert expected_pods(obj, Pick(replica="worker"), "pytorchReplicaSpecs") == 3
-    assert expected_pods(obj, Pick(replica="worker", index=2), "pytorchReplicaSpecs") == 1
-    assert expected_pods(obj, Pick(), None) is None
+    assert expected_pods(obj, Pick(), replica_specs="pytorchReplicaSpecs") == 4
+    assert expected_pods(obj, Pick(replica="worker"), replica_specs="pytorchReplicaSpecs") == 3
+    assert expected_pods(obj, Pick(replica="worker", index=2), replica_specs="pytorchReplicaSpecs") == 1
+    assert expected_pods(obj, Pick(), replica_specs=None) is None

@@ -20,7 +20,7 @@ def serve(world: Any, ns: str, tmp_path: Path, *pods: str) -> dict[str, Path]:
     paths = {}
     for pod in pods:
         paths[pod] = tmp_path / "logs" / f"{pod}.log"
-        podlogs.serve(world.client, ns, pod, paths[pod])
+        podlogs.serve(world.client, paths[pod], namespace=ns, pod=pod)
     return paths
 
 

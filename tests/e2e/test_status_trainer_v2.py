@@ -7,6 +7,7 @@ index; one that no node fits says so with the scheduler's message."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_a_trainjob_runs_to_succeeded_with_its_node_pods_and_their_logs(world, r
     jobs, ns = repo
     source = write(jobs, "llm.yaml", spec("llm", nodes=2, restart=None))
     log = tmp_path / "node.log"
-    podlogs.serve_namespace(world.client, ns, log)
+    podlogs.serve_namespace(world.client, log, namespace=ns)
     podlogs.write(log, ["torchrun: 2 nodes", "step 1 loss 1.2"])
     apply(world, jobs)
     assert cli(world, "status", jobs, "--wait", "Running", "--timeout", "3m").code == 0
@@ -72,18 +73,12 @@ def test_a_trainjob_no_node_fits_is_stuck_unschedulable_on_each_node_pod(world, 
     jobs, ns = repo
     write(jobs, "huge.yaml", spec("huge", nodes=2, gpu=8, gpu_type="b200", restart=None))
     apply(world, jobs)
-    deadline_outcome = None
-    import time
-
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        deadline_outcome = cli(world, "status", jobs, "--format", "json")
-        waiting = job(deadline_outcome, "huge").get("waiting", [])
-        if len(waiting) == 2:
-            break
+    while len(job(outcome := cli(world, "status", jobs, "--format", "json"), "huge").get("waiting", [])) < 2:
+        assert time.monotonic() < deadline, outcome
         time.sleep(1)
-    assert deadline_outcome is not None and deadline_outcome.code == 3, deadline_outcome
-    waiting = job(deadline_outcome, "huge")["waiting"]
+    assert outcome.code == 3, outcome
+    waiting = job(outcome, "huge")["waiting"]
     assert sorted((w["replicaType"], w["index"], w["reason"], w["stuck"]) for w in waiting) == [
         ("node", 0, "Unschedulable", True), ("node", 1, "Unschedulable", True)]
     assert all(w["message"].startswith("0/14 nodes are available:") for w in waiting), waiting

@@ -49,7 +49,7 @@ def test_the_waiting_message_annotation_is_the_message(pod_world, pod_namespace)
 
 def running_pod(pod_world: Any, ns: str, name: str, tmp_path: Any) -> Any:
     path = tmp_path / f"{name}.log"
-    podlogs.serve(pod_world.client, ns, name, path)
+    podlogs.serve(pod_world.client, path, namespace=ns, pod=name)
     pod_world.client.create(PODS, ns, pod(name, gpus=0, annotations={stages.RUN_SECONDS: "forever"}))
     wait_for(lambda: pod_world.client.get(PODS, ns, name)["status"].get("phase") == "Running", f"{name} running")
     return path

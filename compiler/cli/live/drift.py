@@ -56,12 +56,12 @@ def dotted(path: Path) -> str:
     return out
 
 
-def _leaves(git: Any, live: Any, path: Path) -> list[tuple[Path, Any, Any]]:
+def _leaves(git: Any, live: Any, *, path: Path) -> list[tuple[Path, Any, Any]]:
     """(path, git's value, live value) of every difference under `path`."""
     if isinstance(git, dict) and isinstance(live, dict):
-        return [d for key, value in git.items() for d in _leaves(value, live.get(key), (*path, key))]
+        return [d for key, value in git.items() for d in _leaves(value, live.get(key), path=(*path, key))]
     if isinstance(git, list) and isinstance(live, list) and len(git) == len(live):
-        return [d for i, (g, c) in enumerate(zip(git, live)) for d in _leaves(g, c, (*path, i))]
+        return [d for i, (g, c) in enumerate(zip(git, live)) for d in _leaves(g, c, path=(*path, i))]
     return [] if git == live else [(path, git, live)]
 
 
@@ -69,25 +69,25 @@ def differences(compiled: dict[str, Any], live: dict[str, Any]) -> list[tuple[Pa
     meta, live_meta = compiled.get("metadata") or {}, live.get("metadata") or {}
     out = []
     for key in ("labels", "annotations"):
-        out += _leaves(meta.get(key) or {}, live_meta.get(key) or {}, ("metadata", key))
-    return out + _leaves(compiled.get("spec"), live.get("spec"), ("spec",))
+        out += _leaves(meta.get(key) or {}, live_meta.get(key) or {}, path=("metadata", key))
+    return out + _leaves(compiled.get("spec"), live.get("spec"), path=("spec",))
 
 
 def owner(live: dict[str, Any], path: Path) -> Optional[dict[str, Any]]:
     """The managedFields entry (status writes left out) that owns `path`, or an atomic field above it."""
     for entry in (live.get("metadata") or {}).get("managedFields") or []:
-        if not entry.get("subresource") and _owns(entry.get("fieldsV1") or {}, live, path):
+        if not entry.get("subresource") and _owns(entry.get("fieldsV1") or {}, live, path=path):
             return entry
     return None
 
 
-def _owns(node: dict[str, Any], value: Any, path: Path) -> bool:
+def _owns(node: dict[str, Any], value: Any, *, path: Path) -> bool:
     for part in path:
         if not node:  # an empty set: the field above is owned whole (atomic)
             return True
         child = None
         if isinstance(part, int) and isinstance(value, list) and part < len(value):
-            child = next((node[k] for k in node if _item_key(k, value[part], part)), None)
+            child = next((node[k] for k in node if _item_key(k, value[part], index=part)), None)
             value = value[part]
         else:
             child = node.get(f"f:{part}")
@@ -98,7 +98,7 @@ def _owns(node: dict[str, Any], value: Any, path: Path) -> bool:
     return True
 
 
-def _item_key(key: str, item: Any, index: int) -> bool:
+def _item_key(key: str, item: Any, *, index: int) -> bool:
     kind, _, text = key.partition(":")
     try:
         if kind == "k":
@@ -125,7 +125,7 @@ def _count(node: dict[str, Any]) -> int:
     return sum(_count(child) if child else 1 for child in node.values())
 
 
-def drift(compiled: dict[str, Any], live: dict[str, Any], state: JobState) -> list[Drift]:
+def drift(compiled: dict[str, Any], live: dict[str, Any], *, state: JobState) -> list[Drift]:
     """Git against the cluster for one job (see the module's paragraph)."""
     applied = applier(live)
     out = []

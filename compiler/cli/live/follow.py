@@ -48,7 +48,7 @@ class Run:
 
 
 class Follower:
-    def __init__(self, reader: cluster.Reader, jobs: list[Callable[[], Optional[JobRef]]], pick: Pick, *,
+    def __init__(self, reader: cluster.Reader, jobs: list[Callable[[], Optional[JobRef]]], *, pick: Pick,
                  tail: Optional[int], prefix: Callable[[list[tuple[JobRef, Optional[dict[str, Any]]]]], bool],
                  write: Callable[[str], None], note: Callable[[str], None]) -> None:
         self.reader, self.jobs, self.pick, self.tail = reader, jobs, pick, tail
@@ -90,11 +90,11 @@ class Follower:
             self._say_why(pod, ref)
             run = instance(pod, container)
             if run is not None:
-                self._start(ref, name, container, run, self.prefixed is not False)
+                self._start(ref, pod=name, container=container, run=run, prefixed=self.prefixed is not False)
         now = time.monotonic()
         for key, r in list(self.runs.items()):
             entry = pods.get((r.namespace, r.pod))
-            r.over = r.over or ended(entry[1] if entry else None, r.container, r.key)
+            r.over = r.over or ended(entry[1] if entry else None, r.container, run=r.key)
             if r.error is not None and r.done.is_set():
                 if isinstance(r.error, cluster.ClusterForbidden):
                     raise r.error
@@ -108,7 +108,7 @@ class Follower:
         finished = all(job is not None and job_state(job).finished for _, job in found)
         return finished and all(r.done.is_set() for r in self.runs.values())
 
-    def _start(self, ref: JobRef, pod: str, container: str, run: tuple[str, int], prefixed: bool) -> None:
+    def _start(self, ref: JobRef, *, pod: str, container: str, run: tuple[str, int], prefixed: bool) -> None:
         key = (*run, container)
         if key in self.runs:
             return
@@ -116,9 +116,9 @@ class Follower:
         r = Run(ref.namespace, pod, container, run, Lines(f"[{pod}] " if prefixed else "", self.emit))
         self.runs[key] = r
         query = {"container": container, "follow": "true", "tailLines": self.tail if first else None}
-        threading.Thread(target=self._read, args=(ref, r, query), daemon=True, name=f"log-{pod}").start()
+        threading.Thread(target=self._read, args=(ref, r), kwargs={"query": query}, daemon=True, name=f"log-{pod}").start()
 
-    def _read(self, ref: JobRef, r: Run, query: dict[str, Any]) -> None:
+    def _read(self, ref: JobRef, r: Run, *, query: dict[str, Any]) -> None:
         try:
             r.opened = self.reader.open_stream(cluster.PODS, ref.namespace, r.pod, sub="log", query=query)
             for chunk in r.opened.chunks():

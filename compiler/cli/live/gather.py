@@ -71,17 +71,17 @@ def live_jobs(reader: cluster.Reader, namespaces: set[str]) -> list[dict[str, An
     return out
 
 
-def gather(reader: cluster.Reader, specs: list[SpecJob], scope: Scope, *, environment: str) -> StatusReport:
-    pairs, orphans = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope)
+def gather(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope, environment: str) -> StatusReport:
+    pairs, orphans = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope=scope)
     found = [(spec, obj) for spec, obj in pairs if obj is not None]
     pods, events = _children(reader, [obj for _, obj in found])
     jobs = [JobReport(spec) if obj is None else report(spec, obj, pods=pods, events=events) for spec, obj in pairs]
     return StatusReport(environment, reader.server, jobs, orphans, now_utc())
 
 
-def states(reader: cluster.Reader, specs: list[SpecJob], scope: Scope) -> dict[tuple[str, str, str], JobState]:
+def states(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope) -> dict[tuple[str, str, str], JobState]:
     """Only the jobs' states (what `--wait` polls): spec key -> state, absent jobs left out."""
-    pairs, _ = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope)
+    pairs, _ = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope=scope)
     return {spec.key: job_state(obj) for spec, obj in pairs if obj is not None}
 
 
@@ -114,7 +114,7 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: dict[Any, list[dict[str
     types = adapter.facts.replica_types if adapter else ()
     own = pods.get((ns, labels.job, name), [])
     state = job_state(live)
-    found = drifts.drift(spec.compiled, live, state)
+    found = drifts.drift(spec.compiled, live, state=state)
     if adapter is not None:
         found += drifts.old_pods(live, own, replica_specs=adapter.facts.replica_specs, type_label=labels.replica)
     uid = (live.get("metadata") or {}).get("uid")

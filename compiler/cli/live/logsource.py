@@ -61,7 +61,7 @@ class Pick:
         return program if program in names else str(names[0] if names else program)
 
 
-def expected_pods(job: Optional[dict[str, Any]], pick: Pick, replica_specs: Optional[str]) -> Optional[int]:
+def expected_pods(job: Optional[dict[str, Any]], pick: Pick, *, replica_specs: Optional[str]) -> Optional[int]:
     """How many pods the selection can hold, from the live job's replicas (None: unknown)."""
     if job is None or replica_specs is None:
         return None
@@ -84,7 +84,7 @@ def instance(pod: dict[str, Any], container: str) -> Optional[tuple[str, int]]:
     return None
 
 
-def ended(pod: Optional[dict[str, Any]], container: str, run: tuple[str, int]) -> bool:
+def ended(pod: Optional[dict[str, Any]], container: str, *, run: tuple[str, int]) -> bool:
     """Whether the run `run` of `container` is over: the pod is gone or another pod took
     its name, or the container's state is no longer that run's `running`."""
     if pod is None or str((pod.get("metadata") or {}).get("uid")) != run[0]:

@@ -85,13 +85,13 @@ def pod_view(pod: dict[str, Any], labels: PodLabels, *, replica_types: tuple[str
     ready = (conditions.get("Ready") or {}).get("status") == "True"
     since = max((str(c.get("lastTransitionTime")) for c in conditions.values() if c.get("lastTransitionTime")),
                 default=status.get("startTime") or meta.get("creationTimestamp"))
-    reason, message, container = _why(status, containers, conditions)
+    reason, message, container = _why(status, containers, conditions=conditions)
     return PodView(str(meta.get("name")), replica, index, phase, ready,
                    sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
                    str(spec.get("nodeName") or ""), reason, message, container, since, meta.get("creationTimestamp"))
 
 
-def _why(status: dict[str, Any], containers: list[dict[str, Any]],
+def _why(status: dict[str, Any], containers: list[dict[str, Any]], *,
          conditions: dict[str, dict[str, Any]]) -> tuple[str, str, str]:
     scheduled = conditions.get("PodScheduled") or {}
     if scheduled.get("status") == "False":

@@ -140,7 +140,7 @@ class Orphan:
     live: dict[str, Any] = field(compare=False, repr=False)
 
 
-def match(specs: list[SpecJob], live: list[dict[str, Any]],
+def match(specs: list[SpecJob], live: list[dict[str, Any]], *,
           scope: Scope) -> tuple[list[tuple[SpecJob, Optional[dict[str, Any]]]], list[Orphan]]:
     """Each spec with its live job (None: absent), and the live jobs whose spec is gone."""
     by_key = {live_key(obj): obj for obj in live}
