@@ -152,6 +152,28 @@ def test_only_what_git_sets_is_compared_and_a_list_of_another_length_is_one_diff
     assert dotted(("metadata", "annotations", "trainforge.dev/source")) == 'metadata.annotations["trainforge.dev/source"]'
 
 
+def test_list_items_with_a_name_or_manager_are_matched_by_it_and_items_others_add_are_no_drift():
+    compiled = {"spec": {"runtimePatches": [{"manager": "trainforge.dev/compiler", "x": 1}],
+                         "containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "2"}]}}
+    obj = {"spec": {"runtimePatches": [{"manager": "kueue.x-k8s.io/manager", "y": 2},
+                                       {"manager": "trainforge.dev/compiler", "x": 1, "time": T1}],
+                    "containers": [{"name": "b", "image": "3"}, {"name": "a", "image": "1"}, {"name": "c"}]}}
+    assert differences(compiled, obj) == [(("spec", "containers", 0, "image"), "2", "3")]
+
+
+def test_what_kueue_manages_on_a_queued_job_is_no_drift():
+    compiled = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                "spec": {"runPolicy": {"suspend": True}, "pytorchReplicaSpecs": {"Worker": {"replicas": 2}}}}
+    obj = {"kind": "PyTorchJob", "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}, "managedFields": []},
+           "spec": {"runPolicy": {"suspend": False}, "pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}}
+    assert [d.path for d in drift(compiled, obj, state=JobState("Running", T1))] == [
+        "spec.pytorchReplicaSpecs.Worker.replicas"]
+    unqueued = {**obj, "metadata": {"labels": {}, "managedFields": []}}
+    assert [d.path for d in drift(compiled, unqueued, state=JobState("Running", T1))] == [
+        "metadata.labels[\"kueue.x-k8s.io/queue-name\"]", "spec.runPolicy.suspend",
+        "spec.pytorchReplicaSpecs.Worker.replicas"]
+
+
 def test_a_scope_covers_its_files_and_folders_in_the_environments_namespaces():
     scope = Scope((("jobs", True, None), ("other/one.yaml", False, None)), frozenset({"ml"}))
     assert scope.covers("jobs/a.yaml", "ml") and scope.covers("other/one.yaml", "ml")

@@ -1,8 +1,13 @@
 """Drift: where the live job is not what its spec compiles to now, and why it matters.
 
 Only what the compiled job sets is compared (its labels, annotations and `spec`, leaf by
-leaf; a list whose length differs as a whole): the API server and the controllers add
-defaults and status, which are no drift. Each difference is put down to someone through
+leaf): the API server and the controllers add defaults and status, which are no drift.
+List items with a `name` (containers, env, volumes) or a `manager` (Trainer's
+`runtimePatches`, where Kueue adds an entry of its own) are matched by it, so what others
+add beside git's items is not drift; other lists are matched by position, or compared
+whole when their lengths differ. What Kueue changes on a job it manages (the job carries
+a queue label) is left out, the same fields the generated Argo CD and Flux objects ignore
+(`compiler.gitops.kueue`). Each difference is put down to someone through
 the live job's `managedFields` (the field manager whose entry owns the field, or an
 atomic list or map above it; status writes are left out):
 
@@ -56,12 +61,26 @@ def dotted(path: Path) -> str:
     return out
 
 
+_ITEM_KEYS = ("name", "manager")
+
+
+def _item_key_of(items: list[Any]) -> Optional[str]:
+    return next((k for k in _ITEM_KEYS if items and all(isinstance(i, dict) and k in i for i in items)), None)
+
+
 def _leaves(git: Any, live: Any, *, path: Path) -> list[tuple[Path, Any, Any]]:
-    """(path, git's value, live value) of every difference under `path`."""
+    """(path, git's value, live value) of every difference under `path`; a path's list
+    positions are the live object's (where managedFields are looked up)."""
     if isinstance(git, dict) and isinstance(live, dict):
         return [d for key, value in git.items() for d in _leaves(value, live.get(key), path=(*path, key))]
-    if isinstance(git, list) and isinstance(live, list) and len(git) == len(live):
-        return [d for i, (g, c) in enumerate(zip(git, live)) for d in _leaves(g, c, path=(*path, i))]
+    if isinstance(git, list) and isinstance(live, list):
+        key = _item_key_of(git)
+        if key is not None:
+            at = {item[key]: i for i, item in enumerate(live) if isinstance(item, dict) and key in item}
+            if all(item[key] in at for item in git):
+                return [d for item in git for d in _leaves(item, live[at[item[key]]], path=(*path, at[item[key]]))]
+        elif len(git) == len(live):
+            return [d for i, (g, c) in enumerate(zip(git, live)) for d in _leaves(g, c, path=(*path, i))]
     return [] if git == live else [(path, git, live)]
 
 
@@ -125,11 +144,27 @@ def _count(node: dict[str, Any]) -> int:
     return sum(_count(child) if child else 1 for child in node.values())
 
 
+def kueue_fields(live: dict[str, Any]) -> list[Path]:
+    """The fields Kueue manages on `live` (none unless it carries a queue label)."""
+    from compiler.frameworks import BY_KIND
+    from compiler.gitops import kueue
+    from schemas.upstream import QUEUE_LABEL
+
+    if QUEUE_LABEL not in ((live.get("metadata") or {}).get("labels") or {}):
+        return []
+    kind = str(live.get("kind"))
+    pointers = kueue.json_pointers(kind) if kind in BY_KIND else list(kueue.TRAINJOB_POINTERS)
+    return [tuple(pointer.strip("/").split("/")) for pointer in pointers]
+
+
 def drift(compiled: dict[str, Any], live: dict[str, Any], *, state: JobState) -> list[Drift]:
     """Git against the cluster for one job (see the module's paragraph)."""
     applied = applier(live)
+    managed = kueue_fields(live)
     out = []
     for path, git, cluster in differences(compiled, live):
+        if any(path[:len(m)] == m for m in managed):
+            continue
         own = owner(live, path)
         if own is not None and applied is not None and own.get("manager") != applied.get("manager"):
             why = "changed-in-cluster"
