@@ -9,6 +9,9 @@ annotated ``kwok.x-k8s.io/node=fake`` (the ones ``add_nodes`` creates), so it ne
 touches anything else, serves its health endpoint on a free loopback port, and hands out
 pod IPs from ``cidr``.
 
+Logs: kwok is also the nodes' kubelet API, so ``pods/log`` through the API server returns the
+file a ``Logs`` object names for the pod (``testworld.podlogs``: ``serve``, ``write``).
+
 Nodes: the API server taints every new node ``node.kubernetes.io/not-ready:NoSchedule``
 and, with no node-lifecycle controller, nobody lifts it; ``add_nodes`` waits until kwok
 reports each node Ready and removes that taint itself.
@@ -31,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import stages
+from . import podlogs, stages
 from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:
@@ -152,8 +155,16 @@ class Kwok(ProcessPart):
             f"--manage-nodes-with-annotation-selector={'='.join(stages.NODE_ANNOTATION)}",
             f"--server-address={LOOPBACK}:{self.port}",
             "--node-ip=10.128.0.1",
+            # the kubelet API the API server dials for pods/log: the nodes report this port and
+            # localhost as their Hostname address, which it prefers (as kwokctl sets kwok up)
+            f"--node-port={self.port}",
+            "--node-name=localhost",
+            f"--enable-crds={','.join(podlogs.ENABLED)}",
             f"--cidr={self.cidr}",
         ]
+
+    def before(self, world: World) -> None:
+        world.install_crds(podlogs.crd_paths())
 
     def ready(self) -> bool:
         return http_ok(f"http://{LOOPBACK}:{self.port}/healthz")

@@ -21,6 +21,14 @@ What a pod on a kwok node does (annotations on the pod, e.g. from the job's pod 
     kubelet writes; e.g. ``OOMKilled``).
 ``testworld.trainforge.dev/restart-delay-seconds``
     back-off before a restart (default 1; the kubelet's is 10 s doubling, too slow for tests).
+``testworld.trainforge.dev/waiting-reason``
+    the kubelet cannot start the containers: the pod stays Pending, each container
+    ``waiting`` with this reason (``ImagePullBackOff``, ``ErrImagePull``,
+    ``CreateContainerConfigError`` ...), until deleted; nothing of the above applies.
+``testworld.trainforge.dev/waiting-message``
+    that waiting state's message (default: the kubelet's for the reason: ``Back-off pulling
+    image "IMAGE"``; ``secret "NAME" not found`` naming the first Secret the container's env
+    reads).
 ``testworld.trainforge.dev/terminate-seconds``
     how long a deleted pod stays Terminating (deletionTimestamp set, still Running) before it
     is gone (default 0). A kubelet keeps a pod for its grace period while the containers stop
@@ -56,6 +64,8 @@ EXIT_CODE = ANNOTATION_PREFIX + "exit-code"
 EXIT_REASON = ANNOTATION_PREFIX + "exit-reason"
 RESTART_DELAY = ANNOTATION_PREFIX + "restart-delay-seconds"
 TERMINATE_SECONDS = ANNOTATION_PREFIX + "terminate-seconds"
+WAITING_REASON = ANNOTATION_PREFIX + "waiting-reason"
+WAITING_MESSAGE = ANNOTATION_PREFIX + "waiting-message"
 NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
 # jq selectors (each must yield "true"/"false", a string or a number, compared as text)
@@ -81,6 +91,9 @@ conditions:
 addresses:
 - {address: {{ NodeIP | Quote }}, type: InternalIP}
 - {address: {{ NodeName | Quote }}, type: Hostname}
+{{ with NodePort }}
+daemonEndpoints: {kubeletEndpoint: {Port: {{ . }}}}
+{{ end }}
 allocatable: {{ or .status.allocatable .status.capacity (dict "cpu" "32" "memory" "256Gi" "pods" "110") | toJson }}
 capacity: {{ or .status.capacity (dict "cpu" "32" "memory" "256Gi" "pods" "110") | toJson }}
 nodeInfo:
@@ -95,6 +108,28 @@ nodeInfo:
   osImage: ""
   systemUUID: ""
 phase: Running
+"""
+
+# init containers done, the node's and the pod's addresses: every pod the kubelet started has them
+INIT_AND_ADDRESSES = """\
+{{ with .spec.initContainers }}
+initContainerStatuses:
+{{ range . }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  ready: true
+  restartCount: 0
+  state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}
+{{ end }}
+{{ end }}
+{{ with NodeIPWith .spec.nodeName }}
+hostIP: {{ . | Quote }}
+hostIPs: [{ip: {{ . | Quote }}}]
+{{ end }}
+{{ with or .status.podIP (PodIPWith .spec.nodeName (or .spec.hostNetwork false) (or .metadata.uid "") (or .metadata.name "") (or .metadata.namespace "")) }}
+podIP: {{ . | Quote }}
+podIPs: [{ip: {{ . | Quote }}}]
+{{ end }}
 """
 
 POD_START = """\
@@ -116,27 +151,51 @@ containerStatuses:
   restartCount: 0
   state: {running: {startedAt: {{ $now | Quote }}}}
 {{ end }}
-{{ with .spec.initContainers }}
-initContainerStatuses:
-{{ range . }}
-- name: {{ .name | Quote }}
-  image: {{ .image | Quote }}
-  ready: true
-  restartCount: 0
-  state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}}
-{{ end }}
-{{ end }}
-{{ with NodeIPWith .spec.nodeName }}
-hostIP: {{ . | Quote }}
-hostIPs: [{ip: {{ . | Quote }}}]
-{{ end }}
-{{ with or .status.podIP (PodIPWith .spec.nodeName (or .spec.hostNetwork false) (or .metadata.uid "") (or .metadata.name "") (or .metadata.namespace "")) }}
-podIP: {{ . | Quote }}
-podIPs: [{ip: {{ . | Quote }}}]
-{{ end }}
+INIT_AND_ADDRESSES
 phase: Running
 startTime: {{ $now | Quote }}
-"""
+""".replace("INIT_AND_ADDRESSES\n", INIT_AND_ADDRESSES)
+
+# A pod whose containers the kubelet cannot start: Pending, every container waiting for the
+# annotation's reason. The message is the annotation's, else what the kubelet writes for the
+# reason: the image for a pull, the first Secret the container's env names for a config error.
+# WAITING_REASON and WAITING_MESSAGE are filled in by all_stages().
+POD_WAITING = """\
+{{ $now := Now }}
+{{ $ann := or .metadata.annotations dict }}
+{{ $reason := index $ann "WAITING_REASON" }}
+{{ $given := or (index $ann "WAITING_MESSAGE") "" }}
+{{ $names := list }}
+{{ range .spec.containers }}{{ $names = append $names .name }}{{ end }}
+conditions:
+- {type: PodReadyToStartContainers, status: "True", lastTransitionTime: {{ $now | Quote }}}
+- {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
+- {type: ContainersReady, status: "False", reason: ContainersNotReady, message: {{ printf "containers with unready status: [%s]" (join " " $names) | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+- {type: Ready, status: "False", reason: ContainersNotReady, message: {{ printf "containers with unready status: [%s]" (join " " $names) | Quote }}, lastTransitionTime: {{ $now | Quote }}}
+containerStatuses:
+{{ range .spec.containers }}
+{{ $secret := "" }}
+{{ range (or .env list) }}{{ with .valueFrom }}{{ with .secretKeyRef }}{{ if not $secret }}{{ $secret = .name }}{{ end }}{{ end }}{{ end }}{{ end }}
+{{ range (or .envFrom list) }}{{ with .secretRef }}{{ if not $secret }}{{ $secret = .name }}{{ end }}{{ end }}{{ end }}
+{{ $message := $given }}
+{{ if not $message }}
+{{ if eq $reason "ImagePullBackOff" }}{{ $message = printf "Back-off pulling image %q" .image }}
+{{ else if eq $reason "ErrImagePull" }}{{ $message = printf "failed to pull and unpack image %q" .image }}
+{{ else if and (eq $reason "CreateContainerConfigError") $secret }}{{ $message = printf "secret %q not found" $secret }}
+{{ end }}
+{{ end }}
+- name: {{ .name | Quote }}
+  image: {{ .image | Quote }}
+  imageID: ""
+  ready: false
+  started: false
+  restartCount: 0
+  state: {waiting: {reason: {{ $reason | Quote }}, message: {{ $message | Quote }}}}
+{{ end }}
+INIT_AND_ADDRESSES
+phase: Pending
+startTime: {{ $now | Quote }}
+""".replace("INIT_AND_ADDRESSES\n", INIT_AND_ADDRESSES)
 
 # DEFAULT_CODE, EXIT_CODE and EXIT_REASON are filled in by stages()
 POD_EXIT = """\
@@ -239,6 +298,7 @@ def all_stages(*, run_seconds: float | None = 1.0, exit_code: int = 0,
     """Every stage; the defaults apply to pods without the annotations (``run_seconds=None``:
     such pods run until deleted)."""
     running = [NOT_DELETED, (".status.phase", "In", "Running")]
+    fresh = [NOT_DELETED, (".status.phase", "In", "Pending"), ("(.status.containerStatuses // []) | length", "In", "0")]
     timed = [(f'.metadata.annotations["{RUN_SECONDS}"]', "NotIn", "forever")]
     if run_seconds is None:
         timed.append((f'.metadata.annotations["{RUN_SECONDS}"]', "Exists"))
@@ -247,9 +307,11 @@ def all_stages(*, run_seconds: float | None = 1.0, exit_code: int = 0,
     return [
         stage("testworld-node-ready", "Node",
               [('.status.conditions.[] | select( .type == "Ready" ) | .status', "NotIn", "True")], template=NODE_READY),
-        stage("testworld-pod-start", "Pod",
-              [NOT_DELETED, (".status.phase", "In", "Pending"), ("(.status.containerStatuses // []) | length", "In", "0")],
+        stage("testworld-pod-start", "Pod", [*fresh, (f'.metadata.annotations["{WAITING_REASON}"]', "DoesNotExist")],
               template=POD_START),
+        stage("testworld-pod-waiting", "Pod", [*fresh, (f'.metadata.annotations["{WAITING_REASON}"]', "Exists")],
+              template=POD_WAITING.replace('"WAITING_REASON"', f'"{WAITING_REASON}"')
+              .replace('"WAITING_MESSAGE"', f'"{WAITING_MESSAGE}"')),
         stage("testworld-pod-exit", "Pod",
               [*running, *timed, (ANY_RUNNING, "In", "true"), (AWAITING_RESTART, "In", "false")],
               template=exit_template, delay=(run_seconds or 0.0, SECONDS_FROM.format(key=RUN_SECONDS))),

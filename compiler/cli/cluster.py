@@ -30,6 +30,10 @@ class ClusterError(Exception):
     """The cluster could not be read; the message is one line a user can act on."""
 
 
+class ClusterForbidden(ClusterError):
+    """The credentials may not read it (RBAC): a caller may fall back to a narrower read."""
+
+
 @dataclass(frozen=True)
 class Kind:
     """A resource to read: its API group and version, plural and kind."""
@@ -59,8 +63,9 @@ def kubeconfig_path(given: str | None) -> str | None:
     return str(home) if home.is_file() else None
 
 
-def connect(kubeconfig: str | None = None, *, context: str | None = None) -> Reader:
-    """A reader of the cluster that `kubeconfig` and `context` name (see the module's paragraph)."""
+def connect(kubeconfig: str | None = None, *, context: str | None = None, pool_size: int = 4) -> Reader:
+    """A reader of the cluster that `kubeconfig` and `context` name (see the module's paragraph);
+    `pool_size`: the connections kept open, one per stream read at once (`logs --follow`)."""
     from controller.runtime.kube import Client  # the client loads only when a cluster is read
     from controller.runtime.kubelib import LOAD_ERRORS
 
@@ -68,7 +73,7 @@ def connect(kubeconfig: str | None = None, *, context: str | None = None) -> Rea
     if path is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         raise ClusterError("no kubeconfig: pass --kubeconfig PATH, set KUBECONFIG, or create ~/.kube/config")
     try:
-        client = Client.connect(path, context=context, pool_size=4)
+        client = Client.connect(path, context=context, pool_size=pool_size)
     except LOAD_ERRORS as exc:
         where = f"kubeconfig {path}" if path else "the in-cluster config"
         ctx = f" (context {context})" if context else ""
@@ -84,6 +89,11 @@ class Reader:
         self.context = context
         self.kubeconfig = kubeconfig
         self.server = client.connection.host
+
+    @property
+    def namespace(self) -> str:
+        """The namespace kubectl would use here: the context's, the pod's own in-cluster, else default."""
+        return default_namespace(self.kubeconfig, self.context)
 
     def close(self) -> None:
         self._client.close()
@@ -131,6 +141,16 @@ class Reader:
     def stream(self, kind: Kind, namespace: str, name: str, *, sub: str,
                query: dict[str, Any] | None = None) -> Iterator[bytes]:
         """The raw body of a streaming GET (`pods/NAME/log?follow=true`), chunk by chunk."""
+        opened = self.open_stream(kind, namespace, name, sub=sub, query=query)
+        try:
+            yield from opened.chunks()
+        finally:
+            opened.close()
+
+    def open_stream(self, kind: Kind, namespace: str, name: str, *, sub: str,
+                    query: dict[str, Any] | None = None) -> Stream:
+        """A streaming GET whose reading another thread may end (`Stream.close`): a followed log
+        is quiet for as long as its program prints nothing, so only closing it wakes its reader."""
         from controller.runtime import errors
 
         res = _resource(kind)
@@ -144,12 +164,7 @@ class Reader:
                 self._client._json(resp, "get", res, namespace, name)
             except errors.ApiError as exc:
                 raise self._error(exc) from None
-        try:
-            yield from resp.stream(64 * 1024, decode_content=True)
-        except OSError as exc:
-            raise ClusterError(f"the log stream from {self.server} broke: {exc}") from None
-        finally:
-            resp.release_conn()
+        return Stream(resp, self.server)
 
     def _error(self, exc: Exception) -> ClusterError:
         """Our one-line error for an API failure: which server, what it said, what to check."""
@@ -157,12 +172,67 @@ class Reader:
 
         where = f"the cluster at {self.server}" + (f" (context {self.context})" if self.context else "")
         if isinstance(exc, errors.Forbidden):
-            return ClusterError(f"{where} refused to let these credentials read: {exc}; "
+            return ClusterForbidden(f"{where} refused to let these credentials read: {exc}; "
                                 "they need get and list on the jobs, pods and events (read-only)")
         if isinstance(exc, errors.Retryable) and not getattr(exc, "code", 0):
             return ClusterError(f"cannot reach {where}: {getattr(exc, 'reason', exc)}; "
                                 "is it running and is the kubeconfig's server right?")
         return ClusterError(f"{where}: {exc}")
+
+
+class Stream:
+    """One open streaming answer: `chunks()` reads it, `close()` (from any thread) ends it."""
+
+    def __init__(self, resp: Any, server: str) -> None:
+        self._resp, self._server = resp, server
+        self.closed = self._released = False
+
+    def chunks(self) -> Iterator[bytes]:
+        """The body's chunks as they arrive; ends when the server ends it or `close` is called."""
+        import urllib3
+
+        try:
+            yield from self._resp.stream(64 * 1024, decode_content=True)
+        except (OSError, urllib3.exceptions.HTTPError) as exc:  # a cut stream is a ProtocolError
+            if not self.closed:
+                raise ClusterError(f"the log stream from {self._server} broke: {exc}") from None
+        finally:
+            self._released = True
+            self._resp.release_conn()
+
+    def close(self) -> None:
+        from controller.runtime.kube import end_stream
+
+        self.closed = True
+        if not self._released:
+            try:
+                end_stream(self._resp)
+            except RuntimeError:  # released between the check and the cut: it is over anyway
+                pass
+
+
+def default_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace of `context` (else the current context) in `kubeconfig`; in a pod without
+    one, the pod's own; else `default`, as kubectl chooses it."""
+    if kubeconfig:
+        import yaml
+
+        try:
+            config = yaml.safe_load(Path(kubeconfig).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            return "default"
+        wanted = context or config.get("current-context")
+        for entry in config.get("contexts") or []:
+            if isinstance(entry, dict) and entry.get("name") == wanted:
+                return str((entry.get("context") or {}).get("namespace") or "default")
+        return "default"
+    try:
+        return Path(_SERVICE_ACCOUNT_NAMESPACE).read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+_SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
 def _resource(kind: Kind) -> Any:

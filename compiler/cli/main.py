@@ -172,6 +172,12 @@ from compiler.cli.gitops import (
 
 register(main)
 
+from compiler.cli.logs import logs  # noqa: E402
+from compiler.cli.status import status  # noqa: E402
+
+main.add_command(status)
+main.add_command(logs)
+
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,135 @@
+"""The reads behind `status`: every live job of the kinds trainforge writes, their pods
+and Warning Events, through the CLI's one read-only reader (`compiler.cli.cluster`).
+
+The number of requests does not grow with the jobs: one list per kind across the cluster
+(per namespace of the specs when the credentials may not list cluster-wide), then per
+namespace that holds a spec's live job one list of the pods carrying a job label and one
+of the Warning Events; each is grouped by job here. Everything else is a pure view
+(`state`, `pods`, `drift`) of what was read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Optional
+
+from compiler.cli import cluster
+from compiler.cli.live import drift as drifts
+from compiler.cli.live import pods as pod_views
+from compiler.cli.live.clock import now_utc
+from compiler.cli.live.specs import Orphan, Scope, SpecJob, job_kinds, live_key, match
+from compiler.cli.live.state import JobState, job_state
+
+EVENTS_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class EventView:
+    reason: str
+    message: str
+    count: int
+    last: Optional[str]  # RFC 3339
+
+
+@dataclass
+class JobReport:
+    spec: SpecJob
+    live: Optional[dict[str, Any]] = None  # None: no live job
+    state: Optional[JobState] = None
+    replica_types: tuple[str, ...] = ()
+    pods: list[pod_views.PodView] = field(default_factory=list)
+    events: list[EventView] = field(default_factory=list)
+    drift: list[drifts.Drift] = field(default_factory=list)
+
+    @property
+    def stuck(self) -> list[pod_views.PodView]:
+        return [p for p in self.pods if p.stuck]
+
+
+@dataclass
+class StatusReport:
+    environment: str
+    server: str
+    jobs: list[JobReport]
+    orphans: list[Orphan]
+    read_at: datetime
+
+
+def live_jobs(reader: cluster.Reader, namespaces: set[str]) -> list[dict[str, Any]]:
+    """Every job of every kind trainforge writes (a kind the cluster does not serve is skipped)."""
+    out: list[dict[str, Any]] = []
+    for kind in job_kinds():
+        try:
+            items = reader.list(kind)
+        except cluster.ClusterForbidden:  # namespaced credentials: the specs' namespaces only
+            items = [obj for ns in sorted(namespaces) for obj in reader.list(kind, namespace=ns) or []]
+        for obj in items or []:  # list items of a custom resource carry their kind; be sure
+            obj.setdefault("kind", kind.kind)
+            obj.setdefault("apiVersion", f"{kind.group}/{kind.version}")
+            out.append(obj)
+    return out
+
+
+def gather(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope, environment: str) -> StatusReport:
+    pairs, orphans = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope=scope)
+    found = [(spec, obj) for spec, obj in pairs if obj is not None]
+    pods, events = _children(reader, [obj for _, obj in found])
+    jobs = [JobReport(spec) if obj is None else report(spec, obj, pods=pods, events=events) for spec, obj in pairs]
+    return StatusReport(environment, reader.server, jobs, orphans, now_utc())
+
+
+def states(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope) -> dict[tuple[str, str, str], JobState]:
+    """Only the jobs' states (what `--wait` polls): spec key -> state, absent jobs left out."""
+    pairs, _ = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope=scope)
+    return {spec.key: job_state(obj) for spec, obj in pairs if obj is not None}
+
+
+def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[dict[Any, list[dict[str, Any]]],
+                                                                             dict[Any, list[dict[str, Any]]]]:
+    """Pods by (namespace, label key, job name) and Warning Events by (namespace, kind, name)."""
+    pods: dict[Any, list[dict[str, Any]]] = {}
+    events: dict[Any, list[dict[str, Any]]] = {}
+    wanted: dict[str, set[str]] = {}
+    for obj in jobs:
+        wanted.setdefault(live_key(obj)[1], set()).add(pod_views.labels_for(obj["apiVersion"]).job)
+    for ns, keys in sorted(wanted.items()):
+        for key in sorted(keys):
+            for pod in reader.list(cluster.PODS, namespace=ns, label_selector=key) or []:
+                name = ((pod.get("metadata") or {}).get("labels") or {}).get(key)
+                pods.setdefault((ns, key, name), []).append(pod)
+        for event in reader.list(cluster.EVENTS, namespace=ns, field_selector="type=Warning") or []:
+            about = event.get("involvedObject") or {}
+            events.setdefault((ns, about.get("kind"), about.get("name")), []).append(event)
+    return pods, events
+
+
+def report(spec: SpecJob, live: dict[str, Any], *, pods: dict[Any, list[dict[str, Any]]],
+           events: dict[Any, list[dict[str, Any]]]) -> JobReport:
+    from compiler.frameworks import BY_KIND
+
+    kind, ns, name = live_key(live)
+    labels = pod_views.labels_for(live["apiVersion"])
+    adapter = BY_KIND.get(kind)
+    types = adapter.facts.replica_types if adapter else ()
+    own = pods.get((ns, labels.job, name), [])
+    state = job_state(live)
+    found = drifts.drift(spec.compiled, live, state=state)
+    if adapter is not None:
+        found += drifts.old_pods(live, own, replica_specs=adapter.facts.replica_specs, type_label=labels.replica)
+    uid = (live.get("metadata") or {}).get("uid")
+    mine = [e for e in events.get((ns, kind, name), []) if (e.get("involvedObject") or {}).get("uid") in (None, uid)]
+    return JobReport(spec, live, state, types, pod_views.ordered([pod_views.pod_view(p, labels, replica_types=types)
+                                                                 for p in own], types), _last(mine), found)
+
+
+def _last(events: list[dict[str, Any]]) -> list[EventView]:
+    def when(e: dict[str, Any]) -> str:
+        series = e.get("series") or {}
+        return str(series.get("lastObservedTime") or e.get("lastTimestamp") or e.get("eventTime")
+                   or e.get("firstTimestamp") or "")
+
+    views = [EventView(str(e.get("reason") or ""), " ".join(str(e.get("message") or "").split()),
+                       int((e.get("series") or {}).get("count") or e.get("count") or 1), when(e) or None)
+             for e in sorted(events, key=when)]
+    return views[-EVENTS_SHOWN:]

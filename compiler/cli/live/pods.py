@@ -1,0 +1,132 @@
+"""A job's pods as `status` shows them: replica type, index, phase, and why a pod waits.
+
+Which labels tie a pod to its job depends on who made it: the kubeflow.org/v1 operator
+(and train-controller) label each pod with the job, its replica type (lowercased) and
+index; Kubeflow Trainer's pods come from a JobSet, whose labels name the JobSet (the
+TrainJob's name), the replicated job and the Job's completion index. `POD_LABELS` holds
+both, by the job's API group.
+
+Why a pod waits, as a person needs it: the scheduler's verdict when it has none
+(`PodScheduled` False, `Unschedulable` with its message: which nodes and why), else the
+first container (init containers first) whose state is `waiting` with its reason and
+message (the kubelet's `ImagePullBackOff`, `CrashLoopBackOff`,
+`CreateContainerConfigError` ...), else how a finished pod ended. `STUCK` are the reasons
+a pod does not get past without a person: a wrong image, a missing Secret, a program
+that keeps crashing, no node that fits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from schemas import upstream
+
+STUCK = frozenset({
+    "Unschedulable", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
+    "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+})
+
+
+@dataclass(frozen=True)
+class PodLabels:
+    job: str  # its value is the job's name
+    replica: str  # the replica type (or replicated job)
+    index: tuple[str, ...]  # the pod's index: the first of these the pod has
+
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+POD_LABELS = {
+    "kubeflow.org": PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
+    upstream.TRAINER_GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
+                                      ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
+}
+
+
+def labels_for(api_version: str) -> PodLabels:
+    return POD_LABELS[api_version.split("/")[0]]
+
+
+@dataclass(frozen=True)
+class PodView:
+    name: str
+    replica: str  # Master, Worker (the kind's own spelling), or a replicated job's name
+    index: Optional[int]
+    phase: str  # Pending, Running, Succeeded, Failed, Unknown, or Terminating (being deleted)
+    ready: bool
+    restarts: int
+    node: str
+    reason: str = ""  # why it waits or how it ended; "" while all is well
+    message: str = ""
+    container: str = ""  # the container the reason is about
+    since: Optional[str] = None  # when the pod's state last changed (a condition's transition)
+    created: Optional[str] = None
+
+    @property
+    def stuck(self) -> bool:
+        return self.reason in STUCK
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+def pod_view(pod: dict[str, Any], labels: PodLabels, *, replica_types: tuple[str, ...] = ()) -> PodView:
+    """`pod` as `status` shows it; `replica_types` gives the kind's spelling of the type label."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    own = meta.get("labels") or {}
+    raw = str(own.get(labels.replica, ""))
+    replica = next((rt for rt in replica_types if rt.lower() == raw.lower()), raw)
+    index = next((int(own[k]) for k in labels.index if str(own.get(k, "")).isdigit()), None)
+    containers = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    phase = "Terminating" if meta.get("deletionTimestamp") else str(status.get("phase") or "Pending")
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    ready = (conditions.get("Ready") or {}).get("status") == "True"
+    since = max((str(c.get("lastTransitionTime")) for c in conditions.values() if c.get("lastTransitionTime")),
+                default=status.get("startTime") or meta.get("creationTimestamp"))
+    reason, message, container = _why(status, containers, conditions=conditions)
+    return PodView(str(meta.get("name")), replica, index, phase, ready,
+                   sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
+                   str(spec.get("nodeName") or ""), reason, message, container, since, meta.get("creationTimestamp"))
+
+
+def _why(status: dict[str, Any], containers: list[dict[str, Any]], *,
+         conditions: dict[str, dict[str, Any]]) -> tuple[str, str, str]:
+    scheduled = conditions.get("PodScheduled") or {}
+    if scheduled.get("status") == "False":
+        return str(scheduled.get("reason") or "Unscheduled"), _one_line(scheduled.get("message")), ""
+    for c in containers:
+        waiting = (c.get("state") or {}).get("waiting")
+        if waiting and waiting.get("reason") not in (None, "ContainerCreating", "PodInitializing"):
+            message = _one_line(waiting.get("message"))
+            last = (c.get("lastState") or {}).get("terminated")
+            if last:  # a crash loop: how the last run ended is what to look at
+                message += f"{'; ' if message else ''}last run exited {last.get('exitCode')} ({last.get('reason')})"
+            return str(waiting["reason"]), message, str(c.get("name") or "")
+    if status.get("phase") == "Failed":
+        for c in containers:
+            ended = (c.get("state") or {}).get("terminated") or {}
+            if int(ended.get("exitCode") or 0):
+                return (str(ended.get("reason") or "Error"), f"exit code {ended['exitCode']}", str(c.get("name") or ""))
+        return str(status.get("reason") or "Failed"), _one_line(status.get("message")), ""
+    return "", "", ""
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text or "").split())
+
+
+def phases(views: list[PodView], replica_types: tuple[str, ...] = ()) -> dict[str, Counter[str]]:
+    """replica type -> phase -> pods, the kind's replica types in its order, others after."""
+    out: dict[str, Counter[str]] = {}
+    order = {rt: i for i, rt in enumerate(replica_types)}
+    for view in sorted(views, key=lambda v: (order.get(v.replica, len(order)), v.replica, v.index or 0, v.name)):
+        out.setdefault(view.replica, Counter())[view.phase] += 1
+    return out
+
+
+def ordered(views: list[PodView], replica_types: tuple[str, ...] = ()) -> list[PodView]:
+    order = {rt: i for i, rt in enumerate(replica_types)}
+    return sorted(views, key=lambda v: (order.get(v.replica, len(order)), v.replica,
+                                        -1 if v.index is None else v.index, v.name))

@@ -1,0 +1,133 @@
+"""`train-compile status`: from the specs in git to their live jobs, read-only.
+
+The specs are compiled offline first (bad specs stop the run with the usual diagnostics,
+before any cluster read) to learn each job's kind, namespace, name and compiled object;
+then the cluster is read once (`compiler.cli.live.gather`) and the report printed in the
+chosen format on stdout. With `--wait`, only the jobs' states are polled until every job
+reaches the condition, one fails, or the timeout passes, and the report is printed then.
+
+Exit codes, for scripts:
+  0  every spec's job is live and well: none failed, no pod stuck, no drift, no orphan
+     (with --wait: every job reached the condition)
+  1  invalid specs, a cluster that cannot be read; with --wait, a job failed or the
+     timeout passed
+  2  usage error
+  3  a job failed, or a pod is stuck (ImagePullBackOff, CrashLoopBackOff,
+     CreateContainerConfigError, Unschedulable ...): a person is needed
+  4  git and the cluster differ: a spec without a live job, drift, or a live job whose
+     spec is gone (and nothing of 3)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import click
+
+from compiler.cli.common import compile_or_usage_error, report, sources_argument
+from compiler.cli.live.options import (
+    cluster_failed,
+    connect,
+    context_option,
+    env_option,
+    kubeconfig_option,
+    one_environment,
+    specs_or_exit,
+)
+
+if TYPE_CHECKING:
+    from compiler.cli.cluster import Reader
+    from compiler.cli.live.gather import StatusReport
+    from compiler.cli.live.specs import Scope, SpecJob
+
+POLL_SECONDS = 1.0
+CONDITIONS = ("Created", "Running", "Succeeded", "Failed")
+
+
+@click.command()
+@sources_argument
+@env_option
+@kubeconfig_option
+@context_option
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True,
+              help="How to print the report (stdout); diagnostics go to stderr.")
+@click.option("--wait", "wait_for", type=click.Choice(CONDITIONS), default=None,
+              help="Wait until every job reaches CONDITION (Running counts a job that ran and finished); "
+                   "exit 1 if one fails first or the timeout passes.")
+@click.option("--timeout", default="10m", show_default=True, help="How long --wait waits, e.g. 90s, 10m, 1h30m.")
+def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[str], context: Optional[str],
+           fmt: str, wait_for: Optional[str], timeout: str) -> None:
+    """Show each spec's live job: its state and for how long, its pods by replica type and
+    why any waits, its last Warning Events, drift from git, and live jobs whose spec is
+    gone. Read-only. Exit 0 all well, 3 a job failed or a pod is stuck, 4 git and the
+    cluster differ, 1 error or a failed --wait."""
+    from compiler.cli import cluster
+    from compiler.cli.live import render
+    from compiler.cli.live.clock import parse_duration
+    from compiler.cli.live.gather import gather
+    from compiler.cli.live.specs import environment_namespaces, scope_of, spec_jobs
+
+    try:
+        seconds = parse_duration(timeout)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--timeout") from None
+    result = compile_or_usage_error(sources, env)
+    report(result, "text")
+    specs_or_exit(result)
+    environment = one_environment(result, env)
+    specs = spec_jobs(result, environment)
+    scope = scope_of(list(sources), environment_namespaces(result, environment))
+    with connect(kubeconfig, context) as reader:
+        try:
+            waited = _wait(reader, specs, scope=scope, condition=wait_for, seconds=seconds) if wait_for else None
+            found = gather(reader, specs, scope=scope, environment=environment)
+        except cluster.ClusterError as exc:
+            cluster_failed(exc)
+    sys.stdout.write(render.FORMATS[fmt](found))
+    if waited is not None:
+        if waited:
+            click.echo(f"train-compile: {waited}", err=True)
+            sys.exit(1)
+        return
+    sys.exit(exit_code(found))
+
+
+def exit_code(found: "StatusReport") -> int:
+    from compiler.cli.live.render import summary
+
+    counts = summary(found)
+    if counts["failed"] or counts["stuck"]:
+        return 3
+    if counts["absent"] or counts["drift"] or counts["orphans"]:
+        return 4
+    return 0
+
+
+def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition: str, seconds: float) -> str:
+    """Poll the jobs' states until all reached `condition`: "" then, else why the wait failed."""
+    from compiler.cli.live.clock import span
+    from compiler.cli.live.gather import states
+    from compiler.cli.live.state import REACHED
+
+    started = time.monotonic()
+    while True:
+        now = states(reader, specs, scope=scope)
+        failed = [s for s in specs if condition != "Failed" and s.key in now and now[s.key].state == "Failed"]
+        if failed:
+            return f"{_names(failed)} failed before reaching {condition}"
+        waiting = [s for s in specs if s.key not in now or now[s.key].state not in REACHED[condition]]
+        if not waiting:
+            click.echo(f"train-compile: every job reached {condition} ({span(time.monotonic() - started)})", err=True)
+            return ""
+        if time.monotonic() - started >= seconds:
+            where = ", ".join(f"{s.namespace}/{s.name} is {now[s.key].state if s.key in now else 'absent'}"
+                              for s in waiting[:5])
+            return f"timed out after {span(seconds)} waiting for {condition}: {where}"
+        time.sleep(POLL_SECONDS)
+
+
+def _names(specs: list["SpecJob"]) -> str:
+    return ", ".join(f"{s.namespace}/{s.name}" for s in specs)

@@ -1,0 +1,137 @@
+"""`train-compile status` on jobs train-controller made pods for, each pod stuck for one
+reason a user hits: produced for real (kube-scheduler finds no node with 8 B200 GPUs;
+kwok's kubelet stages for a pull back-off, a missing Secret, a crash loop), one
+namespace and one controller for the module."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from typing import Any
+
+import pytest
+from status_kit import ENV, apply, cli, project, spec, train_controller, write
+
+from testworld import stages
+
+STUCK_JOBS = {
+    "pulls": spec("pulls", pod={stages.WAITING_REASON: "ImagePullBackOff"}, image="ghcr.io/acme/bert:9.9"),
+    "secretless": spec("secretless", pod={stages.WAITING_REASON: "CreateContainerConfigError"},
+                       extra={"env": {"HF_TOKEN": {"secret": "hf-token", "key": "token"}}}),
+    "crashes": spec("crashes", pod={stages.RUN_SECONDS: "0.5", stages.EXIT_CODE: "3",
+                                    stages.RESTART_DELAY: "3600"}),
+    "too-big": spec("too-big", gpu=8, gpu_type="b200"),
+    "healthy": spec("healthy", nodes=2, pod={stages.RUN_SECONDS: "forever"}),
+    # the API server refuses its pods: only the controller's Warning Events on the job say why
+    "unclassed": spec("unclassed", extra={"scheduling": {"priority": "no-such-class"}}),
+}
+
+
+@pytest.fixture(scope="module")
+def stuck(pod_world, tmp_path_factory) -> Any:
+    ns = f"stuck-{uuid.uuid4().hex[:6]}"
+    pod_world.kubectl("create", "namespace", ns)
+    jobs = project(tmp_path_factory.mktemp("repo"), ns)
+    for name, body in STUCK_JOBS.items():
+        write(jobs, f"{name}.yaml", body)
+    with train_controller(pod_world, ns):
+        apply(pod_world, jobs)
+        deadline = time.monotonic() + 120
+        while True:  # until every stuck pod says why and the healthy job runs: what the tests read
+            outcome = cli(pod_world, "status", jobs, "--format", "json")
+            doc = outcome.json
+            reasons = {w["reason"] for j in doc["jobs"] for w in j.get("waiting", [])}
+            running = next(j for j in doc["jobs"] if j["name"] == "healthy")["state"] == "Running"
+            refused = next(j for j in doc["jobs"] if j["name"] == "unclassed").get("events")
+            if running and refused and {"ImagePullBackOff", "CreateContainerConfigError", "CrashLoopBackOff",
+                            "Unschedulable"} <= reasons:
+                break
+            assert time.monotonic() < deadline, outcome.stdout
+            time.sleep(0.5)
+        yield jobs, ns, outcome
+    pod_world.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def job(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(j for j in doc["jobs"] if j["name"] == name)
+
+
+@pytest.mark.parametrize(("name", "pod", "reason", "message"), [
+    ("pulls", "pulls-master-0", "ImagePullBackOff", 'Back-off pulling image "ghcr.io/acme/bert:9.9"'),
+    ("secretless", "secretless-master-0", "CreateContainerConfigError", 'secret "hf-token" not found'),
+    ("crashes", "crashes-master-0", "CrashLoopBackOff", None),
+    ("too-big", "too-big-master-0", "Unschedulable", None),
+], ids=["an image that cannot be pulled", "a missing Secret", "a program that keeps crashing",
+        "no node with 8 GPUs of the type"])
+def test_each_stuck_pod_says_why_with_the_kubelets_or_the_schedulers_message(stuck, name, pod, reason, message):
+    _, _, outcome = stuck
+    entry = job(outcome.json, name)
+    assert entry["state"] in ("Created", "Running")  # the job itself says nothing is wrong
+    [waiting] = entry["waiting"]
+    assert (waiting["pod"], waiting["replicaType"], waiting["index"], waiting["reason"], waiting["stuck"]) == (
+        pod, "Master", 0, reason, True)
+    if message is not None:
+        assert waiting["message"] == message
+    if reason == "CrashLoopBackOff":
+        assert waiting["message"].endswith("last run exited 3 (Error)"), waiting
+        assert waiting["phase"] == "Running"
+    if reason == "Unschedulable":
+        assert waiting["message"].startswith("0/14 nodes are available:"), waiting
+        assert "didn't match Pod's node affinity/selector" in waiting["message"]
+        assert waiting["phase"] == "Pending"
+
+
+def test_the_healthy_job_shows_its_pods_by_replica_type_and_phase(stuck):
+    _, _, outcome = stuck
+    entry = job(outcome.json, "healthy")
+    assert entry["state"] == "Running" and entry["pods"] == {"Master": {"Running": 1}, "Worker": {"Running": 1}}
+    assert entry["waiting"] == [] and entry["drift"] == []
+
+
+def test_stuck_pods_make_the_exit_code_3_and_the_text_names_each(pod_world, stuck):
+    jobs, ns, _ = stuck
+    outcome = cli(pod_world, "status", jobs)
+    assert outcome.code == 3, outcome.stderr
+    lines = outcome.stdout.splitlines()
+    assert lines[0].startswith(f"environment {ENV} at https://127.0.0.1:")
+    assert lines[0].endswith(f": {len(STUCK_JOBS)} spec(s), 0 without a live job, 0 orphan(s)")
+    block = _block(lines, f"{ns}/pulls")
+    assert block[0].startswith(f"{ns}/pulls  PyTorchJob  Running for ") or block[0].startswith(
+        f"{ns}/pulls  PyTorchJob  Created for "), block
+    assert block[0].endswith("  (jobs/pulls.yaml:1)")
+    assert block[1:3] == ["  pods: Master 1 Pending",
+                          '  ! pulls-master-0: Pending, ImagePullBackOff: Back-off pulling image "ghcr.io/acme/bert:9.9"']
+
+
+def test_a_job_whose_pods_the_api_server_refuses_shows_the_controllers_warning_events(pod_world, stuck):
+    jobs, ns, outcome = stuck
+    entry = job(outcome.json, "unclassed")
+    assert (entry["state"], entry["pods"], entry["waiting"]) == ("Created", {}, [])
+    event = entry["events"][-1]
+    assert event["reason"] == "FailedCreatePod"
+    assert event["message"].startswith("Error creating: ") and event["message"].endswith(
+        'pods "unclassed-master-0" is forbidden: no PriorityClass with name no-such-class was found')
+    block = _block(cli(pod_world, "status", jobs).stdout.splitlines(), f"{ns}/unclassed")
+    assert block[1:3] == ["  pods: no pods", "  warning events:"]
+    assert re.fullmatch(r"    \S+ ago  FailedCreatePod( x\d+)?: " + re.escape(event["message"]), block[3]), block
+
+
+def test_markdown_marks_the_stuck_pods(pod_world, stuck):
+    jobs, ns, _ = stuck
+    outcome = cli(pod_world, "status", jobs, "--format", "markdown")
+    assert outcome.code == 3
+    assert f"| `{ns}/secretless` | PyTorchJob |" in outcome.stdout
+    assert '- **stuck** secretless-master-0: CreateContainerConfigError: secret "hf-token" not found' in outcome.stdout
+
+
+def _block(lines: list[str], head: str) -> list[str]:
+    start = next(i for i, line in enumerate(lines) if line.startswith(head + "  "))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    return lines[start:end]
+
+
+def test_each_job_names_its_spec_by_its_path_from_the_repository_root(stuck):
+    _, _, outcome = stuck
+    assert {(j["name"], j["source"], j["line"]) for j in outcome.json["jobs"]} == {
+        (n, f"jobs/{n}.yaml", 1) for n in STUCK_JOBS}
