@@ -142,9 +142,9 @@ class ProjectDefaults(StrictModel):
         DEFAULT_TARGET,
         description="kubeflow-v1: kubeflow.org/v1 jobs (Training Operator); trainer-v2: Kubeflow"
         " Trainer v2 TrainJobs on (Cluster)TrainingRuntimes, for pytorch, mpi, jax and xgboost. Under"
-        " trainer-v2 these are errors at their field: policy restart, backoffLimit, ttlAfterFinished and"
-        " cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime without podGroupPolicy"
-        " (docs/migration-trainer-v2.md).",
+        " trainer-v2 these are errors at their field: policy restart and backoffLimit (unless restartScope:"
+        " job), ttlAfterFinished and cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime"
+        " without podGroupPolicy (docs/migration-trainer-v2.md).",
     )
     controller: ControllerName = Field(DEFAULT_CONTROLLER, description=CONTROLLER_HELP)
 

@@ -197,13 +197,15 @@ class Scheduling(StrictModel):
 
 class Policy(StrictModel):
     restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = Field(
-        None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. kubeflow-v1 only (an error under trainer-v2)."
+        None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. Under trainer-v2 only with"
+        " restartScope: job, as OnFailure or ExitCode."
     )
     restartScope: Optional[Literal["pod", "job"]] = Field(
         None,
         description="pod (the default, upstream's): a retryable exit restarts that pod. job: it restarts every pod of"
         " the job as one new attempt, counted once against backoffLimit; kubeflow-v1 under controller:"
-        " train-controller, or trainer-v2 (the JobSet's failurePolicy; docs/migration-trainer-v2.md).",
+        " train-controller, or trainer-v2 with a backoffLimit (a TrainingRuntime of the job's own with a JobSet"
+        " failurePolicy; docs/migration-trainer-v2.md).",
     )
     backoffLimit: Optional[NonNegativeInt] = Field(
         None, description="Restarts before the job fails. Under trainer-v2 only with restartScope: job (whole-job"

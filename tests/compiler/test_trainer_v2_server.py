@@ -105,6 +105,19 @@ def test_server_side_dry_run_accepts_every_object_of_a_trainer_v2_environment(tr
     _dry_run(trainer_plane, objects)
 
 
+@pytest.mark.parametrize(("framework", "restart"), [("pytorch", "OnFailure"), ("mpi", "ExitCode"), ("jax", "ExitCode"),
+                                                  ("xgboost", None)])
+def test_a_whole_job_restart_runtime_and_its_trainjob_pass_a_dry_run(trainer_plane, tmp_path, framework, restart):
+    policy = {"restartScope": "job", "backoffLimit": 2, **({"restart": restart} if restart else {})}
+    doc = job_doc(framework, name=f"restarts-{framework}", namespace="v2-restarts", nodes=2, policy=policy)
+    result = compile_docs(tmp_path, doc, project=project_doc(defaults={"target": "trainer-v2"}))
+    assert result.ok, [d.text() for d in result.diagnostics]
+    objects = rendered_objects(result, "default")
+    assert {o["kind"] for o in objects} == {"Namespace", "TrainingRuntime", "TrainJob"}
+
+    _dry_run(trainer_plane, objects)
+
+
 def _every_overlay(tmp_path: Path) -> list[dict]:
     doc = job_doc(
         "pytorch", name="everything", namespace="v2-everything",
