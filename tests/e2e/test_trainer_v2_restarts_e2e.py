@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 from e2e_kit import running
-from trainer_v2_kit import (JOBSETS, PODS, RESTART_ATTEMPT, RESTARTS, active, apply_in_waves, condition, get,
-                            make_restart_world)
+from trainer_v2_kit import (JOBSETS, PODS, RESTART_ATTEMPT, RESTARTS, active, apply_in_waves, condition,
+                            make_restart_world, wait_trainjobs)
 
 from compiler.emit.render import rendered_objects
 from compiler.pipeline import compile_sources
@@ -102,8 +102,8 @@ def test_one_nodes_failure_restarts_the_whole_jobset_up_to_the_limit_then_the_tr
     failed = jobset_where(world, "gang", lambda j: "Failed" in active(j), "Failed")
     assert failed["status"]["restarts"] == 2
     assert condition(failed, "Failed")["reason"] == "ReachedMaxRestarts", failed["status"]
-    trainjob = get(world, NAMESPACE, "gang")
-    assert "Failed" in active(trainjob), trainjob["status"]
+    (trainjob,) = wait_trainjobs(world, NAMESPACE, lambda j: "Failed" in active(j), {"gang"}, "Failed").values()
+    assert condition(trainjob, "Failed")["reason"] == "ReachedMaxRestarts", trainjob["status"]
     assert not attempts.overlaps, attempts.overlaps[:3]
     assert sorted(attempts.uids) == ["0", "1", "2"]
     assert all(len(uids) == 2 for uids in attempts.uids.values()), attempts.uids  # every attempt: two new pods
@@ -122,5 +122,6 @@ def test_exit_code_restarts_the_job_on_a_signal_and_fails_it_at_once_on_an_error
     assert failed["status"]["restarts"] == 1, failed["status"]
     # the exit code's rule, not the limit: one of two restarts was left
     assert condition(failed, "Failed")["reason"] == "FailJobSetFailurePolicyAction", failed["status"]
-    assert "Failed" in active(get(world, NAMESPACE, "exit-codes"))
+    (trainjob,) = wait_trainjobs(world, NAMESPACE, lambda j: "Failed" in active(j), {"exit-codes"}, "Failed").values()
+    assert condition(trainjob, "Failed")["reason"] == "FailJobSetFailurePolicyAction", trainjob["status"]
     assert not attempts.overlaps, attempts.overlaps[:3]

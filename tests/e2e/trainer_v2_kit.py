@@ -12,7 +12,6 @@ engines never touch each other's objects.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -147,9 +146,9 @@ def make_restart_world() -> World:
 def apply_in_waves(world: World, objects: list[dict[str, Any]]) -> None:
     """Apply compiled objects as Argo CD does, one sync wave after another (a TrainJob's own
     TrainingRuntime sits in wave -1: Trainer's webhook refuses a TrainJob whose runtime is missing)."""
+    from compiler.emit.serialize import dump_all
     from overlays.waves import wave_of
 
     for wave in sorted({wave_of(o) for o in objects}):
         batch = [o for o in objects if wave_of(o) == wave]
-        world.kubectl("apply", "--server-side", "--field-manager=trainforge-e2e", "-f", "-",
-                      input="\n---\n".join(json.dumps(o) for o in batch))
+        world.kubectl("apply", "--server-side", "--field-manager=trainforge-e2e", "-f", "-", input=dump_all(batch))
