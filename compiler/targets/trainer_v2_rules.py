@@ -6,11 +6,11 @@ through `runtimePatches` (labels, annotations, volumes and mounts, service accou
 node selector, tolerations, affinity, pull secrets, security contexts, scheduling gates,
 grace period). Everything else the spec can say belongs to the runtime in v2: per-pod
 restart and backoff, TTL and pod cleanup, the working directory, a PriorityClass, gang
-scheduling (`podGroupPolicy`), extra roles. Whole-job restarts (`restartScope: job`) are
-the one policy the compiler moves into a runtime itself (`trainer_v2_restarts`). Silently dropping one
-of those would deploy a different job than the file says, so each is an error at its
-field with the way out: remove it for this environment, or move it into a runtime of
-your own (`spec.runtime`).
+scheduling (`podGroupPolicy`), extra roles. Silently dropping one of those would deploy a
+different job than the file says, so each is an error at its field with the way out:
+remove it for this environment, or move it into a runtime of your own (`spec.runtime`).
+Whole-job restarts (`restartScope: job`) are the one policy the compiler moves into a
+runtime itself (`trainer_v2_restarts`); what they cannot be is an error here too.
 
 Stock runtimes are facts of the Trainer v2.3.0 release (the `*-distributed`
 ClusterTrainingRuntimes in `shared/reference/crds/trainer-v2.3.0/runtimes`; a test holds
