@@ -19,6 +19,8 @@ DEFAULT_ENV = "default"
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
 DEFAULT_POD_SECURITY = "baseline"
+TtlSeverity = Literal["warning", "error"]
+DEFAULT_TTL_SEVERITY = "warning"
 TargetName = Literal["kubeflow-v1", "trainer-v2"]
 DEFAULT_TARGET = "kubeflow-v1"
 # compiler/frameworks/base.py INIT_SECURITY_CONTEXT says how each one's init containers are secured
@@ -83,12 +85,23 @@ class ProjectPolicy(StrictModel):
         None,
         description="Deprecated: write podSecurity: privileged (true means that, with a warning).",
     )
+    ttlAfterFinished: Optional[TtlSeverity] = Field(
+        None,
+        description="What a job's policy.ttlAfterFinished is under kubeflow-v1: a warning (the default) or an"
+        " error. The TTL deletes the finished job and the GitOps engine that keeps syncing the tree creates it"
+        " again, so it runs again; cleanPods: All frees the pods instead (inherited like podSecurity;"
+        " train-compile --strict makes every warning an error).",
+    )
 
     def pod_security(self) -> str:
         """The effective level: podSecurity, else the deprecated allowPrivileged, else baseline."""
         if self.podSecurity is not None:
             return self.podSecurity
         return "privileged" if self.allowPrivileged else DEFAULT_POD_SECURITY
+
+
+# what an environment's own policy inherits from the project's when it leaves them unset
+INHERITED_POLICY = ("podSecurity", "podSecurityDefaults", "ttlAfterFinished")
 
 
 class NamespaceSettings(StrictModel):
@@ -107,7 +120,8 @@ class Environment(StrictModel):
     scheduling: EnvScheduling = Field(default_factory=EnvScheduling)
     namespace: Optional[Namespace] = Field(None, description="Default namespace here.")
     policy: Optional[ProjectPolicy] = Field(
-        None, description="Replaces the project policy here (podSecurity and podSecurityDefaults are inherited unless set)."
+        None, description="Replaces the project policy here (podSecurity, podSecurityDefaults and ttlAfterFinished are inherited"
+        " unless set)."
     )
     namespaces: Optional[NamespaceSettings] = Field(None, description="Default: defaults.namespaces.")
     target: Optional[TargetName] = Field(
@@ -128,9 +142,9 @@ class ProjectDefaults(StrictModel):
         DEFAULT_TARGET,
         description="kubeflow-v1: kubeflow.org/v1 jobs (Training Operator); trainer-v2: Kubeflow"
         " Trainer v2 TrainJobs on (Cluster)TrainingRuntimes, for pytorch, mpi, jax and xgboost. Under"
-        " trainer-v2 these are errors at their field: policy restart, backoffLimit, ttlAfterFinished and"
-        " cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime without podGroupPolicy"
-        " (docs/migration-trainer-v2.md).",
+        " trainer-v2 these are errors at their field: policy restart and backoffLimit (unless restartScope:"
+        " job), ttlAfterFinished and cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime"
+        " without podGroupPolicy (docs/migration-trainer-v2.md).",
     )
     controller: ControllerName = Field(DEFAULT_CONTROLLER, description=CONTROLLER_HELP)
 
@@ -165,13 +179,13 @@ class Project(StrictModel):
 
     def policy_for(self, env: str) -> ProjectPolicy:
         """The environment's own policy, else the project's; an own policy that leaves the pod
-        security fields unset inherits them (a level is never lowered by omission)."""
+        security fields or the TTL severity unset inherits them (never lowered by omission)."""
         override = self.environment(env).policy
         if override is None:
             return self.policy
         inherited = {
             name: getattr(self.policy, name)
-            for name in ("podSecurity", "podSecurityDefaults")
+            for name in INHERITED_POLICY
             if getattr(override, name) is None and getattr(self.policy, name) is not None
         }
         return override.model_copy(update=inherited) if inherited else override

@@ -199,12 +199,25 @@ class Scheduling(StrictModel):
 
 class Policy(StrictModel):
     restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = Field(
-        None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. kubeflow-v1 only (an error under trainer-v2)."
+        None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. Under trainer-v2 only with"
+        " restartScope: job, as OnFailure or ExitCode."
     )
-    backoffLimit: Optional[NonNegativeInt] = Field(None, description="Restarts before the job fails. kubeflow-v1 only (an error under trainer-v2).")
+    restartScope: Optional[Literal["pod", "job"]] = Field(
+        None,
+        description="pod (the default, upstream's): a retryable exit restarts that pod. job: it restarts every pod of"
+        " the job as one new attempt, counted once against backoffLimit; kubeflow-v1 under controller:"
+        " train-controller, or trainer-v2 with a backoffLimit (a TrainingRuntime of the job's own with a JobSet"
+        " failurePolicy; docs/migration-trainer-v2.md).",
+    )
+    backoffLimit: Optional[NonNegativeInt] = Field(
+        None, description="Restarts before the job fails. Under trainer-v2 only with restartScope: job (whole-job"
+        " restarts: the JobSet's failurePolicy.maxRestarts)."
+    )
     activeDeadline: Optional[Seconds] = Field(None, description="90s, 30m, 24h, 7d or seconds.")
     ttlAfterFinished: Optional[Seconds] = Field(
-        None, description="90s, 30m, 24h, 7d or seconds. kubeflow-v1 only (an error under trainer-v2)."
+        None, description="90s, 30m, 24h, 7d or seconds. Under kubeflow-v1 a warning (the project policy's"
+        " ttlAfterFinished: error, or --strict, makes it an error): the GitOps engine creates the deleted job again"
+        " and it runs again; cleanPods: All frees the pods instead. An error under trainer-v2."
     )
     cleanPods: Optional[Literal["Running", "All", "None"]] = Field(
         None, description="Which pods to delete when the job finishes. kubeflow-v1 only (an error under trainer-v2)."

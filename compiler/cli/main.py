@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
@@ -26,6 +26,9 @@ from compiler.cli.quickexit import QuickExitGroup, own_process
 from compiler.diagnostics import FORMATS
 from compiler.versions import COMPILER_DEPS, version_option
 
+if TYPE_CHECKING:
+    from compiler.pipeline import Result
+
 _format = click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
     help="How to print diagnostics.",
@@ -34,6 +37,10 @@ _env = click.option("--env", "env", default=None, help="Limit the run to one env
 _out = click.option(
     "-o", "--output", "out", required=True, type=click.Path(path_type=Path),
     help="Output folder (one kustomize tree per environment).",
+)
+_strict = click.option(
+    "--strict", is_flag=True, default=False,
+    help="Treat warnings as errors (exit 1, nothing written), e.g. a job's ttlAfterFinished under kubeflow-v1.",
 )
 _schema_out = click.option(
     "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
@@ -61,16 +68,29 @@ def main() -> None:
             click.get_current_context().call_on_close(gc.enable)
 
 
+def strictly(result: "Result", strict: bool) -> "Result":
+    """With --strict, every warning of the run is an error (notices stay notices)."""
+    if strict:
+        from dataclasses import replace
+
+        from compiler.diagnostics import ordered
+
+        result.diagnostics = ordered(replace(d, severity="error") if d.severity == "warning" else d
+                                     for d in result.diagnostics)
+    return result
+
+
 @main.command()
 @sources_argument
 @_out
 @_env
 @_format
-def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) -> None:
+@_strict
+def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str, strict: bool) -> None:
     """Compile SOURCES (files or folders) into OUT/<env>/."""
     from compiler.emit import tree
 
-    result = compile_or_usage_error(sources, env)
+    result = strictly(compile_or_usage_error(sources, env), strict)
     report(result, fmt)
     fail_if_invalid(result)
     try:
@@ -90,9 +110,10 @@ def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
 @sources_argument
 @_env
 @_format
-def validate(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
+@_strict
+def validate(sources: tuple[Path, ...], env: Optional[str], fmt: str, strict: bool) -> None:
     """Parse and validate SOURCES without writing anything."""
-    result = compile_or_usage_error(sources, env)
+    result = strictly(compile_or_usage_error(sources, env), strict)
     report(result, fmt)
     fail_if_invalid(result)
     click.echo("train-compile: all specs are valid", err=True)
@@ -103,7 +124,8 @@ def validate(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
 @_out
 @_env
 @_format
-def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) -> None:
+@_strict
+def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str, strict: bool) -> None:
     """Exit 1 if OUT is not what `build` would write (text: a unified diff on stdout).
 
     Each stale file is a diagnostic too, in every --format, so a JSON, SARIF or GitHub
@@ -112,7 +134,7 @@ def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
     from compiler.emit import tree
     from compiler.emit.reporting import stale_diagnostics, tree_diff
 
-    result = compile_or_usage_error(sources, env)
+    result = strictly(compile_or_usage_error(sources, env), strict)
     if not result.ok:
         report(result, fmt)
         fail_if_invalid(result)
@@ -136,13 +158,14 @@ def check(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
 @sources_argument
 @_env
 @_format
-def render(sources: tuple[Path, ...], env: Optional[str], fmt: str) -> None:
+@_strict
+def render(sources: tuple[Path, ...], env: Optional[str], fmt: str, strict: bool) -> None:
     """Print one environment's objects as one YAML stream (what `kubectl kustomize OUT/<env>`
     renders: the same objects, not the same bytes). A project with several environments
     needs --env."""
     from compiler.emit.render import render_stream
 
-    result = compile_or_usage_error(sources, env)
+    result = strictly(compile_or_usage_error(sources, env), strict)
     report(result, fmt, to_stderr=True)
     fail_if_invalid(result, quiet=fmt != "text")  # stderr is then one document of that format
     if len(result.environments) > 1:

@@ -19,6 +19,7 @@ from compiler.reading.resolve import Target
 from compiler.review import admission_review, podcheck, podrules, podschema, policy
 from compiler.targets import api
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
+from schemas.marks import RESTART_SCOPE
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")
@@ -143,6 +144,18 @@ def _pod_template(target: Target) -> Iterator[Diagnostic]:
         yield target.view.error(("podTemplate",) + problem.loc, problem.message, problem.fix, prefer_key=True)
 
 
+def _own_marks(target: Target) -> Iterator[Diagnostic]:
+    """The restart-scope annotation is the compiler's, written from policy.restartScope where the
+    environment's controller acts on it; one written by hand would bypass that check."""
+    if RESTART_SCOPE in target.annotations:
+        line, col = target.doc.position(("metadata", "annotations", RESTART_SCOPE), prefer_key=True)
+        yield Diagnostic(
+            target.doc.file, line, col, f"metadata.annotations.{RESTART_SCOPE}",
+            f"{RESTART_SCOPE} is written by the compiler from spec.policy.restartScope",
+            "remove the annotation and set spec.policy.restartScope: job",
+        )
+
+
 def _target_api(target: Target) -> Iterator[Diagnostic]:
     """What the environment's target cannot express (compiler/targets)."""
     yield from api(target.api).check(target)
@@ -174,6 +187,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _gpu_type,
     _storage,
     _pod_template,
+    _own_marks,
     podschema.check,
     _name_length,
     podrules.check,

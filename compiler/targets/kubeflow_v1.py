@@ -1,7 +1,8 @@
 """The `kubeflow-v1` target: the Training Operator's `kubeflow.org/v1` kinds (the default).
 
 Lowering is `compiler/targets/lowering.py`; every framework runs here and everything the spec
-says is expressible but one thing: a Kueue queue on a kind Kueue does not manage (the
+says is expressible but a few things: whole-job restarts under the Training Operator and the
+TTL's re-run (`kubeflow_v1_rules`), and a Kueue queue on a kind Kueue does not manage (the
 adapter's `kueue_unmanaged`: MPIJob, MXJob). Kueue ignores the queue label on such a
 job, which then runs at once, outside the queue's quota, so `check` refuses the queue
 and names what does work (a target whose job Kueue manages, or no queue). Pod templates
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from compiler.frameworks import adapter, by_kind
+from compiler.targets import kubeflow_v1_rules
 from compiler.targets.base import TargetApi, gpus_in
 from compiler.targets.lowering import lower
 
@@ -30,6 +32,11 @@ def _lower(target: "Target") -> "Bundle":
 
 
 def _check(target: "Target") -> Iterator["Diagnostic"]:
+    yield from kubeflow_v1_rules.check(target)
+    yield from _queue(target)
+
+
+def _queue(target: "Target") -> Iterator["Diagnostic"]:
     queue = target.spec.scheduling.queue
     unmanaged = adapter(target.spec.framework).facts.kueue_unmanaged
     if queue is None or unmanaged is None:

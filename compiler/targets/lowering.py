@@ -18,6 +18,7 @@ from compiler.frameworks.base import Facts, ReplicaPlan
 from compiler.reading.resolve import Target
 from compiler.targets.base import TargetApi
 from schemas.bundle import Bundle, JsonObject, json_copy
+from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
 
@@ -142,6 +143,17 @@ def run_policy(policy: Policy) -> JsonObject:
     return out
 
 
+def restart_scope_mark(policy: Policy) -> dict[str, str]:
+    """How a kubeflow.org/v1 job asks train-controller for whole-job restarts: our annotation on
+    the job's own metadata (never on pod templates: it is the job's policy, and a pod template
+    edit restarts pods). Upstream's CRDs have no field for it; `pod`, or nothing, writes nothing,
+    so every job that does not ask compiles byte for byte as before. The kubeflow-v1 target
+    refuses `job` under the Training Operator, which would ignore the annotation."""
+    if policy.restartScope == RESTART_SCOPE_JOB:
+        return {RESTART_SCOPE: RESTART_SCOPE_JOB}
+    return {}
+
+
 # Where a PodTemplateSpec holds a `resource.Quantity`. Kueue's webhook (v0.17) decodes a
 # queued kubeflow.org/v1 job into Go types and answers with a patch, so on create the API
 # server stores each of these in canonical form (`nvidia.com/gpu: 1` -> "1", `1.5Gi` ->
@@ -180,8 +192,9 @@ def lower(target: Target, api: TargetApi) -> Bundle:
     metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
     if target.labels:
         metadata["labels"] = dict(sorted(target.labels.items()))
-    if target.annotations:
-        metadata["annotations"] = dict(sorted(target.annotations.items()))
+    annotations = {**target.annotations, **restart_scope_mark(spec.policy)}
+    if annotations:
+        metadata["annotations"] = dict(sorted(annotations.items()))
     job_spec: dict[str, Any] = fw.job_fields(spec)
     policy = run_policy(spec.policy)
     if policy:  # omitted when empty; overlays add it when they need schedulingPolicy

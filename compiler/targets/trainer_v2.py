@@ -10,6 +10,8 @@ with one `replicatedJobs` entry per replicated job that runs the program (`node`
 that entry with the pod labels, /dev/shm and pull secrets; the rbac, storage and
 scheduling overlays then patch its pod templates exactly as they patch a v1 replica's,
 so the kustomize tree keeps its layout and `kubectl kustomize` still equals `render`.
+With `policy.restartScope: job` the job also gets a TrainingRuntime of its own, in a
+`runtime/` component, and names it (`trainer_v2_restarts` says why and what is in it).
 
 Why the `node` container is always listed (even with nothing but its name): overlays
 add volume mounts to the program container by index, and a JSON6902 add needs the
@@ -25,6 +27,7 @@ from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
 from compiler.reading.resolve import Target
+from compiler.targets import trainer_v2_restarts as restarts
 from compiler.targets import trainer_v2_rules
 from compiler.targets.base import TargetApi, gpus_in
 from compiler.targets.lowering import (
@@ -36,8 +39,9 @@ from compiler.targets.lowering import (
     resource_requirements,
 )
 from compiler.targets.trainer_v2_rules import CONTAINER, capability, runtime_ref
+from overlays import waves
 from schemas import upstream
-from schemas.bundle import Bundle, JsonObject, json_copy
+from schemas.bundle import Bundle, Component, JsonObject, json_copy
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import Resources
 
@@ -46,6 +50,7 @@ API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "TrainJob"
 MANAGER = "trainforge.dev/compiler"
 PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs"
+RUNTIME_COMPONENT = "runtime"  # the folder of the job's own TrainingRuntime (restartScope: job)
 
 # Where Trainer's Go types hold a `resource.Quantity` in what the compiler writes (paths in
 # the TrainJob's spec, "*" any key or item). Trainer's mutating webhook decodes a TrainJob
@@ -133,7 +138,9 @@ def lower(target: Target) -> Bundle:
         metadata["labels"] = dict(sorted(target.labels.items()))
     if target.annotations:
         metadata["annotations"] = dict(sorted(target.annotations.items()))
-    job_spec: JsonObject = {"runtimeRef": runtime_ref(target), "trainer": _trainer(target)}
+    runtime = _whole_job_runtime(target)
+    ref = runtime_ref(target) if runtime is None else {"name": target.name, "kind": restarts.KIND}
+    job_spec: JsonObject = {"runtimeRef": ref, "trainer": _trainer(target)}
     policy = target.spec.policy
     if policy.activeDeadline is not None:
         job_spec["activeDeadlineSeconds"] = policy.activeDeadline
@@ -143,7 +150,21 @@ def lower(target: Target) -> Bundle:
         {"manager": MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated_jobs}}}}
     ]
     job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": canonical_spec(job_spec)}
-    return Bundle(target=target, adapter=fw, job=job, api=API)
+    bundle = Bundle(target=target, adapter=fw, job=job, api=API)
+    return bundle if runtime is None else bundle.with_component(Component(RUNTIME_COMPONENT, resources=(runtime,)))
+
+
+def _whole_job_runtime(target: Target) -> Optional[JsonObject]:
+    """With restartScope: job, the job's own TrainingRuntime (trainer_v2_restarts), in the
+    prerequisite sync wave: Trainer refuses a TrainJob whose runtime does not exist yet."""
+    policy = target.spec.policy
+    if policy.restartScope != "job":
+        return None
+    assert policy.backoffLimit is not None, "trainer_v2_rules refuses restartScope: job without backoffLimit"
+    runtime = restarts.whole_job_runtime(
+        stock=runtime_ref(target)["name"], name=target.name, namespace=target.namespace, labels=target.labels,
+        max_restarts=policy.backoffLimit, exit_codes=policy.restart == "ExitCode")
+    return waves.annotate(runtime)
 
 
 def canonical_spec(spec: JsonObject) -> JsonObject:

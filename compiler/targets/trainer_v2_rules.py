@@ -4,12 +4,13 @@ A TrainJob overrides only part of its runtime: the trainer (image, command, args
 nodes, processes and resources per node), suspend, the active deadline, and pod fields
 through `runtimePatches` (labels, annotations, volumes and mounts, service account,
 node selector, tolerations, affinity, pull secrets, security contexts, scheduling gates,
-grace period). Everything else the spec can say belongs to the runtime in v2: restart
-and backoff (the JobSet's failure policy), TTL and pod cleanup, the working directory,
-a PriorityClass, gang scheduling (`podGroupPolicy`), extra roles. Silently dropping one
-of those would deploy a different job than the file says, so each is an error at its
-field with the way out: remove it for this environment, or move it into a runtime of
-your own (`spec.runtime`).
+grace period). Everything else the spec can say belongs to the runtime in v2: per-pod
+restart and backoff, TTL and pod cleanup, the working directory, a PriorityClass, gang
+scheduling (`podGroupPolicy`), extra roles. Silently dropping one of those would deploy a
+different job than the file says, so each is an error at its field with the way out:
+remove it for this environment, or move it into a runtime of your own (`spec.runtime`).
+Whole-job restarts (`restartScope: job`) are the one policy the compiler moves into a
+runtime itself (`trainer_v2_restarts`); what they cannot be is an error here too.
 
 Stock runtimes are facts of the Trainer v2.3.0 release (the `*-distributed`
 ClusterTrainingRuntimes in `shared/reference/crds/trainer-v2.3.0/runtimes`; a test holds
@@ -136,11 +137,10 @@ def _runtime(target: Target) -> Iterator[Diagnostic]:
 
 
 _POLICY = {
-    "restart": "the runtime's Job template sets the pods' restartPolicy (there is no ExitCode policy in v2)",
-    "backoffLimit": "retries are the runtime's JobSet failurePolicy (maxRestarts)",
     "ttlAfterFinished": "TTL is the runtime's JobSet ttlSecondsAfterFinished",
     "cleanPods": "pod cleanup follows the runtime's JobSet",
 }
+WHOLE_JOB = "set restartScope: job with a backoffLimit (the whole job restarts, up to backoffLimit times)"
 
 
 def _policy(target: Target) -> Iterator[Diagnostic]:
@@ -158,6 +158,51 @@ def _policy(target: Target) -> Iterator[Diagnostic]:
                 f"a Trainer v2 TrainJob cannot set {field}: {why}",
                 f"{_unset(target, ('policy', field))}, {OWN_RUNTIME}",
             )
+    yield from (_whole_job if policy.restartScope == "job" else _per_pod)(target)
+
+
+def _per_pod(target: Target) -> Iterator[Diagnostic]:
+    """restart and backoffLimit act on one pod in v1; a v2.3 TrainJob reaches neither the pods'
+    restartPolicy nor the Jobs' backoffLimit (runtimePatches carry pod fields only)."""
+    policy = target.spec.policy
+    for field, what in (("restart", "choose how a pod restarts"), ("backoffLimit", "limit the restarts of a pod")):
+        if getattr(policy, field) is not None:
+            yield _error(
+                target, ("policy", field),
+                f"a Trainer v2.3 TrainJob cannot {what}: runtimePatches set neither the pods' restartPolicy nor"
+                " the Jobs' backoffLimit",
+                f"{_unset(target, ('policy', field))}, or {WHOLE_JOB}",
+            )
+
+
+def _whole_job(target: Target) -> Iterator[Diagnostic]:
+    """restartScope: job is a copy of the stock runtime with a JobSet failurePolicy
+    (trainer_v2_restarts): it needs the stock runtime, a limit, and a restart policy that retries."""
+    policy, (ref, stock) = target.spec.policy, _runtime_of(target)
+    if stock is None:
+        yield _error(
+            target, ("policy", "restartScope"),
+            f"whole-job restarts are the JobSet failurePolicy of the runtime, and the compiler copies only a stock"
+            f" runtime; {ref['kind']} {ref['name']} is not one",
+            f"give {ref['name']} failurePolicy {{maxRestarts: N, restartStrategy: BlockingRecreate}} and its Jobs"
+            " backoffLimit: 0, and remove restartScope and backoffLimit; or remove runtime (the job then runs on a"
+            " copy of its framework's stock runtime)",
+        )
+    elif policy.backoffLimit is None:
+        yield _error(
+            target, ("policy", "restartScope"),
+            "Trainer v2 counts whole-job restarts against the JobSet's failurePolicy.maxRestarts, which needs a limit",
+            "add backoffLimit: N, the restarts before the job fails",
+        )
+    if policy.restart in ("Never", "Always"):
+        why = ("retries no exit, so the job would never restart" if policy.restart == "Never" else
+               "restarts a pod that exited 0, and a node of a Trainer v2 job is a Job's pod, which cannot")
+        yield _error(
+            target, ("policy", "restart"),
+            f"restart: {policy.restart} {why}",
+            "remove restart (any failure restarts the whole job), or write OnFailure, or ExitCode (exit codes"
+            " 1-127 fail the job, 128-255 restart it)",
+        )
 
 
 def _reserved_env(target: Target) -> Iterator[Diagnostic]:

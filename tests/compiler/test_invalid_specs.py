@@ -129,6 +129,20 @@ CASES = [
      job_text("policy: {restart: OnFailur}\n"),
      "8:21: error: spec.policy.restart: the string 'OnFailur' is not allowed; did you mean 'OnFailure'?"
      " use one of OnFailure, Never, ExitCode, Always"),
+    ("a misspelled restart scope suggests the right one",
+     job_text("policy: {restartScope: jobs}\n"),
+     "8:26: error: spec.policy.restartScope: the string 'jobs' is not allowed; did you mean 'job'?"
+     " use one of pod, job"),
+    ("whole-job restarts under the Training Operator name train-controller",
+     job_text("policy: {restartScope: job, backoffLimit: 3}\n"),
+     "8:12: error: spec.policy.restartScope: the Training Operator (controller: training-operator in environment"
+     " 'default') restarts only the failed pod and ignores restartScope: job, so the other pods wait for it in"
+     " the rendezvous; set controller: train-controller (defaults or environments.default in trainforge.yaml),"
+     " which restarts the whole job, or remove restartScope"),
+    ("a hand-written restart-scope annotation is refused as the compiler's",
+     job_text(metadata="annotations: {trainforge.dev/restart-scope: job}\n"),
+     "5:17: error: metadata.annotations.trainforge.dev/restart-scope: trainforge.dev/restart-scope is written"
+     " by the compiler from spec.policy.restartScope; remove the annotation and set spec.policy.restartScope: job"),
     # --- strict types
     ("nodes given as a boolean is not coerced to a number",
      job_text("nodes: true\n"),

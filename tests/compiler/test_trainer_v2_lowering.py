@@ -289,12 +289,14 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
             "8:3: spec.elastic: Trainer v2.3 cannot express elastic training"],
             id="elastic pytorch cannot be expressed"),
         pytest.param("pytorch", "policy: {restart: ExitCode}\n", [
-            "8:12: spec.policy.restart: a Trainer v2 TrainJob cannot set restart: the runtime's Job template sets"
-            " the pods' restartPolicy (there is no ExitCode policy in v2); remove it, or unset it for this"
-            f" environment with environments.prod.policy.restart: null, {FIX_OWN}"],
-            id="the ExitCode restart policy is an error with the fix"),
-        pytest.param("jax", "policy: {backoffLimit: 3}\n", ["8:12: spec.policy.backoffLimit: a Trainer v2 TrainJob cannot set backoffLimit"],
-                     id="backoffLimit"),
+            "8:12: spec.policy.restart: a Trainer v2.3 TrainJob cannot choose how a pod restarts: runtimePatches set"
+            " neither the pods' restartPolicy nor the Jobs' backoffLimit; remove it, or unset it for this"
+            " environment with environments.prod.policy.restart: null, or set restartScope: job with a backoffLimit"
+            " (the whole job restarts, up to backoffLimit times)"],
+            id="a per-pod restart policy is an error whose fix is whole-job restarts"),
+        pytest.param("jax", "policy: {backoffLimit: 3}\n", [
+            "8:12: spec.policy.backoffLimit: a Trainer v2.3 TrainJob cannot limit the restarts of a pod"],
+            id="backoffLimit without restartScope job"),
         pytest.param("jax", "policy: {ttlAfterFinished: 1d}\n", ["8:12: spec.policy.ttlAfterFinished: a Trainer v2 TrainJob cannot set ttlAfterFinished"],
                      id="ttlAfterFinished"),
         pytest.param("jax", "policy: {cleanPods: All}\n", ["8:12: spec.policy.cleanPods: a Trainer v2 TrainJob cannot set cleanPods"],

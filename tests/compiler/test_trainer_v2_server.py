@@ -105,6 +105,19 @@ def test_server_side_dry_run_accepts_every_object_of_a_trainer_v2_environment(tr
     _dry_run(trainer_plane, objects)
 
 
+@pytest.mark.parametrize(("framework", "restart"), [("pytorch", "OnFailure"), ("mpi", "ExitCode"), ("jax", "ExitCode"),
+                                                  ("xgboost", None)])
+def test_a_whole_job_restart_runtime_and_its_trainjob_pass_a_dry_run(trainer_plane, tmp_path, framework, restart):
+    policy = {"restartScope": "job", "backoffLimit": 2, **({"restart": restart} if restart else {})}
+    doc = job_doc(framework, name=f"restarts-{framework}", namespace="v2-restarts", nodes=2, policy=policy)
+    result = compile_docs(tmp_path, doc, project=project_doc(defaults={"target": "trainer-v2"}))
+    assert result.ok, [d.text() for d in result.diagnostics]
+    objects = rendered_objects(result, "default")
+    assert {o["kind"] for o in objects} == {"Namespace", "TrainingRuntime", "TrainJob"}
+
+    _dry_run(trainer_plane, objects)
+
+
 def _every_overlay(tmp_path: Path) -> list[dict]:
     doc = job_doc(
         "pytorch", name="everything", namespace="v2-everything",
@@ -188,12 +201,15 @@ def _stock_runtime(name: str) -> dict:
     return doc
 
 
-def trainer_pods(plane, job: dict, namespace: str) -> list[dict]:
+def trainer_pods(plane, job: dict, namespace: str, compiled: dict[str, dict] | None = None) -> list[dict]:
     """Index 0 of each replicated job's pod, built as the Trainer v2.3.0 builds it: the runtime's
     pod template, our runtime patch merged in by a real strategic merge (`kubectl patch
     --local`), the trainer's image, command and args on the trainer step's `node` container,
-    its env and resources on every node (the MPI launcher runs as one)."""
-    runtime = _stock_runtime(job["spec"]["runtimeRef"]["name"])
+    its env and resources on every node (the MPI launcher runs as one). The runtime is the
+    job's own TrainingRuntime when the compiler wrote one (`compiled`, by name), else the stock one."""
+    ref = job["spec"]["runtimeRef"]
+    own = (compiled or {}).get(ref["name"]) if ref["kind"] == "TrainingRuntime" else None
+    runtime = own if own is not None else _stock_runtime(ref["name"])
     as_node = runtime["spec"]["mlPolicy"].get("mpi", {}).get("runLauncherAsNode", False)
     trainer = job["spec"]["trainer"]
     patches = {e["name"]: e["template"]["spec"]["template"]
@@ -226,18 +242,20 @@ def trainer_pods(plane, job: dict, namespace: str) -> list[dict]:
 def test_the_pods_of_each_example_trainjob_are_admitted_in_its_compiled_namespace(trainer_plane, paths, env):
     result = compile_sources(paths, env=env)
     objects = rendered_objects(result, env)
-    checked = 0
+    checked: dict[str, int] = {}
     for job in (o for o in objects if o["kind"] == "TrainJob"):
         (ns,) = [o for o in objects if o["kind"] == "Namespace" and o["metadata"]["name"] == job["metadata"]["namespace"]]
         admitted = f"v2-psa-{ns['metadata']['labels']['pod-security.kubernetes.io/enforce']}"
         labelled = {**ns, "metadata": {**ns["metadata"], "name": admitted, "annotations": {}}}
         status, body = trainer_plane.request("POST", "/api/v1/namespaces", labelled)
         assert status in (201, 409), body
-        for pod in trainer_pods(trainer_plane, job, admitted):
+        runtimes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "TrainingRuntime"}
+        for pod in trainer_pods(trainer_plane, job, admitted, runtimes):
             status, body = trainer_plane.request("POST", f"/api/v1/namespaces/{admitted}/pods?dryRun=All", pod)
             assert status == 201, f"{pod['metadata']['name']}: {body.get('message') if isinstance(body, dict) else body}"
-            checked += 1
-    assert checked >= 5  # torch, jax, xgboost nodes; the MPI launcher and nodes
+            checked[job["metadata"]["name"]] = checked.get(job["metadata"]["name"], 0) + 1
+    # every job's pods: a node each (torch, jax, xgboost), the MPI launcher and nodes
+    assert checked and set(checked) == {o["metadata"]["name"] for o in objects if o["kind"] == "TrainJob"}, checked
 
 
 def test_pod_security_admission_refuses_a_trainer_pod_that_breaks_baseline(trainer_plane, tmp_path):

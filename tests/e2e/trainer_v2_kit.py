@@ -127,3 +127,28 @@ def storage_for(world: World, namespace: str) -> None:
                                                      "volumeName": volume, "resources": {"requests": {"storage": size}}}})
     client.create(SERVICE_ACCOUNTS, namespace, {"apiVersion": "v1", "kind": "ServiceAccount",
                                                 "metadata": {"name": "fraud-reader"}})
+
+
+# --- whole-job restarts (test_trainer_v2_restarts_e2e.py): no GitOps engine, a few pods -------------
+
+RESTARTS = JOBS / "trainer-v2-restarts"
+PODS = gitops.RESOURCES["Pod"]
+RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+
+
+def make_restart_world() -> World:
+    """Trainer + JobSet, the job controller and garbage collector, kube-scheduler and kwok: pods
+    without a run-seconds annotation run until a test gives them one (``run_seconds=None``)."""
+    return World([ControllerManager(controllers=TRAINER_CONTROLLERS), Scheduler(),
+                  Kwok(nodes=(NodePool("cpu", 4, cpu="64", memory="512Gi"),), run_seconds=None), Trainer()])
+
+
+def apply_in_waves(world: World, objects: list[dict[str, Any]]) -> None:
+    """Apply compiled objects as Argo CD does, one sync wave after another (a TrainJob's own
+    TrainingRuntime sits in wave -1: Trainer's webhook refuses a TrainJob whose runtime is missing)."""
+    from compiler.emit.serialize import dump_all
+    from overlays.waves import wave_of
+
+    for wave in sorted({wave_of(o) for o in objects}):
+        batch = [o for o in objects if wave_of(o) == wave]
+        world.kubectl("apply", "--server-side", "--field-manager=trainforge-e2e", "-f", "-", input=dump_all(batch))
