@@ -41,6 +41,7 @@ from typing import Any
 
 MARK = "train-controller.trainforge.dev/deleted-for"  # annotation on the pod; the value says why
 SUSPENDED = "suspend"
+RESTARTED = "restart"  # a whole-job restart's previous attempt (controller.jobs.restarts)
 
 
 def is_previous(pod: dict[str, Any]) -> bool:
