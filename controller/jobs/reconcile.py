@@ -131,15 +131,16 @@ class Reconciler:
             run_policy.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if run_policy.is_suspended(ctx.job):
+            if self.revisions is not None:
+                self.revisions.suspended(self.client, ctx)  # the run ends (controller.jobs.run_revisions)
             self._mark_previous_run(ctx, pods)
             self._clean(ctx, pods=pods, policy=policy, finished=False)
             run_policy.suspend(ctx)
             return None
-        resuming = cond.is_true(ctx.status, cond.SUSPENDED)
         run_policy.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
         if self.revisions is not None:  # from here on ctx.job is the run's (controller.jobs.revisions)
-            self.revisions.begin(self.client, ctx, job, resuming=resuming)
+            self.revisions.begin(self.client, ctx, job)
         whole_job = ctx.run is not None and ctx.run.whole_job
         if whole_job:
             pods = restarts.older_attempts(ctx, pods)
@@ -227,9 +228,12 @@ class Reconciler:
             self.gang.decorate(ctx, pod, rtype)
         self.writes.create(ctx, PODS, pod)
 
-    def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str) -> None:
+    def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str, message: str) -> None:
+        """A whole-job restart decided: on the run's revision, then its one Event, sent now."""
         assert self.revisions is not None
         self.revisions.commit_attempt(self.client, ctx, attempt=attempt, cause=cause)
+        self.recorder.event(ctx.job, "Warning", reason=cond.reason(ctx.kind.name, "Restarting"), message=message,
+                            component=ctx.kind.facts.operator_name, wait=True)
 
     def _mark_previous_run(self, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
         """Mark every pod of the run being suspended before it is deleted (controller.jobs.runs)."""

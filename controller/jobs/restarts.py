@@ -107,7 +107,8 @@ def message(kind: str, name: str, *, cause: str, attempt: int, backoff_limit: An
 
 
 # ---------------------------------------------------------------------- a pass's part (on its Ctx)
-Commit = Callable[[Ctx, int, str], None]  # (ctx, attempt, cause): the attempt recorded on the revision
+# (ctx, attempt, cause, message): the attempt recorded on the revision, then its Event sent
+Commit = Callable[[Ctx, int, str, str], None]
 Retire = Callable[[Ctx, list[dict[str, Any]]], None]  # mark and delete pods
 
 
@@ -128,8 +129,10 @@ def end_attempt(ctx: Ctx, pods: list[dict[str, Any]], *, commit: Commit,
                 retire: Retire) -> tuple[str | None, list[dict[str, Any]]]:
     """(a failure message, the pods left current): past backoffLimit a retryable exit fails the
     job with upstream's backoff message; below it the next attempt is committed on the revision
-    (the one point where a restart is counted), the status and one Event say why, and every pod
-    of the ended attempt is retired once that status is written (`ctx.deferred`)."""
+    (the one point where a restart is counted) and its Event sent at once (`commit`: a pass's
+    Events otherwise go after its deletes, and a controller killed in a 64-pod restart would
+    lose it), the status says why, and every pod of the ended attempt is retired once that
+    status is written (`ctx.deferred`)."""
     assert ctx.run is not None
     ended = ending_exit(pods, ctx.replicas, container=ctx.kind.facts.container)
     if ended is None:
@@ -138,9 +141,8 @@ def end_attempt(ctx: Ctx, pods: list[dict[str, Any]], *, commit: Commit,
     if exhausted(ctx.run.attempt, limit):
         return backoff_message(ctx), pods
     attempt = ctx.run.attempt + 1
-    commit(ctx, attempt, ended.cause)
     msg = message(ctx.kind.name, ctx.name, cause=ended.cause, attempt=attempt, backoff_limit=limit)
-    ctx.event("Warning", why="Restarting", message=msg)
+    commit(ctx, attempt, ended.cause, msg)
     ctx.set(cond.RESTARTING, why="Restarting", message=msg)
     ctx.previous.update({p["metadata"]["name"]: p for p in pods})
     ctx.deferred.append(lambda: retire(ctx, pods))

@@ -40,7 +40,8 @@ REVISION = PREFIX + "revision"  # on each pod: the name of the revision it was b
 ATTEMPT = PREFIX + "attempt"  # on each pod of a scope-job run, and on the revision: the whole-job attempt
 RESTART_CAUSE = PREFIX + "restart-cause"  # on the revision: what started the current attempt
 ANNOUNCED = PREFIX + "announced"  # on the revision: "held:<hash>" / "finished:<hash>", the change last announced
-HELD, FINISHED = "held", "finished"
+ENDED = PREFIX + "run-ended"  # on the revision: its run ended ("suspended"); the next pass starts a new one
+HELD, FINISHED, SUSPENDED = "held", "finished", "suspended"
 POD, JOB = "pod", marks.RESTART_SCOPE_JOB
 
 

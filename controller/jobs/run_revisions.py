@@ -1,9 +1,10 @@
 """Each job's run and its ControllerRevision: which shape the run's pods come from, in the cluster.
 
-The reconciler asks this at three points. `begin`, in every pass of a job that is neither
+The reconciler asks this at four points. `begin`, in every pass of a job that is neither
 finished nor suspended, before anything reads the replica specs: the job's current revision
 (the highest `revision` number it controls) is its run's, unless there is none yet (the
-first pass that creates pods) or the pass resumes a suspended job; then a new run starts
+first pass that creates pods) or its run ended with a suspension (`suspended` writes that
+on the revision before the suspension deletes a pod); then a new run starts
 from the job's spec as it is, in a new revision (or, when the shape is one the job ran
 before, that revision made current again, as a StatefulSet does), and the other revisions
 of the job are deleted. The pass then works on `revisions.run_job`: every pod, Service,
@@ -13,9 +14,12 @@ distinct change, remembered on the revision so a restarted controller or a new l
 not repeat it). `finished`, in a finished job's passes, does the same for an edit of a
 finished job, which will never run. `commit_attempt` records a whole-job restart on the
 revision (controller.jobs.restarts): that write is the restart's single point of decision.
+Why the suspension is marked on the revision rather than read from the job's `Suspended`
+condition: a status write can be held (--pods-first) or lost in a crash, and a job resumed
+before it lands would go on with the run that was suspended; the mark is written first.
 
 Reads are the informer's (filtered by our operator label like pods and Services, indexed by
-the owning job); writes are a create per run, a PATCH per announcement or restart and a
+the owning job); writes are a create per run, a PATCH per announcement, suspension or restart and a
 delete per superseded revision, each answer put in the cache at once (`remember`), so the
 next pass never acts on the copy before it. A settled job makes no request here.
 """
@@ -83,21 +87,30 @@ class RunRevisions:
         return max(self.owned(ctx), key=rv.number, default=None)
 
     # ------------------------------------------------------------------ the reconciler's points
-    def begin(self, client: Client, ctx: Ctx, job: dict[str, Any], *, resuming: bool) -> None:
+    def begin(self, client: Client, ctx: Ctx, job: dict[str, Any]) -> None:
         """Set `ctx.run` and make `ctx.job` the run's job; `job` is the job as read (not defaulted)."""
         data = rv.shape(job, ctx.kind)
         hashed = rv.digest(data)
         owned = self.owned(ctx)
         current = max(owned, key=rv.number, default=None)
-        if current is None or (resuming and rv.hash_of(current) != hashed):
+        ended = current is not None and bool(rv.annotation(current, rv.ENDED))
+        if current is None or (ended and rv.hash_of(current) != hashed):
             carried = rv.attempt_of(current) if current is not None else 0
             current = self._start(client, ctx, owned, data=data, hashed=hashed, attempt=carried)
+        elif ended:  # a new run of the same shape: nothing is held
+            current = self._patch(client, current, {rv.ENDED: None, rv.ANNOUNCED: None})
         elif rv.hash_of(current) != hashed:
             current = self._announce(client, ctx, current, data, state=rv.HELD)
-        elif resuming and rv.annotation(current, rv.ANNOUNCED):  # a new run of the same shape: nothing is held
-            current = self._patch(client, current, {rv.ANNOUNCED: None})
         ctx.run = Run(current)
         ctx.job = rv.run_job(job, ctx.kind, current["data"])
+
+    def suspended(self, client: Client, ctx: Ctx) -> None:
+        """The run ends with the suspension: recorded on its revision before its pods go, so the
+        next pass that finds the job resumed starts a new run, whatever the status shows (a
+        status write can be held or lost in a crash; this mark cannot be missed)."""
+        current = self.current(ctx)
+        if current is not None and not rv.annotation(current, rv.ENDED):
+            self._patch(client, current, {rv.ENDED: rv.SUSPENDED})
 
     def finished(self, client: Client, ctx: Ctx, job: dict[str, Any]) -> None:
         """A finished job whose spec differs from its last run's: one Event, nothing runs."""
@@ -121,7 +134,8 @@ class RunRevisions:
         newest = max((rv.number(r) for r in owned), default=0) + 1
         again = next((r for r in owned if rv.hash_of(r) == hashed), None)
         if again is not None:  # a shape the job ran before: that revision is current again
-            written = self._patch(client, again, {rv.ATTEMPT: str(attempt), rv.ANNOUNCED: None}, number=newest)
+            written = self._patch(client, again, {rv.ATTEMPT: str(attempt), rv.ANNOUNCED: None, rv.ENDED: None},
+                                  number=newest)
         else:
             body = rv.body(ctx.job, ctx.kind, data=data, hashed=hashed, number=newest, attempt=attempt)
             try:
