@@ -1,4 +1,5 @@
-"""Pods of a previous run: what a suspension leaves behind while its pods terminate.
+"""Pods of a previous run or attempt: what a suspension (or a whole-job restart) leaves behind
+while its pods terminate.
 
 A suspension (Kueue's eviction, or `runPolicy.suspend: true` from git) deletes every pod
 of the job with the pods' grace period (30 s by default), and the kubelet keeps each one,
@@ -27,6 +28,10 @@ What was not chosen, and why:
 - `deletionTimestamp` alone: a pod deleted behind the controller's back during the
   current run has one too, and upstream counts it as failed, as we still do;
 - remembering the pods' uids in memory: lost with the process.
+
+A whole-job restart (controller.jobs.restarts) retires every pod of the ended attempt the
+same way, with the value `restart`: while they terminate they count for nothing either, and
+no pod of the next attempt is created until all are gone (controller.jobs.retiring).
 
 Cost: one PATCH per pod and suspension (the delete follows it). A mark written, then a
 crash before the delete, leaves a marked live pod: a suspended pass deletes it as usual;
