@@ -32,6 +32,7 @@ from controller.jobs.hpa import HPAS, Autoscalers
 from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.mpi import MPI
 from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
+from controller.jobs.restarts import ends_attempt
 from controller.jobs.revisions import CONTROLLERREVISIONS
 from controller.jobs.run_revisions import RunRevisions
 from controller.runtime import bugs, errors, jsondata
@@ -63,7 +64,8 @@ HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (
 # exit together cost one pass and one status write instead of one each; kube-controller-
 # manager's Job controller does the same with 1 s (syncJobBatchPeriod). Creates, deletes
 # and deletion marks still queue at once (expectations wait on them). Measured at 1,000
-# PyTorchJobs x 8 pods on kwok (make bench-scale): see bench/README.md.
+# PyTorchJobs x 8 pods on kwok (make bench-scale): see bench/README.md. Not for a pod of a
+# whole-job restart scope that failed: the job's other pods wait on that restart, now.
 POD_UPDATE_BATCH = 0.5
 
 
@@ -196,7 +198,7 @@ class Manager:
                 if etype == "DELETED" or (new is not None and new["metadata"].get("deletionTimestamp")):
                     self.expectations.deleted(key, item)
                     self.queue.add(key)
-                elif etype == "MODIFIED" and pods and self.pod_update_batch > 0:
+                elif etype == "MODIFIED" and pods and self.pod_update_batch > 0 and not ends_attempt(old, new):
                     self.queue.add_after(key, self.pod_update_batch)  # fold in the job's other pods' changes
                 else:
                     self.queue.add(key)

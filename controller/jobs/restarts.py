@@ -3,10 +3,10 @@
 Distributed training is all-or-nothing: when one rank dies the others block in NCCL or in
 torchrun's rendezvous, so re-creating the one failed pod (upstream's per-pod restart)
 brings back a rank into a gang that is stuck. Under restart scope `job` a retryable exit of
-any pod of the current attempt ends the attempt: every pod is marked as of the previous
-attempt (controller.jobs.runs) and deleted, and once all are gone all are created again as
-attempt n+1, counted once against `backoffLimit` on the run's ControllerRevision
-(controller.jobs.run_revisions). Which exits are retryable is the replica's
+any pod of the current attempt ends the attempt: attempt n+1 is written on the run's
+ControllerRevision (controller.jobs.run_revisions), which makes every pod of attempt n (each
+carries its attempt) one of the previous attempt, counted once against `backoffLimit`; every
+such pod is deleted, and once all are gone all are created again as attempt n+1. Which exits are retryable is the replica's
 `restartPolicy`, as upstream decides it: `OnFailure` and `Always` any failure, `ExitCode` an
 exit code of 128 or more (or none known), `Never` none. A permanent exit (`Never`, `ExitCode`
 1-127) fails the job by upstream's rules, as under scope `pod`. A pod of the attempt
@@ -32,7 +32,7 @@ from controller.jobs import conditions as cond
 from controller.jobs import runs
 from controller.jobs import status as st
 from controller.jobs.diff import retryable_exit as retryable_code
-from controller.jobs.revisions import RESTART_CAUSE, annotation, attempt_of
+from controller.jobs.revisions import ATTEMPT, RESTART_CAUSE, annotation, attempt_of
 from controller.jobs.run_policy import backoff_message, run_policy
 from controller.jobs.status import Ctx
 from schemas.upstream import TYPE_LABEL
@@ -93,6 +93,14 @@ def ending_exit(pods: list[dict[str, Any]], replicas: dict[str, Any], *, contain
         else:
             return None
     return found
+
+
+def ends_attempt(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+    """A pod of a whole-job run (it carries its attempt) that has just failed: the manager queues
+    its job at once instead of batching the pod's update with its siblings'."""
+    if old is None or new is None or ATTEMPT not in (new["metadata"].get("annotations") or {}):
+        return False
+    return (new.get("status") or {}).get("phase") == "Failed" != (old.get("status") or {}).get("phase")
 
 
 def exhausted(attempt: int, backoff_limit: Any) -> bool:

@@ -29,9 +29,11 @@ What was not chosen, and why:
   current run has one too, and upstream counts it as failed, as we still do;
 - remembering the pods' uids in memory: lost with the process.
 
-A whole-job restart (controller.jobs.restarts) retires every pod of the ended attempt the
-same way, with the value `restart`: while they terminate they count for nothing either, and
-no pod of the next attempt is created until all are gone (controller.jobs.retiring).
+A whole-job restart (controller.jobs.restarts) ends an attempt instead of a run: its pods
+are told apart by their attempt annotation, older than the one on the run's revision (one
+write for all of them, instead of a mark per pod: controller.jobs.retiring says why); while
+they terminate they count for nothing either, and no pod of the next attempt is created
+until all are gone.
 
 Cost: one PATCH per pod and suspension (the delete follows it). A mark written, then a
 crash before the delete, leaves a marked live pod: a suspended pass deletes it as usual;
@@ -46,7 +48,6 @@ from typing import Any
 
 MARK = "train-controller.trainforge.dev/deleted-for"  # annotation on the pod; the value says why
 SUSPENDED = "suspend"
-RESTARTED = "restart"  # a whole-job restart's previous attempt (controller.jobs.restarts)
 
 
 def is_previous(pod: dict[str, Any]) -> bool:

@@ -144,7 +144,7 @@ def pod(name: str, rtype: str, *, phase: str = "Running", code: int | None = Non
     if attempt is not None:
         meta["annotations"][revisions.ATTEMPT] = str(attempt)
     if marked:
-        meta["annotations"][runs.MARK] = runs.RESTARTED
+        meta["annotations"][runs.MARK] = runs.SUSPENDED
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     status: dict[str, Any] = {"phase": phase}
