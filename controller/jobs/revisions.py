@@ -114,7 +114,7 @@ def run_job(job: dict[str, Any], kind: Kind, data: dict[str, Any]) -> dict[str, 
     if data.get("restartScope") == JOB:
         annotations[marks.RESTART_SCOPE] = marks.RESTART_SCOPE_JOB
     meta["annotations"] = annotations
-    return defaults.apply({**job, "metadata": meta, "spec": spec}, kind)
+    return defaults.apply({**job, "metadata": meta, "spec": spec}, kind, copy=False)  # `spec` is ours already
 
 
 # ---------------------------------------------------------------------- reading revisions

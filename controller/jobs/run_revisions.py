@@ -40,6 +40,7 @@ from controller.runtime.kube import Client
 log = logging.getLogger(__name__)
 
 HELD_REASON, NOT_RUN_REASON = "SpecChangeHeld", "SpecChangeNotRun"  # Events' reasons, after the kind
+SHAPES_KEPT = 4096  # jobs whose shape is kept hashed (all dropped at once past it: a cache, not a record)
 
 
 @dataclass
@@ -74,6 +75,23 @@ class RunRevisions:
 
     def __init__(self, informer: Informer) -> None:
         self.informer = informer
+        # (uid, generation, restart scope) -> (shape, its hash): a pass on an unchanged spec
+        # (every status change of a pod brings one) does not default and hash it again
+        self._shapes: dict[tuple[Any, ...], tuple[dict[str, Any], str]] = {}
+
+    def shape(self, ctx: Ctx, job: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The shape of `job` as read and its hash, from the cache when its spec has not changed
+        (its `generation` moves with every spec change; the scope is in its metadata)."""
+        meta = job["metadata"]
+        key = (meta.get("uid"), meta.get("generation"), rv.restart_scope(job))
+        found = self._shapes.get(key) if key[1] is not None else None
+        if found is None:
+            data = rv.shape(job, ctx.kind)
+            found = (data, rv.digest(data))
+            if len(self._shapes) >= SHAPES_KEPT:
+                self._shapes.clear()
+            self._shapes[key] = found
+        return found
 
     def informers(self) -> list[Informer]:
         return [self.informer]
@@ -89,8 +107,7 @@ class RunRevisions:
     # ------------------------------------------------------------------ the reconciler's points
     def begin(self, client: Client, ctx: Ctx, job: dict[str, Any]) -> None:
         """Set `ctx.run` and make `ctx.job` the run's job; `job` is the job as read (not defaulted)."""
-        data = rv.shape(job, ctx.kind)
-        hashed = rv.digest(data)
+        data, hashed = self.shape(ctx, job)
         owned = self.owned(ctx)
         current = max(owned, key=rv.number, default=None)
         ended = current is not None and bool(rv.annotation(current, rv.ENDED))
@@ -117,8 +134,8 @@ class RunRevisions:
         current = self.current(ctx)
         if current is None:  # finished before any run of ours (a refused job, or an older controller)
             return
-        data = rv.shape(job, ctx.kind)
-        if rv.digest(data) != rv.hash_of(current):
+        data, hashed = self.shape(ctx, job)
+        if hashed != rv.hash_of(current):
             self._announce(client, ctx, current, data, state=rv.FINISHED)
 
     def commit_attempt(self, client: Client, ctx: Ctx, *, attempt: int, cause: str) -> None:
