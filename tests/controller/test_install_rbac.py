@@ -354,8 +354,13 @@ def revisions(run: Run) -> None:
     """A running job's edit held (its run's ControllerRevision patched with the announcement),
     then run on resume: a new revision, the superseded one deleted."""
     pt, ns = job_resource(KINDS["PyTorchJob"]), run.cluster.namespace
+
+    def revisions_of_rev() -> list[str]:  # the paths share the namespace: every job has its own
+        return [n for n, r in run.cluster.objects(CONTROLLERREVISIONS).items()
+                if r["metadata"]["labels"].get("training.kubeflow.org/job-name") == "rev"]
+
     run.cluster.apply(job("PyTorchJob", "rev", Master=1))
-    first = run.until(lambda: list(run.cluster.objects(CONTROLLERREVISIONS)), "the run's revision")
+    first = run.until(revisions_of_rev, "the run's revision")
     run.until(lambda: "rev-master-0" in run.cluster.pods(), "the pod")
     edit = {"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"metadata": {"labels": {"edit": "1"}}}}}}}
     run.cluster.client.patch(pt, ns, "rev", edit)
@@ -364,7 +369,7 @@ def revisions(run: Run) -> None:
     run.cluster.client.patch(pt, ns, "rev", {"spec": {"runPolicy": {"suspend": True}}})
     run.until(lambda: "rev-master-0" not in run.cluster.pods(), "suspended")
     run.cluster.client.patch(pt, ns, "rev", {"spec": {"runPolicy": {"suspend": False}}})
-    run.until(lambda: (lambda names: len(names) == 1 and names != first)(list(run.cluster.objects(CONTROLLERREVISIONS))),
+    run.until(lambda: (lambda names: len(names) == 1 and names != first)(revisions_of_rev()),
               "the next run's revision, the superseded one deleted")
 
 
