@@ -2,8 +2,9 @@
 
 It wires the pieces (semantics-free) and owns their lifecycle so tests can run the
 whole controller in-process: `Manager(...).start()` lists and watches every enabled
-job kind plus our pods/services (and MPI helpers, PyTorchJob HPAs, and with gang
-scheduling PodGroups and PriorityClasses), maps child events to the owning job's key
+job kind plus our pods/services and the runs' ControllerRevisions (and MPI helpers,
+PyTorchJob HPAs, and with gang scheduling PodGroups and PriorityClasses), maps child
+events to the owning job's key
 (`Kind/namespace/name`), and reconciles keys on `workers` threads with per-key
 backoff on errors and `add_after` for deadlines/TTLs; a pass's creates go out through
 one pool shared by the workers (controller.runtime.creates), its Events through one sender.

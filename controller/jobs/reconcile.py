@@ -5,7 +5,11 @@ being deleted or with unobserved creates/deletes; validate; default in memory; (
 PyTorchJob HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
 limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
 pass and the framework's status rule. Unlike upstream, the pods a suspension deleted are
-left out of everything after it while they terminate (controller.jobs.runs). Status goes to
+left out of everything after it while they terminate (controller.jobs.runs); after the
+resume step the pass works on its run's shape, not the job's spec as edited
+(controller.jobs.run_revisions: a finished job's edit and a suspension are recorded there
+too); and under restart scope job a retryable exit restarts every pod as one attempt,
+before the failure limits would see it (controller.jobs.restarts). Status goes to
 `/status` with the cached resourceVersion as precondition, and only when it differs from
 what is stored (`lastReconcileTime` ignored), so a settled job costs zero write requests.
 A job whose shape the code cannot read fails at validation, as one the webhook refuses
