@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from bench import kube_tools as kt
-from bench import report, server_cost
+from bench import report, restart_bench, server_cost
 from controller.runtime.kube import EVENTS, PODS, SERVICES, Client
 from testworld import upstream
 
@@ -402,6 +402,16 @@ def rss_rows(r: CtlRound, up: Optional[dict[str, Any]]) -> list[report.Row]:
     ]
 
 
+def restart_rows(bench: Bench, args: argparse.Namespace) -> tuple[list[report.Row], list[str]]:
+    """The whole-job restart rounds (bench.restart_bench), interleaved with the bare client's."""
+    def child_of(ns: str) -> Child:
+        return Child(bench.plane.kubeconfig, ns, bench.workers, bench.experiments)
+
+    print("controller bench: whole-job restart rounds ...", file=sys.stderr, flush=True)
+    ours, bare = restart_bench.main_rounds(bench, child_of, repeat=args.restart_repeat)
+    return restart_bench.rows(ours, bare, nodes=64), [restart_bench.requests_note(ours)]
+
+
 def start_plane() -> Any:
     from testworld.assets import find_assets
     from testworld.controlplane import ControlPlane
@@ -441,6 +451,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--upstream-order", action=argparse.BooleanOptionalAction, default=True,
                         help="also run each round under train-controller --no-pods-first, upstream's order "
                         "(default: yes)")
+    parser.add_argument("--restart-repeat", type=int, default=3,
+                        help="whole-job restart rounds of a 64-pod job, each against the bare client (0: none)")
+    parser.add_argument("--only-restart", action="store_true", help="only the whole-job restart rounds")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
     binary = None
@@ -467,6 +480,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                         notes=[f"{r.reconciles} reconciles, requests: {_nonzero(r.requests)}",
                                f"Events dropped by a full queue: {r.events_dropped}"],
                         markdown=args.markdown)
+            return 0
+        if args.restart_repeat and args.only_restart:
+            rows, notes = restart_rows(bench, args)
+            report.emit("trainforge controller benchmark: whole-job restart", rows, machine_line=machine,
+                        notes=notes, markdown=args.markdown)
             return 0
         rounds, bares, pairs, ups, in_order = [], [], [], [], []
         for _ in range(args.warmup):  # a fresh control plane's first round runs ~3x slower, whoever sends it
@@ -517,6 +535,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             rows += upstream_rows(rounds, ups)
         else:
             notes.append("no upstream operator baseline (--upstream build adds it)")
+        if args.restart_repeat:
+            more_rows, more_notes = restart_rows(bench, args)
+            rows, notes = rows + more_rows, notes + more_notes
         report.emit("trainforge controller benchmark", rows, machine_line=machine, notes=notes, markdown=args.markdown)
     finally:
         plane.stop()

@@ -2,8 +2,9 @@
 
 It wires the pieces (semantics-free) and owns their lifecycle so tests can run the
 whole controller in-process: `Manager(...).start()` lists and watches every enabled
-job kind plus our pods/services (and MPI helpers, PyTorchJob HPAs, and with gang
-scheduling PodGroups and PriorityClasses), maps child events to the owning job's key
+job kind plus our pods/services and the runs' ControllerRevisions (and MPI helpers,
+PyTorchJob HPAs, and with gang scheduling PodGroups and PriorityClasses), maps child
+events to the owning job's key
 (`Kind/namespace/name`), and reconciles keys on `workers` threads with per-key
 backoff on errors and `add_after` for deadlines/TTLs; a pass's creates go out through
 one pool shared by the workers (controller.runtime.creates), its Events through one sender.
@@ -32,6 +33,9 @@ from controller.jobs.hpa import HPAS, Autoscalers
 from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.mpi import MPI
 from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
+from controller.jobs.restarts import ends_attempt
+from controller.jobs.revisions import CONTROLLERREVISIONS
+from controller.jobs.run_revisions import RunRevisions
 from controller.runtime import bugs, errors, jsondata
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
@@ -61,17 +65,18 @@ HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (
 # exit together cost one pass and one status write instead of one each; kube-controller-
 # manager's Job controller does the same with 1 s (syncJobBatchPeriod). Creates, deletes
 # and deletion marks still queue at once (expectations wait on them). Measured at 1,000
-# PyTorchJobs x 8 pods on kwok (make bench-scale): see bench/README.md.
+# PyTorchJobs x 8 pods on kwok (make bench-scale): see bench/README.md. Not for a pod of a
+# whole-job restart scope that failed: the job's other pods wait on that restart, now.
 POD_UPDATE_BATCH = 0.5
 
 
 def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT, pods_first: bool = True) -> int:
     """HTTP connections a Manager may hold at once, so none is opened and dropped per request.
 
-    A watch per informer (each job kind; pods, services, 4 MPI helpers, HPAs, PodGroups,
-    PriorityClasses), a request per worker, per create in flight, for the Event sender and
+    A watch per informer (each job kind; pods, services, ControllerRevisions, 4 MPI helpers,
+    HPAs, PodGroups, PriorityClasses), a request per worker, per create in flight, for the Event sender and
     (--pods-first) per sender of held writes, and 2 spare (the Lease, a relist)."""
-    return kinds + 9 + workers + creates + 1 + (HELD_SENDERS if pods_first else 0) + 2
+    return kinds + 10 + workers + creates + 1 + (HELD_SENDERS if pods_first else 0) + 2
 
 
 class Manager:
@@ -113,6 +118,8 @@ class Manager:
         hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if autoscaled else None
         job_steps: dict[str, JobStep] = {name: hpa for name in autoscaled if hpa is not None}
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
+        # each run's shape and whole-job attempt (controller.jobs.run_revisions): labelled like the pods
+        revisions = RunRevisions(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
         self.creates = CreatePool(client, size=creates_in_flight, held=self.held)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
@@ -120,6 +127,7 @@ class Manager:
             queue=self.queue, options=options or Options(), gang=gang, pod_passes=pod_passes, job_steps=job_steps,
             creates=self.creates,
             held=self.held,
+            revisions=revisions,
             **({"clock": clock} if clock else {}),
         )
         self._threads: list[threading.Thread] = []
@@ -132,7 +140,8 @@ class Manager:
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
         r = self.reconciler
-        parts = {id(part): part for part in (*r.pod_passes.values(), *r.job_steps.values(), r.gang) if part is not None}
+        parts = {id(part): part for part in (*r.pod_passes.values(), *r.job_steps.values(), r.gang, r.revisions)
+                 if part is not None}
         extra = [informer for part in parts.values() for informer in part.informers()]
         return [*self.job_informers.values(), self.pod_informer, self.service_informer, *extra]
 
@@ -190,7 +199,7 @@ class Manager:
                 if etype == "DELETED" or (new is not None and new["metadata"].get("deletionTimestamp")):
                     self.expectations.deleted(key, item)
                     self.queue.add(key)
-                elif etype == "MODIFIED" and pods and self.pod_update_batch > 0:
+                elif etype == "MODIFIED" and pods and self.pod_update_batch > 0 and not ends_attempt(old, new):
                     self.queue.add_after(key, self.pod_update_batch)  # fold in the job's other pods' changes
                 else:
                     self.queue.add(key)

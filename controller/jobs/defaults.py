@@ -14,10 +14,11 @@ from controller.jobs.kinds import Kind
 from controller.runtime import jsondata
 
 
-def apply(job: dict[str, Any], kind: Kind) -> dict[str, Any]:
-    """A defaulted deep copy of `job`; the input is not touched. The kind's own defaults are
-    its adapter's (`Adapter.operator.defaults`)."""
-    out = jsondata.copy(job)
+def apply(job: dict[str, Any], kind: Kind, *, copy: bool = True) -> dict[str, Any]:
+    """A defaulted deep copy of `job`; the input is not touched (`copy=False`: `job` itself,
+    defaulted in place, for a job the caller has just built). The kind's own defaults are its
+    adapter's (`Adapter.operator.defaults`)."""
+    out = jsondata.copy(job) if copy else job
     spec = out.setdefault("spec", {})
     facts = kind.facts
     replicas = spec.get(facts.replica_specs)

@@ -5,7 +5,11 @@ being deleted or with unobserved creates/deletes; validate; default in memory; (
 PyTorchJob HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
 limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
 pass and the framework's status rule. Unlike upstream, the pods a suspension deleted are
-left out of everything after it while they terminate (controller.jobs.runs). Status goes to
+left out of everything after it while they terminate (controller.jobs.runs); after the
+resume step the pass works on its run's shape, not the job's spec as edited
+(controller.jobs.run_revisions: a finished job's edit and a suspension are recorded there
+too); and under restart scope job a retryable exit restarts every pod as one attempt,
+before the failure limits would see it (controller.jobs.restarts). Status goes to
 `/status` with the cached resourceVersion as precondition, and only when it differs from
 what is stored (`lastReconcileTime` ignored), so a settled job costs zero write requests.
 A job whose shape the code cannot read fails at validation, as one the webhook refuses
@@ -21,11 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from controller.jobs import checks, defaults, desired, diff, run_policy, runs, shapes
+from controller.jobs import checks, defaults, desired, diff, restarts, run_policy, runs, shapes
 from controller.jobs import conditions as cond
 from controller.jobs import status as st
 from controller.jobs.addons import Gang, JobStep, PodPass
 from controller.jobs.kinds import Kind, job_resource
+from controller.jobs.retiring import Retirer
+from controller.jobs.run_revisions import RunRevisions
 from controller.runtime import errors, jsondata
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
@@ -73,10 +79,12 @@ class Reconciler:
     job_steps: dict[str, JobStep] = field(default_factory=dict)  # by kind: run first in every pass (HPA)
     creates: CreatePool | None = None  # None: each create waits for its answer before the next
     held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.runtime.burst)
+    revisions: RunRevisions | None = None  # each run's shape (controller.jobs.run_revisions); None: the spec as it is
 
     def __post_init__(self) -> None:
         self.writes = Writes(self.client, self.expectations, emit=self._emit, retry=self.queue.add_rate_limited,
                              held=self.held)
+        self.retirer = Retirer(self.client, self.writes, self.pods, self.creates)
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -121,20 +129,30 @@ class Reconciler:
     def _run(self, key: str, ctx: st.Ctx, job: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
         policy = run_policy.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
+            if self.revisions is not None:
+                self.revisions.finished(self.client, ctx, job)
             self._clean(ctx, pods=pods, policy=policy, finished=True)
             run_policy.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if run_policy.is_suspended(ctx.job):
+            if self.revisions is not None:
+                self.revisions.suspended(self.client, ctx)  # the run ends (controller.jobs.run_revisions)
             self._mark_previous_run(ctx, pods)
             self._clean(ctx, pods=pods, policy=policy, finished=False)
             run_policy.suspend(ctx)
             return None
         run_policy.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
-        for pod in ctx.previous.values():
-            if not pod["metadata"].get("deletionTimestamp"):  # its suspension was cut short: finish it
-                self.writes.delete(ctx, PODS, pod)
-        message = run_policy.failure_message(ctx, pods, requeues=self.queue.num_requeues(key))
+        if self.revisions is not None:  # from here on ctx.job is the run's (controller.jobs.revisions)
+            self.revisions.begin(self.client, ctx, job)
+        whole_job = ctx.run is not None and ctx.run.whole_job
+        if whole_job:
+            pods = restarts.older_attempts(ctx, pods)
+        self.retirer.retire(ctx, [p for p in ctx.previous.values() if not p["metadata"].get("deletionTimestamp")])
+        message = run_policy.failure_message(ctx, pods, requeues=self.queue.num_requeues(key), per_pod=not whole_job)
+        if message is None and whole_job:
+            message, pods = restarts.end_attempt(ctx, pods, commit=self._commit_attempt, retire=self.retirer.retire)
+        ctx.hold_pods = whole_job and bool(ctx.previous)  # no pod of a new attempt beside one of the old
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
             ctx.event("Normal", why="Failed", message=message)
@@ -214,16 +232,16 @@ class Reconciler:
             self.gang.decorate(ctx, pod, rtype)
         self.writes.create(ctx, PODS, pod)
 
+    def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str, message: str) -> None:
+        """A whole-job restart decided: on the run's revision, then its one Event, sent now."""
+        assert self.revisions is not None
+        self.revisions.commit_attempt(self.client, ctx, attempt=attempt, cause=cause)
+        self.recorder.event(ctx.job, "Warning", reason=cond.reason(ctx.kind.name, "Restarting"), message=message,
+                            component=ctx.kind.facts.operator_name, wait=True)
+
     def _mark_previous_run(self, ctx: st.Ctx, pods: list[dict[str, Any]]) -> None:
         """Mark every pod of the run being suspended before it is deleted (controller.jobs.runs)."""
-        for pod in runs.to_mark(pods):
-            meta = pod["metadata"]
-            try:
-                written = self.client.patch(PODS, meta.get("namespace"), meta["name"], runs.mark_patch(pod))
-            except (errors.NotFound, errors.Conflict, errors.Invalid):
-                continue  # gone, or the name already belongs to a successor
-            if isinstance(written, dict) and written.get("metadata"):
-                self.pods.remember(written)  # the resuming pass must not read the unmarked copy
+        self.retirer.mark_all(runs.to_mark(pods), runs.SUSPENDED)
 
     def _clean(self, ctx: st.Ctx, *, pods: list[dict[str, Any]], policy: str | None, finished: bool) -> None:
         """Delete pods and their services per cleanPodPolicy (run_policy.services_to_clean); PodGroup too."""

@@ -128,10 +128,16 @@ def deadline_remaining(ctx: Ctx) -> float | None:
     return float(deadline) - (ctx.now - start).total_seconds()
 
 
-def failure_message(ctx: Ctx, pods: list[dict[str, Any]], *, requeues: int) -> str | None:
-    """The Failed message if backoff or deadline fails the job now, else None."""
-    if past_backoff_limit(ctx, pods, requeues=requeues):
-        return f"Job {ctx.name} has failed because it has reached the specified backoff limit"
+def backoff_message(ctx: Ctx) -> str:
+    return f"Job {ctx.name} has failed because it has reached the specified backoff limit"
+
+
+def failure_message(ctx: Ctx, pods: list[dict[str, Any]], *, requeues: int, per_pod: bool = True) -> str | None:
+    """The Failed message if backoff or deadline fails the job now, else None. Without `per_pod`
+    (restart scope job) upstream's backoff triggers do not apply: whole-job restarts count
+    against backoffLimit instead (controller.jobs.restarts)."""
+    if per_pod and past_backoff_limit(ctx, pods, requeues=requeues):
+        return backoff_message(ctx)
     remaining = deadline_remaining(ctx)
     if remaining is not None and remaining <= 0:
         return f"Job {ctx.name} has failed because it was active longer than specified deadline"

@@ -1,4 +1,5 @@
-"""Pods of a previous run: what a suspension leaves behind while its pods terminate.
+"""Pods of a previous run or attempt: what a suspension (or a whole-job restart) leaves behind
+while its pods terminate.
 
 A suspension (Kueue's eviction, or `runPolicy.suspend: true` from git) deletes every pod
 of the job with the pods' grace period (30 s by default), and the kubelet keeps each one,
@@ -27,6 +28,12 @@ What was not chosen, and why:
 - `deletionTimestamp` alone: a pod deleted behind the controller's back during the
   current run has one too, and upstream counts it as failed, as we still do;
 - remembering the pods' uids in memory: lost with the process.
+
+A whole-job restart (controller.jobs.restarts) ends an attempt instead of a run: its pods
+are told apart by their attempt annotation, older than the one on the run's revision (one
+write for all of them, instead of a mark per pod: controller.jobs.retiring says why); while
+they terminate they count for nothing either, and no pod of the next attempt is created
+until all are gone.
 
 Cost: one PATCH per pod and suspension (the delete follows it). A mark written, then a
 crash before the delete, leaves a marked live pod: a suspended pass deletes it as usual;

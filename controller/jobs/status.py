@@ -41,6 +41,8 @@ class Ctx:
     creates: Any = None  # the pass's open controller.runtime.creates.Batch: creates started, not yet answered
     # pods of a suspended run still terminating, by name: not counted, their names not reused (controller.jobs.runs)
     previous: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run: Any = None  # the run's controller.jobs.run_revisions.Run (None: a finished or suspended job's pass)
+    hold_pods: bool = False  # create no pod in this pass (a whole-job restart waits for the old attempt to go)
 
     @property
     def name(self) -> str:

@@ -76,8 +76,11 @@ class Writes:
     def create(self, ctx: Any, res: Resource, obj: dict[str, Any], *, announce: bool = True) -> str:
         """Create `obj` for the job of `ctx`; CREATED, or EXISTED when AlreadyExists (also when
         the create was only started: a batch or a held create answers later)."""
-        if res is PODS and obj["metadata"]["name"] in ctx.previous:
-            return EXISTED  # a previous run's pod still holds the name (controller.jobs.runs)
+        if res is PODS:
+            if obj["metadata"]["name"] in ctx.previous or ctx.hold_pods:
+                return EXISTED  # a previous run's pod still holds the name, or any pod (controller.jobs.runs)
+            if ctx.run is not None:
+                ctx.run.stamp(obj)  # the run's revision (and attempt) on the pod (controller.jobs.run_revisions)
         key = key_of(ctx)
         if res is SERVICES and self.held is not None and self.held.in_burst():
             self._hold(key, ctx, res, obj)

@@ -178,7 +178,10 @@ def test_kubectl_shows_state_column_events_and_scale(our_plane, our_ns) -> None:
     mgr.start()
     cluster = Cluster(Client.connect(str(our_plane.kubeconfig)), our_ns)
     try:
-        cluster.apply(job("PyTorchJob", "show", Master=1, Worker=1))
+        # elastic: the scale subresource drives the workers of a running job (a non-elastic job's new
+        # count would wait for its next run: controller/README.md, run integrity)
+        cluster.apply(job("PyTorchJob", "show", Master=1, Worker=1,
+                          spec={"elasticPolicy": {"minReplicas": 1, "maxReplicas": 2}}))
         cluster.wait_pods({"show-master-0", "show-worker-0"})
         cluster.run_all("show-master-0", "show-worker-0")
         cluster.wait_condition("PyTorchJob", "show", "Running")

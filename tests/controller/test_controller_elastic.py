@@ -12,6 +12,7 @@ import time
 
 import pytest
 from controller_kit import env_of, job, settled, wait_for
+from test_controller_behaviour import events_of
 
 from controller.jobs import defaults, hpa
 from controller.jobs.hpa import HPAS
@@ -105,16 +106,30 @@ def test_elastic_workers_follow_kubectl_scale_up_and_down(cluster, manager, cont
     assert [c["type"] for c in current["status"]["conditions"] if c["status"] == "True"] == ["Created", "Running"]
 
 
-def test_without_elastic_policy_new_workers_see_the_new_world_size(cluster, manager, control_plane) -> None:
+def test_without_elastic_policy_a_scale_waits_for_the_next_run_whose_pods_see_the_new_world_size(
+        cluster, manager, control_plane) -> None:
+    """Run integrity (controller.jobs.revisions): a non-elastic job's replica count is part of
+    its run's shape, so a scale of a running job adds no worker beside pods that count 2
+    (upstream would create workers with WORLD_SIZE 4 beside them); it is announced once and
+    taken by the next run."""
     cluster.apply(elastic("st", workers=1, master=True))
     first = cluster.wait_pods({"st-master-0", "st-worker-0"})
     assert env_of(first["st-worker-0"])["PET_NNODES"] == "2"
+    since = manager.reconciles
     scale(control_plane, cluster.namespace, "st", 3)
+    held = wait_for(lambda: [e for e in events_of(cluster, "st") if e[1] == "PyTorchJobSpecChangeHeld"], what="held")
+    assert "Worker.replicas 1 -> 3" in held[0][2], held
+    settled(manager, since)
+    assert {n: p["metadata"]["uid"] for n, p in cluster.pods().items()} == {
+        n: p["metadata"]["uid"] for n, p in first.items()}
+    cluster.client.patch(PT, cluster.namespace, "st", {"spec": {"runPolicy": {"suspend": True}}})
+    cluster.wait_condition("PyTorchJob", "st", "Suspended")
+    wait_for(lambda: not cluster.pods(), what="the run's pods deleted")
+    cluster.client.patch(PT, cluster.namespace, "st", {"spec": {"runPolicy": {"suspend": False}}})
     pods = cluster.wait_pods({"st-master-0", "st-worker-0", "st-worker-1", "st-worker-2"})
-    env = env_of(pods["st-worker-2"])
-    assert (env["PET_NNODES"], env["WORLD_SIZE"], env["RANK"], env["PET_NODE_RANK"]) == ("4", "4", "3", "3")
-    # running pods are not restarted to change their environment (pods are immutable, as upstream)
-    assert pods["st-worker-0"]["metadata"]["uid"] == first["st-worker-0"]["metadata"]["uid"]
+    for name, rank in (("st-worker-0", "1"), ("st-worker-2", "3")):
+        env = env_of(pods[name])
+        assert (env["PET_NNODES"], env["WORLD_SIZE"], env["RANK"]) == ("4", "4", rank)
 
 
 def hpa_of(cluster, name: str) -> dict | None:

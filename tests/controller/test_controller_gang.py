@@ -219,8 +219,10 @@ def test_volcano_podgroup_is_created_and_pods_wait_for_admission(cluster, start)
 
 def test_podgroup_follows_the_job_and_goes_when_it_finishes(cluster, start) -> None:
     mgr = start("volcano")
-    cluster.apply(pytorch("fin", Master=sized("PyTorchJob", 1, requests={"cpu": "1"}),
-                          Worker=sized("PyTorchJob", 1, requests={"cpu": "1"})))
+    body = pytorch("fin", Master=sized("PyTorchJob", 1, requests={"cpu": "1"}),
+                   Worker=sized("PyTorchJob", 1, requests={"cpu": "1"}))
+    body["spec"]["elasticPolicy"] = {"minReplicas": 1, "maxReplicas": 4}  # the worker count of a running job is live
+    cluster.apply(body)
     wait_for(lambda: group(cluster, VOLCANO, "fin"), what="PodGroup")
     set_group_phase(cluster, "fin", "Running")
     cluster.wait_pods({"fin-master-0", "fin-worker-0"})
@@ -241,6 +243,27 @@ def test_podgroup_follows_the_job_and_goes_when_it_finishes(cluster, start) -> N
              what="PodGroup events")
     time.sleep(0.4)
     assert mgr.client.snapshot()[("delete", "scheduling.volcano.sh/podgroups")] == 1
+
+
+def test_a_running_jobs_edit_leaves_its_podgroup_as_its_run_began(cluster, start) -> None:
+    """Run integrity (controller.jobs.revisions): a non-elastic job's new worker count is held
+    until its next run, so is the gang it joins; the next run's group has the new count."""
+    mgr = start("scheduler-plugins-scheduler")
+    cluster.apply(pytorch("held", Master=sized("PyTorchJob", 1), Worker=sized("PyTorchJob", 1)))
+    wait_for(lambda: group(cluster, SCHEDULER_PLUGINS, "held"), what="PodGroup")
+    cluster.wait_pods({"held-master-0", "held-worker-0"})
+    since = mgr.reconciles
+    cluster.client.patch(PT, cluster.namespace, "held", {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    wait_for(lambda: any(e[1] == "PyTorchJobSpecChangeHeld" for e in events_of(cluster, "held")), what="the held Event")
+    settled(mgr, since)
+    assert group(cluster, SCHEDULER_PLUGINS, "held")["spec"]["minMember"] == 2  # type: ignore[index]
+    assert set(cluster.pods()) == {"held-master-0", "held-worker-0"}
+    cluster.client.patch(PT, cluster.namespace, "held", {"spec": {"runPolicy": {"suspend": True}}})
+    wait_for(lambda: group(cluster, SCHEDULER_PLUGINS, "held") is None, what="the group deleted on suspend")
+    cluster.client.patch(PT, cluster.namespace, "held", {"spec": {"runPolicy": {"suspend": False}}})
+    resumed = wait_for(lambda: group(cluster, SCHEDULER_PLUGINS, "held"), what="the next run's group")
+    assert resumed["spec"]["minMember"] == 4
+    cluster.wait_pods({"held-master-0", "held-worker-0", "held-worker-1", "held-worker-2"})
 
 
 def test_suspend_deletes_the_podgroup_and_resume_waits_for_admission_again(cluster, start) -> None:

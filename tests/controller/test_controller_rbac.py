@@ -25,6 +25,8 @@ from controller_kit import (
     wait_for,
 )
 
+from test_controller_behaviour import events_of
+
 from controller.generators import crds
 from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
 from controller.jobs.hpa import HPAS
@@ -104,8 +106,15 @@ def _scenario(cluster: Cluster) -> None:
     cluster.wait_pods({"ttl-master-0", "ttl-worker-0", "m-launcher", "m-worker-0", "m-worker-1"})
     cluster.run_all("m-worker-0", "m-worker-1")
     wait_for(lambda: "m-worker-1" in cluster.objects(CONFIGMAPS)["m-config"]["data"]["discover_hosts.sh"], what="configmap update")
-    cluster.client.patch(job_resource(KINDS["MPIJob"]), cluster.namespace, "m", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
-    wait_for(lambda: "m-worker-1" not in cluster.pods(), what="scale down")
+    mpi = job_resource(KINDS["MPIJob"])
+    # fewer workers while it runs: held until the next run (the run's ControllerRevision patched
+    # with the announcement); suspended and resumed, the next run's revision replaces it (deleted)
+    cluster.client.patch(mpi, cluster.namespace, "m", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    wait_for(lambda: any(e[1] == "MPIJobSpecChangeHeld" for e in events_of(cluster, "m")), what="the change held")
+    cluster.client.patch(mpi, cluster.namespace, "m", {"spec": {"runPolicy": {"suspend": True}}})
+    wait_for(lambda: not {"m-launcher", "m-worker-0", "m-worker-1"} & set(cluster.pods()), what="suspended")
+    cluster.client.patch(mpi, cluster.namespace, "m", {"spec": {"runPolicy": {"suspend": False}}})
+    wait_for(lambda: "m-worker-0" in cluster.pods() and "m-worker-1" not in cluster.pods(), what="scale down")
     wait_for(lambda: cluster.objects(ROLES)["m-launcher"]["rules"][1]["resourceNames"] == ["m-worker-0"], what="role update")
 
     cluster.set_phase("ttl-master-0", "Succeeded")
@@ -143,6 +152,9 @@ def _elastic(cluster: Cluster) -> None:
     pt = job_resource(KINDS["PyTorchJob"])
     cluster.client.patch(pt, cluster.namespace, "el", {"spec": {"elasticPolicy": {"maxReplicas": 3}}})
     wait_for(lambda: cluster.objects(HPAS)["el"]["spec"]["maxReplicas"] == 3, what="HPA updated")
+    # scaled as its HPA would: the running job's gang follows (an elastic job's worker count is live)
+    cluster.client.patch(pt, cluster.namespace, "el", {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2}}}})
+    wait_for(lambda: cluster.objects(SCHEDULER_PLUGINS)["el"]["spec"]["minMember"] == 2, what="PodGroup updated")
     cluster.client.patch(pt, cluster.namespace, "el", {"spec": {"runPolicy": {"suspend": True}}})
     wait_for(lambda: "el" not in cluster.objects(HPAS), what="HPA deleted")
 
@@ -158,7 +170,7 @@ def _volcano(control_plane, cluster: Cluster, kubeconfig: Path, namespace: str, 
     admin = Cluster(cluster.client, namespace)
     pt = job_resource(KINDS["PyTorchJob"])
     try:
-        admin.apply(job("PyTorchJob", "vg", Worker=1))
+        admin.apply(job("PyTorchJob", "vg", Worker=1, spec={"elasticPolicy": {"minReplicas": 1, "maxReplicas": 2}}))
         wait_for(lambda: "vg" in admin.objects(VOLCANO), what="Volcano PodGroup")
         admin.client.patch(VOLCANO, namespace, "vg", {"status": {"phase": "Inqueue"}})
         admin.wait_pods({"vg-worker-0"})

@@ -38,6 +38,7 @@ from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_re
 from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
 from controller.jobs.hpa import HPAS
 from controller.jobs.kinds import KINDS, job_resource
+from controller.jobs.revisions import CONTROLLERREVISIONS
 from controller.runtime import errors
 from controller.runtime.kube import (
     CONFIGMAPS,
@@ -110,7 +111,7 @@ RULES = {  # a rule is named by a resource it holds; each (group, resource) is i
     "jobs": "pytorchjobs", "job status": "pytorchjobs/status", "pods": "pods", "pods/exec": "pods/exec",
     "services": "services", "events": "events", "configmaps": "configmaps", "serviceaccounts": "serviceaccounts",
     "roles": "roles", "rolebindings": "rolebindings", "leases": "leases", "podgroups": "podgroups",
-    "priorityclasses": "priorityclasses", "hpa": "horizontalpodautoscalers",
+    "priorityclasses": "priorityclasses", "hpa": "horizontalpodautoscalers", "controllerrevisions": "controllerrevisions",
 }
 
 
@@ -179,6 +180,10 @@ def _ablations() -> list[Ablation]:
           for verb in ("list", "watch")),
         *(Ablation("hpa", verb, "elastic", (verb, "autoscaling/horizontalpodautoscalers"))
           for verb in ("list", "watch", "create", "update", "delete")),
+        *(Ablation("controllerrevisions", verb, lc, (verb, "apps/controllerrevisions"))
+          for verb in ("list", "watch", "create")),
+        *(Ablation("controllerrevisions", verb, "revisions", (verb, "apps/controllerrevisions"))
+          for verb in ("patch", "delete")),
     ]
     return table
 
@@ -320,7 +325,12 @@ def mpi(run: Run) -> None:
     run.cluster.run_all("mpi-worker-0", "mpi-worker-1")
     run.until(lambda: "mpi-worker-1" in run.cluster.objects(CONFIGMAPS)["mpi-config"]["data"]["discover_hosts.sh"],
               "the hosts updated")
-    run.cluster.client.patch(job_resource(KINDS["MPIJob"]), ns, "mpi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    # fewer workers, from the next run on (run integrity): suspended, edited, resumed
+    mpijobs = job_resource(KINDS["MPIJob"])
+    run.cluster.client.patch(mpijobs, ns, "mpi", {"spec": {"runPolicy": {"suspend": True}}})
+    run.until(lambda: not {"mpi-launcher", "mpi-worker-0", "mpi-worker-1"} & set(run.cluster.pods()), "suspended")
+    run.cluster.client.patch(mpijobs, ns, "mpi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}},
+                                                           "runPolicy": {"suspend": False}}})
     run.until(lambda: run.cluster.objects(ROLES)["mpi-launcher"]["rules"][1]["resourceNames"] == ["mpi-worker-0"],
               "the Role updated")
     run.finish("MPIJob", "mpi", {"mpi-launcher"})
@@ -340,12 +350,35 @@ def elastic(run: Run) -> None:
     run.until(lambda: "el" not in run.cluster.objects(HPAS), "the HPA deleted")
 
 
+def revisions(run: Run) -> None:
+    """A running job's edit held (its run's ControllerRevision patched with the announcement),
+    then run on resume: a new revision, the superseded one deleted."""
+    pt, ns = job_resource(KINDS["PyTorchJob"]), run.cluster.namespace
+
+    def revisions_of_rev() -> list[str]:  # the paths share the namespace: every job has its own
+        return [n for n, r in run.cluster.objects(CONTROLLERREVISIONS).items()
+                if r["metadata"]["labels"].get("training.kubeflow.org/job-name") == "rev"]
+
+    run.cluster.apply(job("PyTorchJob", "rev", Master=1))
+    first = run.until(revisions_of_rev, "the run's revision")
+    run.until(lambda: "rev-master-0" in run.cluster.pods(), "the pod")
+    edit = {"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"metadata": {"labels": {"edit": "1"}}}}}}}
+    run.cluster.client.patch(pt, ns, "rev", edit)
+    run.until(lambda: any(e["reason"] == "PyTorchJobSpecChangeHeld" and e["involvedObject"]["name"] == "rev"
+                          for e in run.cluster.objects(EVENTS).values()), "the change held")
+    run.cluster.client.patch(pt, ns, "rev", {"spec": {"runPolicy": {"suspend": True}}})
+    run.until(lambda: "rev-master-0" not in run.cluster.pods(), "suspended")
+    run.cluster.client.patch(pt, ns, "rev", {"spec": {"runPolicy": {"suspend": False}}})
+    run.until(lambda: (lambda names: len(names) == 1 and names != first)(revisions_of_rev()),
+              "the next run's revision, the superseded one deleted")
+
+
 def gang(res: Resource) -> Callable[[Run], None]:
     def path(run: Run) -> None:
         """The job's PodGroup: created (Volcano: pods wait for its phase), rewritten on a scale-up,
         deleted on suspend."""
         pt, ns = job_resource(KINDS["PyTorchJob"]), run.cluster.namespace
-        run.cluster.apply(job("PyTorchJob", "gang", Worker=1))
+        run.cluster.apply(job("PyTorchJob", "gang", Worker=1, spec={"elasticPolicy": {"minReplicas": 1, "maxReplicas": 2}}))
         run.until(lambda: "gang" in run.cluster.objects(res), "the PodGroup")
         if res is VOLCANO:
             assert "gang-worker-0" not in run.cluster.pods()
@@ -378,7 +411,7 @@ def _quiet(get: Callable[[], Any]) -> Any:
 PATHS: dict[str, Callable[[Run], None]] = {
     **{f"lifecycle/{kind}": lifecycle(kind) for kind in KINDS},
     "adoption": adoption, "restart": restart, "cleanup": cleanup, "ttl": ttl, "suspend": suspend, "mpi": mpi,
-    "elastic": elastic, "gang/volcano": gang(VOLCANO), "gang/scheduler-plugins": gang(SCHEDULER_PLUGINS),
+    "elastic": elastic, "revisions": revisions, "gang/volcano": gang(VOLCANO), "gang/scheduler-plugins": gang(SCHEDULER_PLUGINS),
     "leader-election": leader_election,
 }
 

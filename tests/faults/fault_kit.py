@@ -34,6 +34,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.jobs.kinds import KINDS, job_resource
+from controller.jobs.revisions import CONTROLLERREVISIONS
 from controller.runtime import errors
 from controller.runtime.kube import PODS, SERVICES, Client
 from controller.runtime.leader import LEASES
@@ -230,7 +231,10 @@ def lease_holder(client: Client, namespace: str) -> tuple[str, int]:
 
 
 # ---------------------------------------------------------------------------- plans and the kubelet
-OUTCOMES = ("succeed", "fail", "restart", "delete")
+# whole: restart scope job (trainforge.dev/restart-scope), worker-0 exits 137 once and every pod
+# of the job is created again as one attempt (controller.jobs.restarts)
+OUTCOMES = ("succeed", "fail", "restart", "delete", "whole")
+ATTEMPT = "train-controller.trainforge.dev/attempt"
 
 
 @dataclass
@@ -239,6 +243,7 @@ class Plan:
 
     name: str
     outcome: str  # succeed | fail (worker-0 exits 1) | restart (worker-0 exits 137 once) | delete (worker-0 deleted once)
+    #               | whole (restart scope job: worker-0 exits 137 once, every pod comes again)
     workers: int
     clean: str  # cleanPodPolicy: None | All | Running
     dwell: float  # seconds all pods run before the plan's next step
@@ -256,6 +261,8 @@ class Plan:
         return "Failed" if self.outcome == "fail" else "Succeeded"
 
     def expected_creates(self) -> dict[str, int]:
+        if self.outcome == "whole":
+            return {name: 2 for name in self.pods}
         extra = 1 if self.outcome in ("restart", "delete") else 0
         return {name: 1 + (extra if name.endswith("-worker-0") else 0) for name in self.pods}
 
@@ -277,7 +284,10 @@ class Plan:
             return {"replicas": count, "restartPolicy": "ExitCode",
                     "template": {"spec": {"containers": [{"name": "pytorch", "image": "example.com/train:1"}]}}}
 
-        return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": self.name},
+        meta: dict[str, Any] = {"name": self.name}
+        if self.outcome == "whole":
+            meta["annotations"] = {"trainforge.dev/restart-scope": "job"}
+        return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta,
                 "spec": {"runPolicy": {"cleanPodPolicy": self.clean},
                          "pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(self.workers)}}}
 
@@ -303,6 +313,7 @@ class Kubelet:
         self.uids: dict[tuple[str, str], set[str]] = {}  # (pods|services, name) -> every uid seen
         self.deleted_behind_back = 0
         self.force_deleted = 0  # terminating pods podgc would have removed
+        self.mixed_samples: list[str] = []  # a whole-restart job seen with pods of two attempts at once
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="kubelet", daemon=True)
@@ -338,6 +349,11 @@ class Kubelet:
             with self._lock:
                 active = [self.plans[n] for n in self.active if not self.plans[n].done]
             for plan in active:
+                if plan.outcome == "whole":
+                    attempts = {(p["metadata"].get("annotations") or {}).get(ATTEMPT)
+                                for p in by_job.get(plan.name, {}).values()}
+                    if len(attempts) > 1:
+                        self.mixed_samples.append(f"{plan.name}: pods of attempts {sorted(map(str, attempts))} at once")
                 try:
                     self._step(plan, by_job.get(plan.name, {}))
                 except errors.ApiError:
@@ -384,7 +400,7 @@ class Kubelet:
         if now - plan.running_since < plan.dwell:
             return
         assert worker0 is not None
-        if plan.outcome in ("restart", "delete") and plan.disrupted_uid is None:
+        if plan.outcome in ("restart", "delete", "whole") and plan.disrupted_uid is None:
             plan.disrupted_uid = worker0["metadata"]["uid"]
             if plan.outcome == "delete":
                 self.deleted_behind_back += 1
@@ -395,7 +411,7 @@ class Kubelet:
         self._finish(plan, pods)
 
     def _disrupt(self, plan: Plan, worker0: dict[str, Any]) -> None:
-        if plan.outcome == "restart":
+        if plan.outcome in ("restart", "whole"):
             self.set_phase(worker0, "Failed", exit_code=137)
         else:
             try:
@@ -592,9 +608,15 @@ class Figures:
     refused_while_starting: int = 0  # 403s from a kube-apiserver whose RBAC caches were still filling
     podgc_deletes: int = 0  # terminating pods left by a delete cut short, force-deleted as podgc would
     status_conflicts: int = 0
+    whole_restarts: int = 0  # lifecycles that restart as a whole (restart scope job)
+    mixed_attempts: int = 0  # a pod of a new attempt created before every pod of the old one was gone
+    counted_twice: int = 0  # a whole-job restart counted more than once on the run's revision
+    lost_pods: int = 0  # planned pod incarnations never created
+    unaudited_restarts: int = 0  # whole restarts whose order the audit log lost (apiserver SIGKILLed mid-request)
     lease_transitions: int = 0
     lost_lease_exits: int = 0
     apiserver_restarts: int = 0
+    apiserver_kills: int = 0
     relists: int = 0
     wall: float = 0.0
 
@@ -608,10 +630,14 @@ class Figures:
         return (f"{self.scenario}: lifecycles={self.lifecycles} kills={self.kills} (leader {self.leader_kills}) "
                 f"takeover min/median/max={self.takeover_summary()} duplicates={self.duplicates} "
                 f"orphans={self.orphans} wrong-terminal={self.wrong_terminal} pods-created={self.pods_created} "
+                f"whole-restarts={self.whole_restarts} mixed-attempts={self.mixed_attempts} "
+                f"counted-twice={self.counted_twice} lost-pods={self.lost_pods} "
+                f"unaudited-restarts={self.unaudited_restarts} "
                 f"planned-recreates={self.recreated} already-exists={self.already_exists} "
                 f"ambiguous-creates={self.ambiguous_creates} stale-services={self.stale_services} "
                 f"status-409s={self.status_conflicts} lease-transitions={self.lease_transitions} "
                 f"lost-lease-exits={self.lost_lease_exits} apiserver-restarts={self.apiserver_restarts} "
+                f"(killed {self.apiserver_kills}) "
                 f"403s-while-starting={self.refused_while_starting} podgc-deletes={self.podgc_deletes} "
                 f"relists={self.relists} wall={self.wall:.1f}s")
 
@@ -683,8 +709,10 @@ def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, u
             figures.duplicates += incarnations[key] - expected[key]
             problems.append(f"{key[0]} {key[1]} created {incarnations[key]} times, planned {expected[key]}")
         elif creates[key] + ambiguous[key] < expected[key] and len(seen.get(key, ())) < expected[key]:
+            figures.lost_pods += expected[key] - max(creates[key], len(seen.get(key, ()))) if key[0] == "pods" else 0
             problems.append(f"{key[0]} {key[1]} created {creates[key]} times, planned {expected[key]}")
     figures.pods_created = sum(n for (res, _), n in incarnations.items() if res == "pods")
+    problems += whole_restarts(client, namespace, plans, events, figures)
     figures.recreated = sum(n - 1 for (res, _), n in expected.items() if res == "pods")
 
     mine = [e for e in events if (e.get("user") or {}).get("username") == user]
@@ -702,6 +730,47 @@ def verify(client: Client, namespace: str, plans: list[Plan], audit: Audit, *, u
     figures.status_conflicts = sum(1 for e in mine if (e.get("objectRef") or {}).get("subresource") == "status"
                                    and int((e.get("responseStatus") or {}).get("code", 0)) == 409)
     _, figures.lease_transitions = lease_holder(client, namespace)
+    return problems
+
+
+def whole_restarts(client: Client, namespace: str, plans: list[Plan], events: list[dict[str, Any]],
+                   figures: Figures) -> list[str]:
+    """The whole-job restarts of the run: each counted once on its job's ControllerRevision
+    (attempt 1), and, from the audit log, no pod of the second attempt created before every
+    pod of the first was deleted (the API server's own order of the successful requests)."""
+    problems = []
+    whole = [p for p in plans if p.outcome == "whole"]
+    figures.whole_restarts = len(whole)
+    revisions = client.list(CONTROLLERREVISIONS, namespace=namespace)["items"]
+    attempt = {r["metadata"]["labels"].get("training.kubeflow.org/job-name"): int(
+        (r["metadata"].get("annotations") or {}).get(ATTEMPT, 0)) for r in revisions}
+    for plan in whole:
+        if attempt.get(plan.name) != 1:
+            figures.counted_twice += attempt.get(plan.name, 0) > 1
+            problems.append(f"{plan.name}: its revision counts {attempt.get(plan.name)} whole-job restarts, planned 1")
+        names = set(plan.pods)
+        done = sorted((e["stageTimestamp"], e["verb"], e["objectRef"]["name"]) for e in events
+                      if succeeded(e) and (e.get("objectRef") or {}).get("resource") == "pods"
+                      and not (e.get("objectRef") or {}).get("subresource") and e["verb"] in ("create", "delete")
+                      and (e.get("objectRef") or {}).get("name") in names)
+        first_gone: dict[str, str] = {}
+        second: dict[str, str] = {}
+        created: Counter[str] = Counter()
+        for stamp, verb, name in done:
+            if verb == "delete" and created[name] == 1:
+                first_gone.setdefault(name, stamp)
+            elif verb == "create":
+                created[name] += 1
+                if created[name] == 2:
+                    second[name] = stamp
+        if set(first_gone) != names or set(second) != names:
+            # a kube-apiserver SIGKILLed after a request took effect and before its audit event
+            # was written: the audit log cannot order this job's restart (the kubelet's samples still do)
+            figures.unaudited_restarts += 1
+        elif min(second.values()) < max(first_gone.values()):
+            figures.mixed_attempts += 1
+            problems.append(f"{plan.name}: a pod of attempt 1 created at {min(second.values())} before the last "
+                            f"pod of attempt 0 was deleted at {max(first_gone.values())}")
     return problems
 
 

@@ -1,6 +1,6 @@
 """Fault runs on the real control plane: controller replicas SIGKILLed at random points,
-kube-apiserver restarted mid-run, watches expired (410 Gone), status writes raced (409),
-pods deleted behind the controller's back. Each run plays whole job lifecycles and is
+kube-apiserver restarted (or SIGKILLed) mid-run, watches expired (410 Gone), status writes
+raced (409), pods deleted behind the controller's back, jobs restarting as a whole. Each run plays whole job lifecycles and is
 judged from the API server alone (fault_kit.verify): right terminal condition for every
 job, no pod or service created more often than planned (audit log), no orphans, and the
 controller's identity (bound to the install ClusterRole only) never refused.
@@ -71,8 +71,16 @@ class Run:
         self.outages: list[tuple[str, str]] = []  # audit timestamps around kube-apiserver restarts
         self.started = time.monotonic()
 
-    def restart_apiserver(self, **kwargs: float) -> None:
+    def restart_apiserver(self, *, kill: bool = False, **kwargs: float) -> None:
+        """kube-apiserver stopped (SIGTERM; with `kill`, SIGKILL: no request in flight is
+        answered, no watch closed cleanly) and started again on the same etcd."""
         began = audit_now()
+        if kill:
+            # testworld's ManagedProcess: restart_apiserver's stop finds it dead and only relaunches
+            process = self.plane._apiserver.popen
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+            self.figures.apiserver_kills += 1
         self.plane.restart_apiserver(**kwargs)
         time.sleep(2.0)  # the RBAC caches fill shortly after /readyz
         self.outages.append((began, audit_now()))
@@ -101,6 +109,9 @@ class Run:
             settle(self.client, self.namespace, self.plans)
             problems = verify(self.client, self.namespace, self.plans, self.audit, user=self.user, figures=self.figures,
                               seen=self.kubelet.uids if self.kubelet is not None else None, outages=self.outages)
+            if self.kubelet is not None and self.kubelet.mixed_samples:
+                self.figures.mixed_attempts += len(self.kubelet.mixed_samples)
+                problems += self.kubelet.mixed_samples[:20]
             self.figures.wall = time.monotonic() - self.started
             self.figures.podgc_deletes = self.kubelet.force_deleted if self.kubelet is not None else 0
             self.figures.lost_lease_exits = sum(1 for _, code in self.replicas.unexpected_exits() if code == 1)
@@ -151,6 +162,39 @@ def test_controller_killed_at_random_points_smoke(control_plane, namespace, figu
 def test_controller_killed_at_random_points(fault_plane, fault_namespace, figures) -> None:
     killed_at_random_points(fault_plane, fault_namespace, figures, lifecycles=60, concurrency=5,
                             pause=(0.1, 2.5), dwell=(0.3, 2.5), scenario="sigkill", min_kills=8)
+
+
+@pytest.mark.fault
+def test_whole_job_restarts_while_the_controller_and_the_apiserver_are_killed(fault_plane, fault_namespace,
+                                                                              figures) -> None:
+    """Jobs of restart scope job (worker-0 exits 137 once: every pod comes again as one attempt)
+    while the leader (now and then the standby) is SIGKILLed at random and kube-apiserver is
+    SIGKILLed three times at random points and started again. Judged as every run, and: each
+    restart counted once on its job's revision, no pod of attempt 1 created before every pod of
+    attempt 0 was deleted (audit log), none seen beside one (the kubelet's samples)."""
+    run = Run(fault_plane, fault_namespace, "whole-restart")
+    plans = [Plan(f"w{i:02d}", "whole", workers=1 + i % 3, clean=("None", "All", "Running")[i % 3],
+                  dwell=run.rng.uniform(0.3, 2.0)) for i in range(30)]
+    run.rng.shuffle(plans)
+    run.start(plans)
+    killer = Killer(run.replicas, run.client, fault_namespace, run.rng, pause=(0.3, 2.5)).start()
+    due = sorted(run.rng.sample(range(2, 27), 3))
+    done: list[int] = []
+
+    def during(finished: int) -> None:
+        for at in due:
+            if finished >= at and at not in done:
+                done.append(at)
+                run.restart_apiserver(kill=True, downtime=run.rng.uniform(0.2, 1.5))
+
+    try:
+        run.lifecycles(plans, concurrency=6, timeout=420, during=during)
+    finally:
+        killer.stop()
+    run.figures.kills, run.figures.leader_kills, run.figures.takeovers = killer.kills, killer.leader_kills, killer.takeovers
+    run.finish(figures)
+    assert run.figures.apiserver_kills == 3 and run.figures.whole_restarts == len(plans)
+    assert killer.kills >= 4, f"only {killer.kills} kills: the run was shorter than the kill schedule"
 
 
 @pytest.mark.fault

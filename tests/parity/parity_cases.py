@@ -159,7 +159,9 @@ def forever(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ("past-deadline",) both jobs touched once 2 s past activeDeadlineSeconds;
 # ("terminal",) wait for Succeeded/Failed; ("objects",) compare children once quiet;
 # ("resume-while-terminating",) suspend the job and resume it while its pods still terminate,
-# and play each side to its end (there the sides part: upstream fails the job, ours re-runs it).
+# and play each side to its end (there the sides part: upstream fails the job, ours re-runs it);
+# ("edit-while-running",) one more Worker and a new image while it runs, a retryable exit, then
+# each side played to its end (there they part too: upstream mixes the two specs, ours does not).
 # The pods whose end decides success end last: with cleanPodPolicy Running, a pod ending
 # in the same instant as the job would race its cleanup differently on each side.
 FINISH = [("exit", "followers", "0"), ("exit", "all", "0")]
@@ -202,6 +204,10 @@ def scenarios() -> list[Case]:
            [("running",), ("exit", "master", "0"), ("terminal",), ("objects",)], "") for p in ("All", "Running", "None")],
         ("ttlSecondsAfterFinished", job("PyTorchJob", "sc-ttl", PT, run_policy={"ttlSecondsAfterFinished": 3}),
          [("running",), *FINISH, ("terminal",), ("gone",)], ""),
+        # a GitOps sync of one more node and a new image onto a running job, then a retryable exit:
+        # there the sides part (upstream mixes two specs among the live pods, ours holds the edit)
+        ("nodes and image edited while running", job("PyTorchJob", "sc-edit-running", PT, restart="ExitCode"),
+         [("running",), ("edit-while-running",)], ""),
         ("pod deleted behind the operator's back", job("PyTorchJob", "sc-pod-deleted", PT),
          [("running",), ("delete-pod", "worker-0"), ("running",), *FINISH, ("terminal",)], ""),
         ("elastic PyTorchJob scaled up and down",

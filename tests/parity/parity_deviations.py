@@ -42,6 +42,14 @@ KNOWN: list[Deviation] = [
         "resume-while-terminating", path=r".*", case=r"resumed while its pods terminate",
         step=r"(resume-while-terminating: outcome|^condition history)$",
         readme="A job resumed while the pods of its suspension still terminate re-runs"),
+    Deviation(
+        "run-revision-mark",
+        path=r"^Pod/[^.]+\.metadata\.annotations\.train-controller\.trainforge\.dev/revision$", up=r"^'<missing>'$",
+        readme="each pod carries `train-controller.trainforge.dev/revision`"),
+    Deviation(
+        "run-integrity", path=r".*", case=r"edited while running",
+        step=r"(edit-while-running: live pods|^condition history)$",
+        readme="An edit of a running job waits for its next run"),
     # not seen once in a fresh-clone make test (e17ca17, 2026-11-27) while the case's other
     # comparisons agreed, and seen again in the next run: upstream's side is not always without
     # completionTime there (why is not established); every Failed path of ours sets it

@@ -244,6 +244,64 @@ class Runner:
             r.error = f"ours did not re-run the resumed job cleanly: {views[1]}"
         self.record(r, f"{step}: outcome", views[0], views[1])
 
+    def step_edit_while_running(self, r: Result, step: str) -> None:
+        """One more Worker and a new image on both running jobs (a merge patch, as a GitOps sync of
+        the edit), then worker-0 exits 137 on both sides and is re-created. Upstream v1.9.4 creates
+        the new worker from the new spec beside pods of the old (`WORLD_SIZE` 4 beside 3) and
+        re-creates worker-0 from the new image; ours keeps the run's shape (controller.jobs.revisions):
+        no new worker, worker-0 as it was. Compared: each side's live pods and the shapes among
+        them; then each side is played to its end, as FINISH ends pods."""
+        case = r.case
+        up_ns, ours_ns = self.both(case)
+        want = self.expected_pods(case)
+        specs = replica_specs(case.job)
+        edit = {rtype: {"template": {"spec": {"containers": [
+            {**c, "image": EDITED_IMAGE} for c in spec["template"]["spec"]["containers"]]}}} for rtype, spec in specs.items()}
+        edit["Worker"]["replicas"] = int(specs["Worker"]["replicas"]) + 1
+        field = KINDS[case.kind].facts.replica_specs
+        for ns in (up_ns, ours_ns):
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {field: edit}})
+
+        def live(ns: str) -> list[dict[str, Any]]:
+            return [p for p in self.h.pods(ns, case.kind, case.name) if not p["metadata"].get("deletionTimestamp")
+                    and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+
+        # upstream's new worker running, and ours quiet (it creates nothing)
+        self.h.settle(lambda: (len(live(up_ns)), len(live(ours_ns))), self.keys(case),
+                      done=lambda a, b: a == want + 1, min_quiet=3.0)
+        old = {}
+        for ns in (up_ns, ours_ns):
+            pod = next(p for p in live(ns) if p["metadata"]["name"] == f"{case.name}-worker-0")
+            old[ns] = pod["metadata"]["uid"]
+            self.h.client.patch(PODS, ns, pod["metadata"]["name"], {"metadata": {"annotations": {RUN: "0", EXIT: "137"}}})
+        for ns in (up_ns, ours_ns):
+            self.h.wait(lambda ns=ns: any(p["metadata"]["name"] == f"{case.name}-worker-0" and p["metadata"]["uid"] !=
+                                          old[ns] and p["status"].get("phase") == "Running" for p in live(ns)),
+                        what=f"{ns}/{case.name}-worker-0 re-created and running")
+
+        def view(ns: str) -> dict[str, Any]:
+            pods = live(ns)
+            return {"pods": sorted(p["metadata"]["name"] for p in pods), "shapes": sorted(
+                {(p["spec"]["containers"][0]["image"], next((e.get("value") for e in p["spec"]["containers"][0].get(
+                    "env") or [] if e["name"] == "WORLD_SIZE"), None)) for p in pods})}
+
+        views = self.h.settle(lambda: (view(up_ns), view(ours_ns)), self.keys(case), done=lambda a, b: True,
+                              min_quiet=3.0)
+        original = replica_specs(case.job)["Worker"]["template"]["spec"]["containers"][0]["image"]
+        if views[1]["shapes"] != [(original, str(want))] or len(views[1]["pods"]) != want:
+            r.error = f"ours mixed the edit into the running job: {views[1]}"
+        self.record(r, f"{step}: live pods", views[0], views[1])
+        outcomes = []
+        for ns in (up_ns, ours_ns):
+            for selector in ("followers", "all"):
+                for pod in self.select(ns, case, selector):
+                    self.h.client.patch(PODS, ns, pod["metadata"]["name"], {"metadata": {"annotations": {RUN: "0", EXIT: "0"}}})
+            final = self.h.wait(lambda ns=ns: (lambda v: v if terminal(v) else None)(
+                pv.status_view(self.h.job(ns, case.kind, case.name) or {}, ns)), what=f"{ns}/{case.name} finished")
+            outcomes.append(next(c["type"] for c in final["conditions"] if c["status"] == "True"
+                                 and c["type"] in ("Succeeded", "Failed")))
+        self.record(r, f"{step}: outcome", outcomes[0], outcomes[1])
+
     def step_delete_pod(self, r: Result, step: str, selector: str) -> None:
         case = r.case
         for ns in self.both(case):
@@ -371,6 +429,7 @@ class Runner:
 
 
 STUCK = "<unschedulable>"
+EDITED_IMAGE = "registry.example/train:2"  # edit-while-running: the new image
 
 
 def unschedulable(pod: dict[str, Any]) -> bool:
