@@ -1,0 +1,166 @@
+"""A job removed from git is deleted and never runs again: real Flux and Argo CD prune a
+failed, a running and a finished job of every target, and no pod is created afterwards.
+
+The world (`prune_kit`) runs each target's real controller on its own namespace:
+kubeflow-v1 PyTorchJobs under train-controller and under the upstream operator v1.9.4,
+trainer-v2 TrainJobs under Kubeflow Trainer v2.3.0 + JobSet v0.12.0. Each round is one
+base commit (the three jobs in every environment, for both engines) and one head commit
+(all of them removed); a recorder sees every pod created. A round ends on positive
+signals only: every engine reports the head commit synced, no pruned job is left in the
+API, their pods are collected, and the recorder has delivered a marker pod created after
+all that. Then not one pod may have been created since the head commit.
+
+Why: Argo CD prunes with foreground propagation by default; the job then lingers with a
+deletionTimestamp while the garbage collector deletes its children, and Trainer v2.3.0
+re-creates a failed TrainJob's JobSet meanwhile (kubeflow/trainer#3737): the failed job
+ran again, for ever. The generated Applications say `PrunePropagationPolicy=background`
+(and carry the background resources finalizer, checked when an Application is deleted);
+Flux always prunes in the background. A loaded machine (busy loops on every core during
+the prune) is where the foreground race was won by the Trainer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+from e2e_kit import running
+from prune_kit import (STATES, TARGETS, PodRecorder, cpu_load, create_namespaces, make_world, wait_gone,
+                       wait_states, write_sources)
+
+from testworld import gitops
+from testworld.argocd import NAMESPACE as ARGOCD_NAMESPACE
+from testworld.flux import NAMESPACE as FLUX_NAMESPACE
+from testworld.watching import RESOURCES, Missing, wait_for
+from testworld.world import World
+
+ENGINES = gitops.ENGINES
+PREFIX = "prune"
+APPS = [f"{PREFIX}-{env}" for env in TARGETS]  # one Kustomization / Application per environment
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    with running(make_world(), "the pruning world") as world:
+        create_namespaces(world)
+        yield world
+
+
+@pytest.fixture(scope="module")
+def loop(world) -> gitops.Loop:
+    return gitops.Loop(world)
+
+
+@pytest.fixture(scope="module")
+def recorder(world) -> Iterator[PodRecorder]:
+    rec = PodRecorder(world)
+    try:
+        yield rec
+    finally:
+        rec.stop()
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("prune-sources")
+    return {engine: root / engine for engine in ENGINES}
+
+
+def keeper(engine: str) -> str:
+    """A finished job that stays in git: an environment is never empty (a build with no
+    TrainJob is an error), and the engines' health settles on it."""
+    return f"{engine}-keeper"
+
+
+def jobs_of(engine: str, round_: str) -> dict[str, str]:
+    return {f"{engine}-{state}-{round_}": state for state in STATES}
+
+
+def commit(loop: gitops.Loop, sources: dict[str, Path], jobs: dict[str, dict[str, str]], message: str) -> str:
+    """engine -> {job name: state}: exactly these jobs in git for that engine, committed."""
+    for engine in ENGINES:
+        write_sources(sources[engine], {keeper(engine): "finished", **jobs[engine]})
+        # a short Flux timeout: a running job holds each reconciliation's health wait that long
+        loop.publish(engine, sources[engine], prefix=PREFIX, folder=f"{PREFIX}/", timeout="10s")
+    return loop.commit(message)
+
+
+def synced(loop: gitops.Loop, sha: str) -> None:
+    """Every Kustomization applied `sha` and is Ready; every Application synced it, its
+    sync operation done, Healthy (only the finished keepers are left)."""
+    for name in APPS:
+        loop.flux.reconcile("Kustomization", name)  # its last health wait may have timed out
+        loop.wait_flux(name, sha, ready="True", timeout=300)
+        loop.wait_argocd(name, sha, timeout=300)
+
+
+class State:
+    keepers: dict[tuple[str, str], str] = {}  # (namespace, name) -> uid
+
+
+STATE = State()
+
+
+def keeper_uids(world: World) -> dict[tuple[str, str], str]:
+    return {(ns, keeper(e)): world.client.get(res, ns, keeper(e))["metadata"]["uid"]
+            for e in ENGINES for ns, res, _ in TARGETS.values()}
+
+
+def test_the_keepers_sync_and_the_applications_prune_in_the_background(world, loop, sources):
+    sha = commit(loop, sources, {e: {} for e in ENGINES}, "prune: the keepers")
+    for engine in ENGINES:
+        loop.install(engine, f"{PREFIX}/")
+    loop.poke()
+    wait_states(world, {keeper(e): "finished" for e in ENGINES})
+    synced(loop, sha)
+    STATE.keepers = keeper_uids(world)
+    for name in APPS:
+        app = world.client.get(RESOURCES["Application"], ARGOCD_NAMESPACE, name)
+        assert "PrunePropagationPolicy=background" in app["spec"]["syncPolicy"]["syncOptions"]
+        assert app["metadata"]["finalizers"] == ["resources-finalizer.argocd.argoproj.io/background"]
+
+
+ROUNDS = [pytest.param("idle", id="on an idle machine"), pytest.param("loaded", id="on a loaded machine")]
+
+
+@pytest.mark.parametrize("round_", ROUNDS)
+def test_no_pod_is_created_after_failed_running_and_finished_jobs_are_pruned(world, loop, sources, recorder,
+                                                                             round_):
+    jobs = {engine: jobs_of(engine, round_) for engine in ENGINES}
+    commit(loop, sources, jobs, f"prune: failed, running and finished jobs ({round_})")
+    wait_states(world, {n: s for e in ENGINES for n, s in jobs[e].items()})
+    recorder.caught_up()
+    start = recorder.mark()
+
+    with cpu_load() if round_ == "loaded" else nullcontext():
+        head = commit(loop, sources, {e: {} for e in ENGINES}, f"prune: remove them ({round_})")
+        synced(loop, head)
+        wait_gone(world, {n for e in ENGINES for n in jobs[e]})
+    recorder.caught_up()
+
+    assert recorder.since(start) == []
+    assert keeper_uids(world) == STATE.keepers  # what stayed in git was not touched
+
+
+def test_deleting_the_applications_and_kustomizations_deletes_their_jobs_without_a_rerun(world, loop, sources,
+                                                                                      recorder):
+    """Argo CD deletes an Application's resources with the propagation its finalizer names
+    (background here); Flux deletes a Kustomization's with prune: true, in the background."""
+    jobs = {engine: jobs_of(engine, "deleted") for engine in ENGINES}
+    commit(loop, sources, jobs, "prune: failed, running and finished jobs (deleted with their engine objects)")
+    wait_states(world, {n: s for e in ENGINES for n, s in jobs[e].items()})
+    recorder.caught_up()
+    start = recorder.mark()
+
+    world.kubectl("delete", "-n", ARGOCD_NAMESPACE, "applications.argoproj.io", *APPS, "--wait=false")
+    world.kubectl("delete", "-n", FLUX_NAMESPACE, "kustomizations.kustomize.toolkit.fluxcd.io", *APPS,
+                  "--wait=false")
+    for res, ns in ((RESOURCES["Application"], ARGOCD_NAMESPACE), (RESOURCES["Kustomization"], FLUX_NAMESPACE)):
+        wait_for(world.client, res, lambda objects, ns=ns: Missing(str(sorted(objects))) if any(
+            (ns, n) in objects for n in APPS) else True, namespace=ns, timeout=300, what=f"{res.kind}s deleted")
+    wait_gone(world, {n for e in ENGINES for n in [*jobs[e], keeper(e)]})
+    recorder.caught_up()
+
+    assert recorder.since(start) == []
