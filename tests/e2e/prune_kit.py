@@ -11,12 +11,12 @@ upstream operator v1.9.4, trainer-v2 under Kubeflow Trainer v2.3 + JobSet), each
   Both engines share the namespaces (names differ: `<engine>-<state>-<round>`); the
   project creates no Namespace objects, the test does (two engines applying one
   Namespace would each see the other's as drift).
-- The recorder is one watch on every pod from a listed resourceVersion, resumed from
-  the last event it saw when the stream ends, so no creation between two streams is
-  lost (a re-list would miss a pod created and deleted meanwhile). `caught_up()` creates
-  a marker pod and waits for its ADDED event: watch events arrive in etcd order, so
-  every creation before the marker has been seen. A creation is judged against that
-  positive signal, never after a sleep.
+- A recorder is one watch on every object of a resource (pods, PyTorchJobs) from a
+  listed resourceVersion, resumed from the last event it saw when the stream ends, so no
+  creation between two streams is lost (a re-list would miss a pod created and deleted
+  meanwhile). `caught_up()` creates a marker and waits for its ADDED event: watch events
+  arrive in etcd order, so every creation before the marker has been seen. A creation is
+  judged against that positive signal, never after a sleep.
 - The load generator is busy-looping processes (two per core), started and stopped by
   their pids, so "a loaded machine" is the same load on any machine.
 """
@@ -28,7 +28,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,7 @@ RUN_SECONDS = "testworld.trainforge.dev/run-seconds"
 EXIT_CODE = "testworld.trainforge.dev/exit-code"
 # kubeflow-v1 only (an error under trainer-v2): a failed run ends the job at once
 V1_FAIL_FAST = {"policy": {"restart": "Never", "backoffLimit": 0}}
+TTL_SECONDS = 5
 
 PROJECT = {
     "apiVersion": "trainforge.dev/v1alpha1", "kind": "Project", "metadata": {"name": "prune-e2e"},
@@ -92,13 +93,15 @@ def create_namespaces(world: World) -> None:
 
 def trainjob(name: str, state: str) -> dict[str, Any]:
     """A two-node PyTorch TrainJob that ends `state` (kwok reads the annotations)."""
-    annotations = {"failed": {EXIT_CODE: "1"}, "running": {RUN_SECONDS: "forever"}, "finished": {}}[state]
+    annotations = {EXIT_CODE: "1"} if state == "failed" else {RUN_SECONDS: "forever"} if state == "running" else {}
     spec: dict[str, Any] = {"framework": "pytorch", "image": "ghcr.io/acme/train:1.0",
                             "command": ["torchrun", "train.py"], "nodes": 2,
                             "resources": {"cpu": "1", "memory": "1Gi"},
                             "podTemplate": {"metadata": {"annotations": annotations}}}
     if state == "failed":
         spec["environments"] = {"ours": V1_FAIL_FAST, "upstream": V1_FAIL_FAST}
+    if state == "ttl":  # finished, then deleted by its controller (kubeflow-v1 only)
+        spec["environments"] = {env: {"policy": {"ttlAfterFinished": TTL_SECONDS}} for env in ("ours", "upstream")}
     return {"apiVersion": "trainforge.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": name}, "spec": spec}
 
 
@@ -161,71 +164,92 @@ def owner_job(env: str, pod: dict[str, Any]) -> str:
     return labels.get("jobset.sigs.k8s.io/jobset-name" if env == "v2" else "training.kubeflow.org/job-name", "")
 
 
-class PodRecorder:
-    """Every pod created after it started: one watch, resumed where it stopped."""
+class Recorder:
+    """Every ADDED and DELETED event of `res` after it started: one watch, resumed where it
+    stopped. `marker(name)` is an object of `res` to create in the markers namespace."""
 
-    def __init__(self, world: World) -> None:
-        self.world = world
+    def __init__(self, world: World, res: Resource, marker: Callable[[str], dict[str, Any]]) -> None:
+        self.world, self.res, self.marker = world, res, marker
         self.client = Client.connect(str(world.kubeconfig), pool_size=2)
-        self.created: list[dict[str, Any]] = []
+        self.events: list[tuple[str, dict[str, Any]]] = []
         self.error = ""
         self.lock = threading.Condition()
         self.stopped = threading.Event()
         self.markers = itertools.count()
-        listed = self.client.list(PODS)
-        self.version = listed["metadata"]["resourceVersion"]
-        self.thread = threading.Thread(target=self._run, name="pod-recorder", daemon=True)
+        self.version = self.client.list(res)["metadata"]["resourceVersion"]
+        self.thread = threading.Thread(target=self._run, name=f"{res.kind}-recorder", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while not self.stopped.is_set():
             try:
-                for event in self.client.watch(PODS, resource_version=self.version, timeout_seconds=30):
+                for event in self.client.watch(self.res, resource_version=self.version, timeout_seconds=30):
                     kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ERROR":  # "too old resource version": creations may be lost
+                    if kind == "ERROR":  # "too old resource version": events may be lost
                         with self.lock:
-                            self.error = f"the pod watch broke: {obj.get('message')}"
+                            self.error = f"the {self.res.kind} watch broke: {obj.get('message')}"
                             self.lock.notify_all()
                         return
                     self.version = obj["metadata"]["resourceVersion"]
-                    if kind == "ADDED":
+                    if kind in ("ADDED", "DELETED"):
                         with self.lock:
-                            self.created.append(obj)
+                            self.events.append((kind, obj))
                             self.lock.notify_all()
                     if self.stopped.is_set():
                         return
             except errors.Retryable:
                 continue  # resume from the last event seen
 
-    def caught_up(self, timeout: float = 120) -> None:
-        """Create a marker pod and wait until the watch has delivered it (and so every
-        creation before it)."""
-        name = f"marker-{next(self.markers)}"
-        self.world.client.create(PODS, MARKERS, {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"nodeSelector": {"testworld.trainforge.dev/pool": "none"},  # stays Pending
-                     "containers": [{"name": "marker", "image": "example.com/marker:1"}]}})
+    def wait(self, done: Callable[[list[tuple[str, dict[str, Any]]]], bool], what: str, timeout: float = 180) -> None:
+        """Until `done(events)` holds (checked on every event)."""
         with self.lock:
-            seen = self.lock.wait_for(lambda: self.error or any(
-                p["metadata"]["namespace"] == MARKERS and p["metadata"]["name"] == name for p in self.created),
-                timeout=timeout)
-        assert seen and not self.error, self.error or f"the pod watch did not deliver {name} in {timeout:.0f}s"
+            held = self.lock.wait_for(lambda: self.error or done(self.events), timeout=timeout)
+            assert held and not self.error, self.error or f"{what}: not seen in {timeout:.0f}s"
 
-    def since(self, start: int) -> list[str]:
-        """namespace/name (and owner) of every pod created after the first `start`, markers aside."""
-        with self.lock:
-            return [f"{p['metadata']['namespace']}/{p['metadata']['name']} "
-                    f"{[o.get('kind') + '/' + o.get('name', '') for o in p['metadata'].get('ownerReferences') or []]}"
-                    for p in self.created[start:] if p["metadata"]["namespace"] != MARKERS]
+    def caught_up(self, timeout: float = 120) -> None:
+        """Create a marker and wait until the watch has delivered it, and so every event before it."""
+        name = f"marker-{next(self.markers)}"
+        self.world.client.create(self.res, MARKERS, {**self.marker(name), "metadata": {"name": name}})
+        self.wait(lambda events: any(t == "ADDED" and key(o) == (MARKERS, name) for t, o in events),
+                  f"the {self.res.kind} marker {name}", timeout)
 
     def mark(self) -> int:
         with self.lock:
-            return len(self.created)
+            return len(self.events)
+
+    def created(self, start: int = 0, *, namespace: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+        """The objects created after the first `start` events (markers aside), maybe of one namespace/name."""
+        with self.lock:
+            return [o for t, o in self.events[start:] if t == "ADDED" and key(o)[0] != MARKERS
+                    and namespace in (None, key(o)[0]) and name in (None, key(o)[1])]
 
     def stop(self) -> None:
         self.stopped.set()
         self.thread.join(timeout=40)
         self.client.close()
+
+
+def key(obj: dict[str, Any]) -> tuple[str, str]:
+    return obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+def described(pods: list[dict[str, Any]]) -> list[str]:
+    return [f"{p['metadata']['namespace']}/{p['metadata']['name']} (owner "
+            f"{[o.get('kind', '') + '/' + o.get('name', '') for o in p['metadata'].get('ownerReferences') or []]})"
+            for p in pods]
+
+
+def pod_marker(name: str) -> dict[str, Any]:
+    """A pod nothing can schedule: it stays Pending and nothing acts on it."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "spec": {"nodeSelector": {"testworld.trainforge.dev/pool": "none"},
+                     "containers": [{"name": "marker", "image": "example.com/marker:1"}]}}
+
+
+def pytorchjob_marker(name: str) -> dict[str, Any]:
+    """A PyTorchJob in a namespace no controller watches."""
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {"Master": {
+        "replicas": 1, "template": {"spec": {"containers": [{"name": "pytorch", "image": "example.com/marker:1"}]}}}}}}
 
 
 @contextmanager

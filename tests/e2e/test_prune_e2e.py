@@ -26,12 +26,13 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-from e2e_kit import running
-from prune_kit import (STATES, TARGETS, PodRecorder, cpu_load, create_namespaces, make_world, wait_gone,
-                       wait_states, write_sources)
+from e2e_kit import active, running
+from prune_kit import (PODS, PYTORCHJOBS, STATES, TARGETS, Recorder, cpu_load, create_namespaces, described, key,
+                       make_world, pod_marker, pytorchjob_marker, wait_gone, wait_states, write_sources)
 
 from testworld import gitops
 from testworld.argocd import NAMESPACE as ARGOCD_NAMESPACE
+from testworld.argocd import REFRESH
 from testworld.flux import NAMESPACE as FLUX_NAMESPACE
 from testworld.watching import RESOURCES, Missing, wait_for
 from testworld.world import World
@@ -54,8 +55,8 @@ def loop(world) -> gitops.Loop:
 
 
 @pytest.fixture(scope="module")
-def recorder(world) -> Iterator[PodRecorder]:
-    rec = PodRecorder(world)
+def recorder(world) -> Iterator[Recorder]:
+    rec = Recorder(world, PODS, pod_marker)
     try:
         yield rec
     finally:
@@ -140,8 +141,61 @@ def test_no_pod_is_created_after_failed_running_and_finished_jobs_are_pruned(wor
         wait_gone(world, {n for e in ENGINES for n in jobs[e]})
     recorder.caught_up()
 
-    assert recorder.since(start) == []
+    assert described(recorder.created(start)) == []
     assert keeper_uids(world) == STATE.keepers  # what stayed in git was not touched
+
+
+def ttl_runs(events: list[tuple[str, dict]], namespace: str, name: str) -> int:
+    """How often the job ran to Succeeded and was then deleted (by its TTL)."""
+    return sum(1 for t, o in events if t == "DELETED" and key(o) == (namespace, name) and "Succeeded" in active(o))
+
+
+def argocd_holds(loop: gitops.Loop, app: str, job: str, sha: str) -> None:
+    """The Application compared the cluster after a refresh, saw the job Missing, and
+    started no sync: auto-sync skipped ("most recent sync already to" `sha`)."""
+    loop.argocd.refresh(app)
+
+    def check(objects):
+        obj = objects.get((ARGOCD_NAMESPACE, app)) or {}
+        status = obj.get("status") or {}
+        mine = [r for r in status.get("resources") or [] if r.get("name") == job and r.get("kind") == "PyTorchJob"]
+        seen = (REFRESH in (obj["metadata"].get("annotations") or {}), [(r.get("status"), (r.get("health") or {}).get(
+            "status")) for r in mine], "operation" in obj, ((status.get("operationState") or {}).get("syncResult") or {}).get(
+            "revision"))
+        return obj if seen == (False, [("OutOfSync", "Missing")], False, sha) else Missing(str(seen))
+    wait_for(loop.world.client, RESOURCES["Application"], check, namespace=ARGOCD_NAMESPACE, timeout=180,
+             what=f"{app} refreshed with {job} Missing and no sync")
+
+
+def test_a_job_kept_in_git_runs_again_after_its_ttl_deleted_it(world, loop, sources):
+    """`policy.ttlAfterFinished` on a job kept in git, as `train-compile flux`/`argocd`
+    configure the engines, under train-controller and the upstream operator: the job runs,
+    its controller deletes it, and each engine creates it again, so it runs again: Flux at
+    its next reconciliation (every `--interval`), Argo CD (no self-heal) not on a refresh
+    but at the next commit to the repository, even one that changes nothing it syncs."""
+    jobs = Recorder(world, PYTORCHJOBS, pytorchjob_marker)
+    v1 = [TARGETS[env][0] for env in ("ours", "upstream")]
+    try:
+        base = commit(loop, sources, {e: {f"{e}-ttl": "ttl"} for e in ENGINES}, "prune: a job with a TTL")
+        jobs.wait(lambda ev: all(ttl_runs(ev, ns, f"{e}-ttl") == 1 for e in ENGINES for ns in v1),
+                  "every TTL job ran and was deleted")
+        for env in ("ours", "upstream"):
+            argocd_holds(loop, f"{PREFIX}-{env}", "argocd-ttl", base)
+
+        for env in ("ours", "upstream"):  # Flux's next reconciliation, asked for now
+            loop.flux.reconcile("Kustomization", f"{PREFIX}-{env}")
+        jobs.wait(lambda ev: all(ttl_runs(ev, ns, "flux-ttl") == 2 for ns in v1), "Flux's TTL jobs ran again")
+        jobs.caught_up()
+        assert all(len(jobs.created(namespace=ns, name="argocd-ttl")) == 1 for ns in v1)  # Argo CD held
+
+        (loop.repo.path / "NOTES.md").write_text("A commit that changes no job.\n")
+        loop.commit("notes")
+        jobs.wait(lambda ev: all(ttl_runs(ev, ns, "argocd-ttl") == 2 for ns in v1), "Argo CD's TTL jobs ran again")
+    finally:
+        jobs.stop()
+    head = commit(loop, sources, {e: {} for e in ENGINES}, "prune: the TTL jobs leave git")
+    synced(loop, head)
+    wait_gone(world, {f"{e}-ttl" for e in ENGINES})
 
 
 def test_deleting_the_applications_and_kustomizations_deletes_their_jobs_without_a_rerun(world, loop, sources,
@@ -163,4 +217,4 @@ def test_deleting_the_applications_and_kustomizations_deletes_their_jobs_without
     wait_gone(world, {n for e in ENGINES for n in [*jobs[e], keeper(e)]})
     recorder.caught_up()
 
-    assert recorder.since(start) == []
+    assert described(recorder.created(start)) == []
