@@ -233,10 +233,15 @@ def key(obj: dict[str, Any]) -> tuple[str, str]:
     return obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
 
 
-def described(pods: list[dict[str, Any]]) -> list[str]:
-    return [f"{p['metadata']['namespace']}/{p['metadata']['name']} (owner "
-            f"{[o.get('kind', '') + '/' + o.get('name', '') for o in p['metadata'].get('ownerReferences') or []]})"
-            for p in pods]
+def by_job(pods: list[dict[str, Any]]) -> dict[str, int]:
+    """namespace/job -> how many of `pods` it owns (by the controllers' job-name labels)."""
+    counts: dict[str, int] = {}
+    for pod in pods:
+        labels = pod["metadata"].get("labels") or {}
+        job = labels.get("training.kubeflow.org/job-name") or labels.get("jobset.sigs.k8s.io/jobset-name") or "?"
+        name = f"{pod['metadata']['namespace']}/{job}"
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def pod_marker(name: str) -> dict[str, Any]:

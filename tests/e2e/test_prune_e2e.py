@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from e2e_kit import active, running
-from prune_kit import (PODS, PYTORCHJOBS, STATES, TARGETS, Recorder, cpu_load, create_namespaces, described, key,
+from prune_kit import (PODS, PYTORCHJOBS, STATES, TARGETS, Recorder, by_job, cpu_load, create_namespaces, key,
                        make_world, pod_marker, pytorchjob_marker, wait_gone, wait_states, write_sources)
 
 from testworld import gitops
@@ -141,7 +141,7 @@ def test_no_pod_is_created_after_failed_running_and_finished_jobs_are_pruned(wor
         wait_gone(world, {n for e in ENGINES for n in jobs[e]})
     recorder.caught_up()
 
-    assert described(recorder.created(start)) == []
+    assert by_job(recorder.created(start)) == {}  # namespace/job -> pods created
     assert keeper_uids(world) == STATE.keepers  # what stayed in git was not touched
 
 
@@ -217,4 +217,4 @@ def test_deleting_the_applications_and_kustomizations_deletes_their_jobs_without
     wait_gone(world, {n for e in ENGINES for n in [*jobs[e], keeper(e)]})
     recorder.caught_up()
 
-    assert described(recorder.created(start)) == []
+    assert by_job(recorder.created(start)) == {}  # namespace/job -> pods created
