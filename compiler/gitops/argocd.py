@@ -21,8 +21,8 @@ created again and run again.
 Deleting a job: Argo CD prunes with foreground propagation unless told otherwise, so the
 job lingers with a deletionTimestamp until the garbage collector has deleted its
 children; a controller that ignores the deletionTimestamp meanwhile re-creates them
-(Kubeflow Trainer v2.3.0 does, for a failed TrainJob: kubeflow/trainer#3737), and the
-job runs again. `PrunePropagationPolicy=background` (a sync option) deletes the job at
+(Kubeflow Trainer v2.3.0 does, for a failed or running TrainJob: kubeflow/trainer#3737),
+and the job runs again. `PrunePropagationPolicy=background` (a sync option) deletes the job at
 once and leaves its children to the garbage collector, as Flux prunes; the background
 resources finalizer does the same when the Application itself is deleted (without a
 finalizer Argo CD would leave every job behind; the plain one is foreground).

@@ -12,8 +12,9 @@ all that. Then not one pod may have been created since the head commit.
 
 Why: Argo CD prunes with foreground propagation by default; the job then lingers with a
 deletionTimestamp while the garbage collector deletes its children, and Trainer v2.3.0
-re-creates a failed TrainJob's JobSet meanwhile (kubeflow/trainer#3737): the failed job
-ran again, for ever. The generated Applications say `PrunePropagationPolicy=background`
+re-creates the JobSet of a failed or running TrainJob meanwhile (kubeflow/trainer#3737):
+the job ran again until the garbage collector won a round (with foreground pruning this
+test saw 6 to 165 pods created, none of a kubeflow-v1 job). The generated Applications say `PrunePropagationPolicy=background`
 (and carry the background resources finalizer, checked when an Application is deleted);
 Flux always prunes in the background. A loaded machine (busy loops on every core during
 the prune) is where the foreground race was won by the Trainer.

@@ -21,8 +21,8 @@ The scenarios run in order on one repository, each a commit, for both engines at
 Scenario 4 once failed on a fresh machine, twice: Argo CD pruned the failed TrainJob with
 its default foreground propagation; Trainer v2.3.0 ignores the deletionTimestamp and
 drops the Failed condition (kubeflow/trainer#3737), so it re-created the JobSet and its
-pods as fast as the garbage collector deleted them and the TrainJob never went away (it
-passed when the garbage collector won the first round). The generated Applications now
+pods as fast as the garbage collector deleted them, and the TrainJob stayed until the
+garbage collector won a round (the scenario passed when it won the first). The generated Applications now
 prune in the background (`PrunePropagationPolicy=background`): the TrainJob is gone at
 once and nothing reconciles it; the scenario checks that the prune ends.
 """
