@@ -11,11 +11,21 @@
   CD runs kustomize) or the plugin, which runs `train-compile render --env <env>` on the
   TrainJob sources in the repo server.
 
-Kueue-managed jobs: `ignore_differences` hides exactly the fields Kueue changes
-(`compiler.gitops.kueue`) and `RespectIgnoreDifferences=true` keeps a sync from writing them back, which would
-suspend a running job or strip its flavor. A job is a run, not a rollout: auto-sync
-prunes jobs removed from git but does not self-heal by default, because a job deleted in
-the cluster (by `ttlAfterFinished` or by hand) would be created again and run again.
+Kueue-managed jobs: `ignore_differences` hides exactly the fields Kueue changes, on
+queued jobs only (`compiler.gitops.kueue`), and `RespectIgnoreDifferences=true` keeps a
+sync from writing them back, which would suspend a running job or strip its flavor. A job
+is a run, not a rollout: auto-sync prunes jobs removed from git but does not self-heal by
+default, because a job deleted in the cluster (by `ttlAfterFinished` or by hand) would be
+created again and run again.
+
+Deleting a job: Argo CD prunes with foreground propagation unless told otherwise, so the
+job lingers with a deletionTimestamp until the garbage collector has deleted its
+children; a controller that ignores the deletionTimestamp meanwhile re-creates them
+(Kubeflow Trainer v2.3.0 does, for a failed or running TrainJob: kubeflow/trainer#3737),
+and the job runs again. `PrunePropagationPolicy=background` (a sync option) deletes the job at
+once and leaves its children to the garbage collector, as Flux prunes; the background
+resources finalizer does the same when the Application itself is deleted (without a
+finalizer Argo CD would leave every job behind; the plain one is foreground).
 """
 
 from __future__ import annotations
@@ -37,7 +47,10 @@ GENERATE_SCRIPT = (
     'exec train-compile render . --env "${ARGOCD_ENV_' + ENV_PARAM
     + ':?set the TRAINFORGE_ENV plugin parameter to an environment of trainforge.yaml}"'
 )
-SYNC_OPTIONS = ("CreateNamespace=true", "RespectIgnoreDifferences=true", "ApplyOutOfSyncOnly=true")
+SYNC_OPTIONS = ("CreateNamespace=true", "RespectIgnoreDifferences=true", "ApplyOutOfSyncOnly=true",
+                "PrunePropagationPolicy=background")
+# Argo CD v3.2 pkg/apis/application/v1alpha1: BackgroundPropagationPolicyFinalizer
+FINALIZER = "resources-finalizer.argocd.argoproj.io/background"
 
 
 @dataclass(frozen=True)
@@ -78,9 +91,8 @@ def argocd_cm_patch(namespace: str = ARGOCD_NAMESPACE) -> dict[str, Any]:
 
 
 def ignore_differences() -> list[dict[str, Any]]:
-    """What Kueue changes on a job of each kind, as Argo CD ignoreDifferences entries."""
-    return [{"group": health.GROUP, "kind": kind, "jsonPointers": list(kueue.RUN_POLICY_POINTERS),
-             "jqPathExpressions": kueue.jq_paths(kind)} for kind in BY_KIND] + [
+    """What Kueue changes on a queued job of each kind, as Argo CD ignoreDifferences entries."""
+    return [{"group": health.GROUP, "kind": kind, "jqPathExpressions": kueue.jq_paths(kind)} for kind in BY_KIND] + [
         {"group": kueue.TRAINJOB["group"], "kind": kueue.TRAINJOB["kind"],
          "jqPathExpressions": list(kueue.TRAINJOB_JQ)}]
 
@@ -170,7 +182,9 @@ def _labels(target: Target) -> dict[str, str]:
 
 def application(target: Target, env: str) -> dict[str, Any]:
     meta = {"name": f"{target.prefix}-{env}", "namespace": target.namespace,
-            "labels": {**_labels(target), "trainforge.dev/environment": env}}
+            "labels": {**_labels(target), "trainforge.dev/environment": env},
+            # also in an ApplicationSet's template: without one, it would add the foreground finalizer
+            "finalizers": [FINALIZER]}
     return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta,
             "spec": _spec(target, env)}
 

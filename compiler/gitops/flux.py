@@ -8,15 +8,18 @@ applied, and teaches Flux the health of the seven kubeflow.org kinds through
 Kueue rewrites a job while it runs (`runPolicy.suspend`, the pod templates' node
 selectors, tolerations, labels: `compiler.gitops.kueue`); re-applying git over that would
 suspend a running job or strip its flavor. kustomize-controller >= 1.9 takes those fields
-as `.spec.ignore` (JSON pointers per kind): they are left out of drift detection, and a
-drifted one is applied with the cluster's value, so the rest of a job still follows git
-as it does under Argo CD. `--create-only` instead annotates jobs
+as `.spec.ignore` (JSON pointers per kind, on jobs with a queue label only, since Kueue
+manages no other job): they are left out of drift detection, and a drifted one is
+applied with the cluster's value, so the rest of a job, and all of an unqueued one
+(`policy.suspend` included), still follows git as it does under Argo CD. `--create-only` instead annotates jobs
 `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` (a patch in the Kustomization, not in
 the compiled tree): Flux creates a job and never touches it again. Either way a job is a
 run: an edit reaches the object, never the pods of a run in progress or done; a new run
 needs a new name. `wait: true` keeps the Kustomization not Ready while a run is in
 progress and Failed when a job fails; its `timeout` bounds how long one reconciliation
-waits.
+waits. `prune: true` deletes a job removed from git with background propagation (what
+kustomize-controller always uses), so no controller sees the job linger while the
+garbage collector deletes its pods (see `compiler.gitops.argocd`).
 """
 
 from __future__ import annotations
@@ -61,9 +64,8 @@ def job_patches() -> list[dict[str, Any]]:
 
 
 def ignore_rules() -> list[dict[str, Any]]:
-    """`.spec.ignore`: the Kueue-managed fields of each kind, for drift and apply."""
-    return [{"paths": kueue.json_pointers(kind),
-             "target": {"group": health.GROUP, "version": "v1", "kind": kind}} for kind in BY_KIND] + [
+    """`.spec.ignore`: the Kueue-managed fields of each kind's queued jobs, for drift and apply."""
+    return [{"paths": kueue.json_pointers(kind), "target": kueue.queued_target(kind)} for kind in BY_KIND] + [
         {"paths": list(kueue.TRAINJOB_POINTERS), "target": dict(kueue.TRAINJOB_QUEUED)}]
 
 

@@ -17,159 +17,23 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_kit import JOBS, active, app_resources, get_job, jobs_in, wait_jobs
+from e2e_kit import active, app_resources, get_job, jobs_in, wait_gone, wait_jobs
+from kueue_kit import (A100, APP, ENGINES, FLUX_TIMEOUT, GPU, KUEUE_JOBS, KUSTOMIZATION, NAMESPACE, NAMESPACES,
+                       PREFIX, QUOTA_FILES, QUOTA_GPUS, WORKLOADS, WorkloadLog, apply, cluster_queue,
+                       cluster_queue_object, condition, local_queue_object, queue_objects)
 
 from controller.jobs.kinds import KINDS
-from controller.runtime import errors
-from controller.runtime.kube import Client, Resource
 from testworld import gitops
 from testworld.argocd import NAMESPACE as ARGOCD_NAMESPACE
 from testworld.flux import NAMESPACE as FLUX_NAMESPACE
 from testworld.flux import REQUESTED_AT
 from testworld.kueue import Kueue
 from testworld.watching import RESOURCES, Missing, wait_for
-
-ENGINES = gitops.ENGINES
-KUEUE_JOBS = JOBS / "kueue"
-NAMESPACE = "kueue"  # of the job files; each engine's copy is <engine>-kueue
-NAMESPACES = [f"{engine}-{NAMESPACE}" for engine in ENGINES]
-PREFIX = "kueue"
-APP = KUSTOMIZATION = f"{PREFIX}-default"
-QUOTA_GPUS = 4
-QUOTA_FILES = ["q-pytorch.yaml", "q-tf.yaml", "q-xgb.yaml", "q-jax.yaml"]  # 2 GPUs each: 8 asked, 4 in the quota
-GPU = "nvidia.com/gpu"
-A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}  # the a100 kwok pool's label
-WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
-# Flux's health wait per reconciliation. The Kustomization waits for every job it applied
-# (wait: true) and applies nothing newer meanwhile: with the default 5m a running job would
-# hold the next commit back until it ends, and the preemptor would never meet its victim.
-FLUX_TIMEOUT = "10s"
-
-
-def cluster_queue(engine: str) -> str:
-    return f"{engine}-gpus"
-
-
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-
-
-def cluster_queue_object(name: str, namespace_selector: dict[str, Any], gpu_quota: int) -> dict[str, Any]:
-    """A ClusterQueue over the a100 flavor covering what the compiled pods ask for (Kueue
-    admits no workload asking for a resource its ClusterQueue does not cover)."""
-    quota = {"cpu": "64", "memory": "256Gi", GPU: str(gpu_quota)}
-    if not gpu_quota:
-        quota = dict.fromkeys(quota, "0")
-    return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": {
-        "namespaceSelector": namespace_selector, "preemption": {"withinClusterQueue": "LowerPriority"},
-        "resourceGroups": [{"coveredResources": list(quota), "flavors": [
-            {"name": "a100", "resources": [{"name": r, "nominalQuota": q} for r, q in quota.items()]}]}]}}
-
-
-def local_queue_object(name: str, namespace: str, cluster_queue: str) -> dict[str, Any]:
-    return {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterQueue": cluster_queue}}
-
-
-def queue_objects(engine: str) -> list[dict[str, Any]]:
-    """What a platform team sets up once per team: a flavor, a ClusterQueue with a GPU
-    quota that preempts lower priorities, the team's LocalQueue, two priorities."""
-    ns = f"{engine}-{NAMESPACE}"
-    return [
-        {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "a100"}, "spec": {"nodeLabels": A100}},
-        cluster_queue_object(cluster_queue(engine), {"matchLabels": {"kubernetes.io/metadata.name": ns}}, QUOTA_GPUS),
-        local_queue_object("gpu-queue", ns, cluster_queue(engine)),
-        {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": "low"}, "value": 100},
-        {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": 1000},
-    ]
-
-
-def apply(world, obj: dict[str, Any], manager: str = "platform-team") -> None:
-    world.kubectl("apply", "--server-side", f"--field-manager={manager}", "-f", "-", input=json.dumps(obj))
-
-
-def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
-    return gitops.condition(obj, ctype)
-
-
-def reserving(workload: dict[str, Any]) -> bool:
-    """The workload holds quota now: QuotaReserved and not Finished."""
-    return condition(workload, "QuotaReserved").get("status") == "True" \
-        and condition(workload, "Finished").get("status") != "True"
-
-
-def gpus(workload: dict[str, Any]) -> int:
-    admission = (workload.get("status") or {}).get("admission") or {}
-    return sum(int((a.get("resourceUsage") or {}).get(GPU, 0)) for a in admission.get("podSetAssignments") or [])
-
-
-class WorkloadLog:
-    """Every state of every Workload in the scenario namespaces, from a watch running for
-    the whole module: what Kueue reserved at each moment, not only at the end."""
-
-    def __init__(self, kubeconfig: Path) -> None:
-        self.client = Client.connect(str(kubeconfig), pool_size=2)
-        self.current: dict[tuple[str, str], dict[str, Any]] = {}
-        self.history: list[dict[str, Any]] = []  # each ADDED/MODIFIED workload as seen
-        self.peak: dict[str, int] = {}  # ClusterQueue -> most GPUs reserved at once
-        self.lock = threading.Lock()
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="workload-log", daemon=True)
-        self.thread.start()
-
-    def _seen(self, obj: dict[str, Any], deleted: bool = False) -> None:
-        meta = obj["metadata"]
-        if meta.get("namespace") not in NAMESPACES:
-            return
-        with self.lock:
-            key = (meta["namespace"], meta["name"])
-            if deleted:
-                self.current.pop(key, None)
-            else:
-                self.current[key] = obj
-                self.history.append(obj)
-            usage: dict[str, int] = {}
-            for wl in self.current.values():
-                if reserving(wl):
-                    queue = wl["status"]["admission"]["clusterQueue"]
-                    usage[queue] = usage.get(queue, 0) + gpus(wl)
-            for queue, used in usage.items():
-                self.peak[queue] = max(self.peak.get(queue, 0), used)
-
-    def _run(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                listed = self.client.list(WORKLOADS)
-                for obj in listed.get("items") or []:
-                    self._seen(obj)
-                version = listed["metadata"]["resourceVersion"]
-                for event in self.client.watch(WORKLOADS, resource_version=version, timeout_seconds=5):
-                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                        self._seen(event["object"], deleted=event["type"] == "DELETED")
-                    elif event.get("type") == "ERROR":
-                        break
-                    if self.stopped.is_set():
-                        return
-            except (errors.ApiError, errors.Retryable, OSError):
-                time.sleep(0.5)
-
-    def of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        """Every state seen of the workload(s) owned by the job `namespace/name`."""
-        with self.lock:
-            return [w for w in self.history if w["metadata"]["namespace"] == namespace
-                    and any(o.get("name") == name for o in w["metadata"].get("ownerReferences") or [])]
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.thread.join(timeout=10)
-        self.client.close()
-
 
 @pytest.fixture(scope="module")
 def kueue(world) -> Iterator[Kueue]:
@@ -362,6 +226,64 @@ def test_a_higher_kueue_priority_preempts_and_the_evicted_job_reruns(world, loop
     flux_ready(loop, sha)
     app = argocd_at(loop, sha, "Healthy")
     assert {n: r["health"]["status"] for n, r in app_resources(app, "PaddleJob").items()} == {"victim": "Healthy"}
+
+
+def live_pods(loop: gitops.Loop, namespace: str, job: str, count: int) -> set[str]:
+    """The uids of the job's pods once exactly `count` of them exist, every one Running."""
+    def check(objects: dict[tuple[str, str], dict[str, Any]]) -> Any:
+        pods = [p for p in objects.values()
+                if (p["metadata"].get("labels") or {}).get("training.kubeflow.org/job-name") == job]
+        phases = sorted((p.get("status") or {}).get("phase", "") + ("/deleting" if p["metadata"].get(
+            "deletionTimestamp") else "") for p in pods)
+        if phases == ["Running"] * count:
+            return {p["metadata"]["uid"] for p in pods} or True
+        return Missing(f"pods of {job}: {phases}")
+    found = wait_for(loop.world.client, RESOURCES["Pod"], check, namespace=namespace, timeout=180,
+                     what=f"{count} Running pods of {namespace}/{job}")
+    return found if isinstance(found, set) else set()
+
+
+def set_suspend(sources: dict[str, Path], value: bool) -> None:
+    for engine in ENGINES:
+        gitops.edit_spec(sources[engine] / "unqueued.yaml", lambda d: d["spec"]["policy"].__setitem__("suspend", True)
+                         if value else d["spec"]["policy"].pop("suspend"))
+
+
+def test_a_job_without_a_queue_is_suspended_and_resumed_from_git_while_kueue_leaves_it_alone(
+        world, loop, kueue, workloads, kueue_sources):
+    """Kueue manages queued jobs only, so the engines ignore its fields on those only: on any
+    other job `policy.suspend` is git's, and both engines apply it to a job that exists."""
+    commit(loop, kueue_sources, ["unqueued.yaml"], "jobs: unqueued runs")
+    first = {e: live_pods(loop, f"{e}-{NAMESPACE}", "unqueued", 2) for e in ENGINES}
+
+    set_suspend(kueue_sources, True)
+    sha = commit(loop, kueue_sources, [], "jobs: suspend unqueued")
+    for engine in ENGINES:  # the engines applied it; train-controller deleted the pods
+        wait_jobs(loop, engine, lambda j: "Suspended" in active(j), {("PyTorchJob", "unqueued")}, "Suspended")
+        live_pods(loop, f"{engine}-{NAMESPACE}", "unqueued", 0)
+        assert get_job(loop, "PyTorchJob", f"{engine}-{NAMESPACE}", "unqueued")["spec"]["runPolicy"]["suspend"] is True
+    argocd_at(loop, sha)
+
+    set_suspend(kueue_sources, False)
+    sha = commit(loop, kueue_sources, [], "jobs: resume unqueued")
+    for engine in ENGINES:  # resumed: new pods, running
+        ns = f"{engine}-{NAMESPACE}"
+        wait_jobs(loop, engine, lambda j: "Running" in active(j) and "Suspended" not in active(j),
+                  {("PyTorchJob", "unqueued")}, "resumed")
+        again = live_pods(loop, ns, "unqueued", 2)
+        assert again and not again & first[engine], engine
+        job = get_job(loop, "PyTorchJob", ns, "unqueued")
+        assert not (job["spec"].get("runPolicy") or {}).get("suspend"), engine  # git's field gone
+        assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"], engine
+        assert workloads.of_job(ns, "unqueued") == [], engine  # never Kueue's
+    app = argocd_at(loop, sha)
+    assert app_resources(app, "PyTorchJob")["unqueued"]["status"] == "Synced"
+
+    for engine in ENGINES:
+        (kueue_sources[engine] / "unqueued.yaml").unlink()
+    commit(loop, kueue_sources, [], "jobs: drop unqueued")
+    for engine in ENGINES:
+        wait_gone(loop, "PyTorchJob", f"{engine}-{NAMESPACE}", "unqueued")
 
 
 def test_argocd_shows_kueue_managed_jobs_synced(world, loop, kueue, workloads):

@@ -14,8 +14,17 @@ The scenarios run in order on one repository, each a commit, for both engines at
    compiler wrote quantities as Trainer's webhook stores them, this commit was refused:
    `spec.trainer: Invalid value: "object": field is immutable`.
 3. a failing TrainJob: Failed; Argo CD Degraded with the job's message, Flux names it.
-4. a TrainJob created suspended from git (Argo CD: Suspended; Flux: in progress until its
-   timeout), then resumed from git: it runs to Complete.
+4. the failed TrainJob removed from git is pruned with its JobSet, and a TrainJob created
+   suspended from git (Argo CD: Suspended; Flux: in progress until its timeout), then
+   resumed from git: it runs to Complete.
+
+Scenario 4 once failed on a fresh machine, twice: Argo CD pruned the failed TrainJob with
+its default foreground propagation; Trainer v2.3.0 ignores the deletionTimestamp and
+drops the Failed condition (kubeflow/trainer#3737), so it re-created the JobSet and its
+pods as fast as the garbage collector deleted them, and the TrainJob stayed until the
+garbage collector won a round (the scenario passed when it won the first). The generated Applications now
+prune in the background (`PrunePropagationPolicy=background`): the TrainJob is gone at
+once and nothing reconciles it; the scenario checks that the prune ends.
 """
 
 from __future__ import annotations
@@ -25,10 +34,11 @@ from pathlib import Path
 
 import pytest
 from e2e_kit import running
-from trainer_v2_kit import (PROJECT, SOLO, active, condition, get, make_world, pods_of, project_sources,
-                            storage_for, wait_trainjobs)
+from trainer_v2_kit import (JOBSETS, PROJECT, SOLO, TRAINJOBS, active, condition, get, make_world, pods_of,
+                            project_sources, storage_for, wait_trainjobs)
 
 from testworld import gitops
+from testworld.watching import Missing, wait_for
 from testworld.world import World
 
 ENGINES = gitops.ENGINES
@@ -71,6 +81,14 @@ def sources(tmp_path_factory) -> dict[str, dict[str, Path]]:
         (solo / "paused.yaml").unlink()  # scenario 4
         out[engine] = {"project": project_sources(PROJECT, engine, root / engine / "project"), "solo": solo}
     return out
+
+
+def wait_pruned(world: World, namespace: str, name: str, timeout: float = 180) -> None:
+    """The TrainJob is gone, and so is its JobSet (none re-created: the last word of a watch)."""
+    for res in (TRAINJOBS, JOBSETS):
+        wait_for(world.client, res, lambda objects, res=res: Missing(f"{res.kind} {namespace}/{name} still there")
+                 if (namespace, name) in objects else True, namespace=namespace, timeout=timeout,
+                 what=f"{res.kind} {namespace}/{name} pruned")
 
 
 def publish(loop: gitops.Loop, sources: dict[str, dict[str, Path]]) -> None:
@@ -169,6 +187,7 @@ def test_a_trainjob_suspended_in_git_is_held_then_resumed_from_git(world, loop, 
     publish(loop, sources)
     STATE.sha = loop.commit("trainer-v2: drop fails, a suspended job")
     for engine in ENGINES:
+        wait_pruned(world, f"{engine}-v2", "fails")
         wait_trainjobs(world, f"{engine}-v2", lambda j: "Suspended" in active(j), {"paused"}, "Suspended")
         assert not pods_of(world, f"{engine}-v2", "paused"), engine
     loop.wait_argocd(SOLO_APP, STATE.sha, health="Suspended")

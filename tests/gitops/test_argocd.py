@@ -18,6 +18,7 @@ from gitops_statuses import condition, job
 from compiler.frameworks import BY_KIND
 from compiler.gitops import argocd, health
 from compiler.pipeline import compile_sources
+from schemas.upstream import QUEUE_LABEL
 
 REPO = "https://git.example.com/ml/training.git"
 
@@ -73,6 +74,18 @@ def test_one_application_per_environment_renders_with_kustomize(generated):
             app["spec"]["syncPolicy"]["syncOptions"])
         assert app["spec"]["syncPolicy"]["automated"] == {"prune": True, "selfHeal": False}
         assert {d["kind"] for d in app["spec"]["ignoreDifferences"]} == {*BY_KIND, "TrainJob"}
+
+
+def test_pruning_and_deleting_the_application_delete_jobs_in_the_background(generated, tmp_path):
+    """Foreground propagation leaves a pruned job with a deletionTimestamp until its pods are
+    gone, and Trainer v2.3.0 re-creates a failed TrainJob's JobSet meanwhile (kubeflow/trainer#3737):
+    the spellings are Argo CD v3.2's own (controller/sync.go, application_defaults.go)."""
+    (appset,) = kustomize(generate(tmp_path, "--appset", name="appset"))
+    for app in [*kustomize(generated), appset["spec"]["template"]]:
+        assert "PrunePropagationPolicy=background" in app["spec"]["syncPolicy"]["syncOptions"]
+        # an ApplicationSet adds the foreground "resources-finalizer.argocd.argoproj.io" to a
+        # template without finalizers (applicationset/utils RenderTemplateParams)
+        assert app["metadata"]["finalizers"] == ["resources-finalizer.argocd.argoproj.io/background"]
 
 
 def test_the_application_path_is_a_tree_kustomize_renders(generated, project_tree):
@@ -145,13 +158,23 @@ def test_the_plugin_source_needs_an_image(tmp_path):
     assert proc.returncode == 2 and "--cmp-image" in proc.stderr
 
 
-# --- Kueue: what ignoreDifferences hides -------------------------------------------------
+# --- Kueue: what ignoreDifferences hides, on queued jobs only -------------------------------
 
 @pytest.fixture(scope="module")
 def compiled_jobs() -> dict[str, dict]:
     result = compile_sources([FIXTURES / "kinds"])
     assert result.ok, result.diagnostics
     return {b.kind: b.rendered_job() for b in result.bundles["default"]}
+
+
+def queued(desired: dict, queue: str | None = "team-queue") -> dict:
+    """The job with (or, given None, without) the queue label `scheduling.queue` writes."""
+    out = copy.deepcopy(desired)
+    labels = out["metadata"].setdefault("labels", {})
+    labels.pop(QUEUE_LABEL, None)
+    if queue:
+        labels[QUEUE_LABEL] = queue
+    return out
 
 
 def kueue_admits(desired: dict, *, multikueue: bool = False) -> dict:
@@ -176,7 +199,7 @@ def kueue_admits(desired: dict, *, multikueue: bool = False) -> dict:
 def normalize(obj: dict, entry: dict) -> dict:
     """Argo CD's normalization: drop every jsonPointer, then `del(expr)` every jq path."""
     out = copy.deepcopy(obj)
-    for pointer in entry["jsonPointers"]:
+    for pointer in entry.get("jsonPointers", []):
         *parents, last = pointer.strip("/").split("/")
         node = out
         for key in parents:
@@ -209,9 +232,19 @@ def user_suspended(desired: dict) -> dict:
     return out
 
 
+def placed(desired: dict) -> dict:
+    """The job with git's own placement on every pod template (gpuType, tolerations)."""
+    out = copy.deepcopy(desired)
+    for replica in out["spec"][BY_KIND[desired["kind"]].facts.replica_specs].values():
+        pod = replica["template"]["spec"]
+        pod["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+        pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return out
+
+
 @pytest.mark.parametrize("kind", list(BY_KIND))
 def test_kueue_admission_drifts_without_ignore_differences(compiled_jobs, kind):
-    desired = user_suspended(compiled_jobs[kind])
+    desired = user_suspended(queued(compiled_jobs[kind]))
     paths = drift(desired, kueue_admits(desired, multikueue=True))
     specs = BY_KIND[kind].facts.replica_specs
     assert "spec.runPolicy.suspend" in paths
@@ -219,16 +252,35 @@ def test_kueue_admission_drifts_without_ignore_differences(compiled_jobs, kind):
 
 
 @pytest.mark.parametrize("kind", list(BY_KIND))
-def test_kueue_admission_is_no_drift_once_normalized(compiled_jobs, kind):
+def test_kueue_admission_of_a_queued_job_is_no_drift_once_normalized(compiled_jobs, kind):
     entry = _entry(kind)
-    for desired in (compiled_jobs[kind], user_suspended(compiled_jobs[kind])):
+    for desired in (queued(compiled_jobs[kind]), user_suspended(queued(compiled_jobs[kind]))):
         live = kueue_admits(desired, multikueue=True)
         assert drift(normalize(desired, entry), normalize(live, entry)) == []
 
 
 @pytest.mark.parametrize("kind", list(BY_KIND))
+def test_suspend_and_placement_of_a_job_without_a_queue_are_gits(compiled_jobs, kind):
+    """Kueue manages no job without a queue label: suspend and the pod templates' placement
+    are git's there, so git's change of them is drift Argo CD syncs (tests/e2e suspends and
+    resumes such a job for real)."""
+    entry = _entry(kind)
+    desired = placed(user_suspended(queued(compiled_jobs[kind], None)))
+    live = placed(queued(compiled_jobs[kind], None))  # the job as it runs, before the commit
+    live["spec"].setdefault("runPolicy", {})["suspend"] = False
+    for replica in live["spec"][BY_KIND[kind].facts.replica_specs].values():
+        replica["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}
+        replica["template"]["spec"]["tolerations"] = []
+    specs, rtypes = BY_KIND[kind].facts.replica_specs, sorted(live["spec"][BY_KIND[kind].facts.replica_specs])
+    assert sorted(drift(normalize(desired, entry), normalize(live, entry))) == sorted([
+        "spec.runPolicy.suspend",
+        *(f"spec.{specs}.{r}.template.spec.{field}" for r in rtypes
+          for field in ("nodeSelector.nvidia.com/gpu.product", "tolerations"))])
+
+
+@pytest.mark.parametrize("kind", list(BY_KIND))
 def test_a_real_change_is_still_drift(compiled_jobs, kind):
-    desired = compiled_jobs[kind]
+    desired = queued(compiled_jobs[kind])
     live = kueue_admits(desired)
     specs = BY_KIND[kind].facts.replica_specs
     rtype, first = next(iter(live["spec"][specs].items()))
@@ -242,3 +294,5 @@ def test_the_expressions_tolerate_templates_without_those_fields():
     bare = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"},
             "spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": {"containers": []}}}}}}
     assert normalize(bare, _entry("PyTorchJob")) == bare
+    labelled = queued(bare)
+    assert normalize(labelled, _entry("PyTorchJob")) == labelled

@@ -67,12 +67,14 @@ def _apply_patches(tmp_path: Path, tree: Path, patches: list[dict]) -> list[dict
     return kustomize(wrapper)
 
 
-def test_kueue_fields_are_ignored_for_every_replica_type_of_every_kind(kustomizations):
+def test_kueue_fields_are_ignored_for_every_replica_type_of_every_kinds_queued_jobs(kustomizations):
     rules = kustomizations["trainforge-prod"]["spec"]["ignore"]
+    # only queued jobs (the label exists): Kueue manages no other, so git suspends and resumes them
     assert [r["target"] for r in rules] == [
-        {"group": "kubeflow.org", "version": "v1", "kind": kind} for api, kind in health.kinds() if api == "kubeflow.org/v1"
+        {"group": "kubeflow.org", "version": "v1", "kind": kind, "labelSelector": "kueue.x-k8s.io/queue-name"}
+        for api, kind in health.kinds() if api == "kubeflow.org/v1"
     ] + [{"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob",  # test_trainer_v2_health.py
-          "labelSelector": "kueue.x-k8s.io/queue-name"}]  # only queued TrainJobs: git may suspend/resume the others
+          "labelSelector": "kueue.x-k8s.io/queue-name"}]
     (tf,) = [r["paths"] for r in rules if r["target"]["kind"] == "TFJob"]
     assert tf[:2] == ["/spec/runPolicy/suspend", "/spec/runPolicy/managedBy"]
     for replica_type in ("Chief", "Master", "Worker", "PS", "Evaluator"):
