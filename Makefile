@@ -56,7 +56,7 @@ world-assets: $(STAMP)
 # what the GitOps end to end needs (tests/e2e, make demo-gitops): the engines built from the
 # Go module proxy (Flux, Argo CD, Kubeflow Trainer v2 + JobSet, Kueue), redis-server from Debian
 # (apt-get when missing), cached in ~/.cache/trainforge/
-E2E_PARTS := k8s kube-scheduler kube-controller-manager kwok kustomize kustomize-controller source-controller argocd redis-server jobset trainer kueue
+E2E_PARTS := k8s kube-scheduler kube-controller-manager kwok kustomize kustomize-controller source-controller argocd redis-server jobset trainer kueue training-operator
 e2e-assets: $(STAMP)
 	@$(BIN)/python -m testworld build $(E2E_PARTS)
 

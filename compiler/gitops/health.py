@@ -10,33 +10,21 @@ when its status is the string "True".
 The Lua script is package data (`lua/kubeflow_health.lua`) and serves all seven kinds,
 which share one condition algorithm. The CEL expressions say the same thing in Flux's
 vocabulary (Current / Failed / InProgress; Flux has no "Suspended", so a suspended job
-is in progress). `evaluate_lua` and `evaluate_cel` run the shipped text in a real Lua
-runtime (lupa, Lua 5.1 like Argo CD's gopher-lua) and a real CEL evaluator (cel-python)
-following each tool's contract, so tests, including the controller's integration tests
-on statuses a real reconcile wrote, can hold the two to one answer. Both runtimes are
-test dependencies, imported only inside the evaluators.
+is in progress). The tests run the shipped text in a real Lua runtime and a real CEL
+evaluator (tests/gitops/health_eval.py), and the real Argo CD and Flux in tests/e2e.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
 from compiler.frameworks import BY_KIND
 
 GROUP = "kubeflow.org"
 SCRIPT = "kubeflow_health.lua"
 
-# Argo CD's health codes -> the kstatus status Flux derives from our expressions.
-ARGO_TO_FLUX = {
-    "Healthy": "Current",
-    "Degraded": "Failed",
-    "Progressing": "InProgress",
-    "Suspended": "InProgress",
-}
 
 
 @dataclass(frozen=True)
@@ -84,8 +72,6 @@ def _cel(rule: Rule) -> dict[str, str]:
     }
 
 
-# Top-level fields an expression reads (`c.status` inside a macro is not one).
-_ROOT = re.compile(r"(?<![.\w])(apiVersion|kind|metadata|spec|status)\.")
 
 
 def kinds() -> list[tuple[str, str]]:
@@ -121,71 +107,3 @@ def cel_expressions(kind: str) -> dict[str, str]:
     """One Flux `healthCheckExprs` entry for `kind`."""
     _check_kind(kind)
     return {"apiVersion": RULES[kind].api_version, "kind": kind, **_cel(RULES[kind])}
-
-
-def _sandboxed_runtime():
-    from lupa import lua51
-
-    runtime = lua51.LuaRuntime(register_eval=False, register_builtins=False)
-    g = runtime.globals()
-    # Argo CD opens only the safe libraries; a script that reaches for io/os would work
-    # here and fail there, so take them away.
-    for name in ("io", "os", "debug", "package", "require", "dofile", "loadfile", "load", "loadstring"):
-        g[name] = None
-    return runtime
-
-
-def evaluate_lua(kind: str, obj: dict[str, Any]) -> dict[str, str]:
-    """Run the shipped Lua check on `obj` the way Argo CD does: `obj` global, table back."""
-    _check_kind(kind)
-    return run_lua(lua_script(kind), obj)
-
-
-def run_lua(script: str, obj: dict[str, Any]) -> dict[str, str]:
-    """Run any Argo CD health script (e.g. one read back from a generated argocd-cm)."""
-    runtime = _sandboxed_runtime()
-    runtime.globals()["obj"] = runtime.table_from(obj, recursive=True)
-    result = runtime.execute(script)
-    return {"status": str(result["status"]), "message": str(result["message"] or "")}
-
-
-def evaluate_cel(kind: str, obj: dict[str, Any]) -> str:
-    """Flux's verdict on `obj` from the shipped expressions (see `run_cel`)."""
-    return run_cel(cel_expressions(kind), obj)
-
-
-def run_cel(exprs: dict[str, str], obj: dict[str, Any]) -> str:
-    """Flux's verdict on `obj` from one healthCheckExprs entry: Current, Failed,
-    InProgress or Unknown.
-
-    An emulation for cheap cases; the real kustomize-controller (tests/e2e) is the
-    authority. Mirrors fluxcd/pkg runtime/cel StatusEvaluator: a stale
-    `status.observedGeneration` is InProgress; then inProgress, failed, current in that
-    order; none true is InProgress; an evaluation error is Unknown (Flux keeps waiting
-    until its timeout). The object's top-level fields are the expression's variables.
-    cel-go fails on a variable the object lacks (`status` before the first status write),
-    even inside `has()`, where cel-python answers false; the reference is checked here
-    first so the verdict is cel-go's (Unknown).
-    """
-    import celpy
-
-    status = obj.get("status") or {}
-    observed = status.get("observedGeneration") if isinstance(status, dict) else None
-    if observed is not None and observed != obj.get("metadata", {}).get("generation", observed):
-        return "InProgress"
-    env = celpy.Environment()
-    activation = {key: celpy.json_to_cel(value) for key, value in obj.items()}
-    for field, verdict in (("inProgress", "InProgress"), ("failed", "Failed"), ("current", "Current")):
-        if field not in exprs:  # only `current` is required
-            continue
-        if any(root not in obj for root in _ROOT.findall(exprs[field])):
-            return "Unknown"
-        try:
-            value = env.program(env.compile(exprs[field])).evaluate(activation)
-        except celpy.CELEvalError:
-            return "Unknown"
-        if not isinstance(value, celpy.celtypes.BoolType):
-            return "Unknown"
-        if bool(value):
-            return verdict
-    return "InProgress"

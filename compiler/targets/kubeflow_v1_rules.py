@@ -22,8 +22,9 @@ from schemas.project import DEFAULT_TTL_SEVERITY
 WHOLE_JOB_CONTROLLER = "train-controller"  # the controller that reads schemas.marks.RESTART_SCOPE
 
 TTL_MESSAGE = (
-    "the finished job is deleted after its TTL, and the GitOps engine that keeps syncing this tree"
-    " (Argo CD, Flux) creates it again from git, so it runs again, after every TTL"
+    "the finished job is deleted after its TTL and the GitOps engine creates it again from git, so it"
+    " runs again: Flux at its next reconciliation (every interval), Argo CD at the next commit (within"
+    " seconds with self-heal)"
 )
 TTL_FIX = (
     "remove ttlAfterFinished (cleanPods: All frees the pods and keeps the finished job; removing the spec"

@@ -16,8 +16,9 @@ import pytest
 import yaml
 from compiler_builders import EXAMPLES, job_text, run_cli
 
-WHAT = ("spec.policy.ttlAfterFinished: the finished job is deleted after its TTL, and the GitOps engine that keeps"
-        " syncing this tree (Argo CD, Flux) creates it again from git, so it runs again, after every TTL")
+WHAT = ("spec.policy.ttlAfterFinished: the finished job is deleted after its TTL and the GitOps engine creates it"
+        " again from git, so it runs again: Flux at its next reconciliation (every interval), Argo CD at the next"
+        " commit (within seconds with self-heal)")
 FIX = ("remove ttlAfterFinished (cleanPods: All frees the pods and keeps the finished job; removing the spec from"
        " git deletes the job)")
 TTL_JOB = job_text("policy: {backoffLimit: 3, ttlAfterFinished: 7d}\n")  # ttlAfterFinished at 8:29

@@ -17,6 +17,7 @@ from gitops_statuses import condition, job
 
 from compiler.frameworks import BY_KIND
 from compiler.gitops import argocd, health
+from health_eval import run_lua
 from compiler.pipeline import compile_sources
 from schemas.upstream import QUEUE_LABEL
 
@@ -127,9 +128,9 @@ def test_the_installed_argocd_cm_health_scripts_run_in_lua(installed, kind):
     assert cm["data"]["url"] == "https://argocd.example.com"  # the patch merges, it does not replace
     script = cm["data"][f"resource.customizations.health.kubeflow.org_{kind}"]
     failed = job(kind, [condition(kind, "Created"), condition(kind, "Running", "False"), condition(kind, "Failed")])
-    assert health.run_lua(script, failed)["status"] == "Degraded"
+    assert run_lua(script, failed)["status"] == "Degraded"
     running = job(kind, [condition(kind, "Created"), condition(kind, "Running")])
-    assert health.run_lua(script, running) == {"status": "Progressing", "message": f"{kind} train is running."}
+    assert run_lua(script, running) == {"status": "Progressing", "message": f"{kind} train is running."}
 
 
 def test_the_plugin_install_adds_the_sidecar_and_its_config(tmp_path):

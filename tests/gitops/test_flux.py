@@ -15,6 +15,7 @@ from gitops_tools import FIXTURES, kustomize, run, tool
 from gitops_statuses import CASES, KINDS
 
 from compiler.gitops import flux, health
+from health_eval import ARGO_TO_FLUX, run_cel, run_lua
 
 
 def generate(out: Path, *extra: str) -> Path:
@@ -50,10 +51,10 @@ PAIRS = [pytest.param(kind, case, id=f"{kind}: {case.id}") for case in CASES for
 def test_the_generated_expressions_agree_with_the_lua_check(kustomizations, kind, case):
     (entry,) = [e for e in kustomizations["trainforge-prod"]["spec"]["healthCheckExprs"] if e["kind"] == kind]
     obj = case.build(kind)
-    verdict = health.run_cel(entry, obj)
+    verdict = run_cel(entry, obj)
     assert verdict == case.flux
-    argo = health.run_lua(health.lua_script(kind), obj)["status"]
-    assert health.ARGO_TO_FLUX[argo] == verdict
+    argo = run_lua(health.lua_script(kind), obj)["status"]
+    assert ARGO_TO_FLUX[argo] == verdict
 
 
 def _apply_patches(tmp_path: Path, tree: Path, patches: list[dict]) -> list[dict]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from compiler.gitops import health
+from health_eval import ARGO_TO_FLUX, evaluate_cel, evaluate_lua, run_lua
 from gitops_statuses import CASES, JOB, KINDS, condition, job
 
 PAIRS = [pytest.param(kind, case, id=f"{kind}: {case.id}") for case in CASES for kind in KINDS]
@@ -13,7 +14,7 @@ PAIRS = [pytest.param(kind, case, id=f"{kind}: {case.id}") for case in CASES for
 
 @pytest.mark.parametrize(("kind", "case"), PAIRS)
 def test_lua_health_follows_the_section_11_mapping(kind, case):
-    result = health.evaluate_lua(kind, case.build(kind))
+    result = evaluate_lua(kind, case.build(kind))
     assert result["status"] == case.argo
     assert result["message"] == case.message.format(kind=kind, job=JOB)
 
@@ -21,37 +22,37 @@ def test_lua_health_follows_the_section_11_mapping(kind, case):
 @pytest.mark.parametrize(("kind", "case"), PAIRS)
 def test_cel_health_gives_flux_the_same_answer(kind, case):
     obj = case.build(kind)
-    verdict = health.evaluate_cel(kind, obj)
+    verdict = evaluate_cel(kind, obj)
     assert verdict == case.flux
-    argo = health.evaluate_lua(kind, obj)["status"]
-    assert health.ARGO_TO_FLUX[argo] == verdict
+    argo = evaluate_lua(kind, obj)["status"]
+    assert ARGO_TO_FLUX[argo] == verdict
 
 
 def test_before_the_first_status_write_flux_never_reads_status():
     # cel-go errors on `status.x` while the object has no status (Unknown, then a timeout
     # naming a CEL error); inProgress answers from metadata first, so status is never read.
     obj = job("PyTorchJob")
-    assert "status" not in obj and health.evaluate_cel("PyTorchJob", obj) == "InProgress"
+    assert "status" not in obj and evaluate_cel("PyTorchJob", obj) == "InProgress"
     applied = {**obj, "metadata": {**obj["metadata"], "managedFields": [
         {"manager": "kustomize-controller", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {}}]}}
-    assert health.evaluate_cel("PyTorchJob", applied) == "InProgress"
+    assert evaluate_cel("PyTorchJob", applied) == "InProgress"
 
 
 def test_a_stale_observed_generation_is_in_progress_for_flux():
     obj = job("PyTorchJob", [condition("PyTorchJob", "Succeeded")])
     obj["metadata"]["generation"] = 3
     obj["status"]["observedGeneration"] = 2
-    assert health.evaluate_cel("PyTorchJob", obj) == "InProgress"
+    assert evaluate_cel("PyTorchJob", obj) == "InProgress"
 
 
 def test_the_script_runs_without_io_os_or_require():
     probe = "return {status = tostring(io) .. tostring(os) .. tostring(require), message = ''}"
-    assert health.run_lua(probe, job("TFJob"))["status"] == "nilnilnil"
+    assert run_lua(probe, job("TFJob"))["status"] == "nilnilnil"
 
 
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown kind 'Deployment'"):
-        health.evaluate_lua("Deployment", {"kind": "Deployment"})
+        evaluate_lua("Deployment", {"kind": "Deployment"})
 
 
 def test_every_framework_kind_has_expressions():

@@ -18,6 +18,7 @@ from typing import Optional
 import pytest
 
 from compiler.gitops import health
+from health_eval import ARGO_TO_FLUX, evaluate_cel, evaluate_lua, run_cel, run_lua
 
 KIND = "TrainJob"
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -65,23 +66,23 @@ CASES = [
 
 @pytest.mark.parametrize(("obj", "argo", "flux"), CASES)
 def test_argo_cd_and_flux_read_a_trainjob_alike(obj, argo, flux):
-    lua = health.evaluate_lua(KIND, obj)
+    lua = evaluate_lua(KIND, obj)
 
     assert lua["status"] == argo
-    assert health.evaluate_cel(KIND, obj) == flux == health.ARGO_TO_FLUX[argo]
+    assert evaluate_cel(KIND, obj) == flux == ARGO_TO_FLUX[argo]
 
 
 def test_the_message_is_the_deciding_conditions():
-    assert health.evaluate_lua(KIND, trainjob([DEADLINE]))["message"] == DEADLINE["message"]
-    assert health.evaluate_lua(KIND, trainjob([RESUMED, COMPLETE]))["message"] == COMPLETE["message"]
+    assert evaluate_lua(KIND, trainjob([DEADLINE]))["message"] == DEADLINE["message"]
+    assert evaluate_lua(KIND, trainjob([RESUMED, COMPLETE]))["message"] == COMPLETE["message"]
 
 
 def test_a_v1_succeeded_condition_does_not_make_a_trainjob_healthy():
     """TrainJob says Complete; a Succeeded condition (the v1 word) must not be read as it."""
     stray = condition("Succeeded", reason="x", message="not a TrainJob condition")
 
-    assert health.evaluate_lua(KIND, trainjob([stray]))["status"] == "Progressing"
-    assert health.evaluate_cel(KIND, trainjob([stray])) == "InProgress"
+    assert evaluate_lua(KIND, trainjob([stray]))["status"] == "Progressing"
+    assert evaluate_cel(KIND, trainjob([stray])) == "InProgress"
 
 
 def test_the_trainjob_row_names_its_group_and_version():
@@ -101,10 +102,10 @@ def test_generated_argocd_cm_and_flux_kustomizations_carry_the_trainjob_check():
     from compiler.gitops import argocd, flux
 
     script = argocd.health_keys()["resource.customizations.health.trainer.kubeflow.org_TrainJob"]
-    assert health.run_lua(script, trainjob([COMPLETE]))["status"] == "Healthy"
+    assert run_lua(script, trainjob([COMPLETE]))["status"] == "Healthy"
     (exprs,) = [e for e in flux.kustomization(flux.Target(path="deploy"), "prod")["spec"]["healthCheckExprs"]
                 if e["kind"] == KIND]
-    assert health.run_cel(exprs, trainjob([FAILED])) == "Failed"
+    assert run_cel(exprs, trainjob([FAILED])) == "Failed"
 
 
 # --- Kueue on a TrainJob: what the engines ignore ---------------------------------------------------
