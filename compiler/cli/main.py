@@ -78,12 +78,14 @@ def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str) ->
     except tree.UnsafeOutput as exc:
         click.echo(f"train-compile: {exc}; nothing was written", err=True)
         sys.exit(1)
+    from compiler.emit.summary import environment_lines
+
     jobs = sum(len(b) for b in result.bundles.values())
-    click.echo(
+    click.echo("\n".join([
         f"train-compile: wrote {jobs} job(s) for {len(result.environments)} environment(s)"
         f" ({', '.join(result.environments)}) to {out}",
-        err=True,
-    )
+        *environment_lines(result),
+    ]), err=True)
 
 
 @main.command()
