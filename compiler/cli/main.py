@@ -174,6 +174,10 @@ from compiler.cli.gitops import (
 
 register(main)
 
+from compiler.cli.plan import plan  # noqa: E402  (train-compile plan)
+
+main.add_command(plan)
+
 
 if __name__ == "__main__":
     main()
