@@ -133,11 +133,11 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
 def _anchor(new: Optional[Job], positions: list[Position]) -> Optional[Position]:
     if new is None:
         return None
-    spec = [p for p in positions if p.file == new.doc.file]
+    spec = [p for p in positions if p.file == new.origin]
     if spec:
         return spec[0]
     line, col = new.doc.position(("metadata", "name"))
-    return Position("metadata.name", new.doc.file, line, col)
+    return Position("metadata.name", new.origin, line, col)
 
 
 def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[str, str, str]],

@@ -79,7 +79,7 @@ def spec_fields(old: Job, new: Job) -> list[Position]:
             line, col = new.target.view.position(loc[1:])
         else:
             line, col = new.doc.position(loc)
-        out.append(Position(format_path(loc), new.doc.file, line, col))
+        out.append(Position(format_path(loc), new.origin, line, col))
     return out
 
 
@@ -94,5 +94,5 @@ def project_fields(old: Optional[Document], new: Optional[Document], env: str) -
             ("environments", env, *loc) for loc in changed(
                 (o.get("environments") or {}).get(env), (n.get("environments") or {}).get(env))]:
         line, col = new.position(loc)
-        out.append(Position("project." + format_path(loc), new.file, line, col))
+        out.append(Position("project." + format_path(loc), new.origin or new.file, line, col))
     return out

@@ -25,7 +25,6 @@ from compiler.pipeline import Result, UnknownEnvironment, compile_sources
 from compiler.plan import revision
 from schemas.bundle import Bundle
 from schemas.loader import Document, load_file
-from schemas.upstream import QUEUE_LABEL
 
 NO_JOBS = "found no TrainJob documents"
 
@@ -81,7 +80,8 @@ class Job:
 
     @property
     def queue(self) -> Optional[str]:
-        return (self.bundle.job["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+        """The Kueue queue (the scheduling overlay's queue-name label), the environment's default included."""
+        return self.target.spec.scheduling.queue
 
     @property
     def deadline(self) -> Optional[int]:
@@ -114,13 +114,17 @@ def _jobs(result: Result) -> dict[str, dict[tuple[str, str], Job]]:
 
 
 def _project_doc(paths: list[Path]) -> Optional[Document]:
-    from compiler.reading.sources import project_file_for
+    """The project file's document (its `origin` the path from the repository root, as a spec's)."""
+    from compiler.reading.sources import project_file_for, repo_path
 
     for path in paths:
         candidate = project_file_for(path)
         if candidate.is_file():
             docs, _ = load_file(candidate)
-            return next((d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == "Project"), None)
+            for doc in docs:
+                if isinstance(doc.data, dict) and doc.data.get("kind") == "Project":
+                    doc.origin = repo_path(str(candidate.resolve())) or str(candidate)
+                    return doc
     return None
 
 
