@@ -80,7 +80,7 @@ def _ttl(job: Optional[Job]) -> Optional[int]:
 
 
 def _fields(pair: Pair, both: Sides, env: str) -> list[Position]:
-    if pair.old is None or pair.new is None:
+    if pair.old is None or pair.new is None or pair.old is pair.new:
         return []
     found = fieldsmod.spec_fields(pair.old, pair.new)
     if pair.change in ("update", "rename"):
@@ -123,7 +123,7 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         source=shown.origin, line=shown.doc.start[0], fields=positions,
         gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
-        anchor=_anchor(new, positions),
+        anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
     )
     plan.summary = words.summary(pair.change, lead, verdict.clauses, unchanged_fields=bool(positions))
     row = gpumod.Row(plan.key, plan.namespace, plan.queue, pair.change, old, new, tuple(plan.hazards))
