@@ -27,9 +27,9 @@ class Verdict:
     hazards: list[str] = field(default_factory=list)
     clauses: list[str] = field(default_factory=list)
 
-    def add(self, effect: Effect, state: str, **fill: object) -> bool:
-        """Add `effect` if it holds in `state`; True when it did."""
-        if state not in effect.when:
+    def add(self, effect: Effect, now: str, **fill: object) -> bool:
+        """Add `effect` if it holds in the job's state `now`; True when it did."""
+        if now not in effect.when:
             return False
         self.hazards.extend(h for h in effect.hazards if h not in self.hazards)
         self.clauses.append(effect.says.format(**fill))
