@@ -18,10 +18,15 @@ from schemas.marks import RESTART_SCOPE, SOURCE
 from schemas.upstream import QUEUE_LABEL
 
 OWN_ANNOTATIONS = (SOURCE, RESTART_SCOPE)
-# TrainJob fields the v2.3 CRD holds immutable (`self == oldSelf`): a change is refused whatever
-# the job's state; and runtimePatches, which its webhook refuses to change unless the job is
-# suspended before or after the update (pkg/runtime/framework/plugins/jobset).
+# TrainJob fields the v2.3 CRD holds immutable (`self == oldSelf`, evaluated when both sides have
+# the field): a change is refused whatever the job's state. So are these fields of each pod spec
+# patch inside runtimePatches; the rest of runtimePatches (pod labels and annotations, node
+# selector, affinity, tolerations) its webhook refuses to change unless the job was suspended
+# (pkg/runtime/framework/plugins/jobset: suspended before or after the update, and no active
+# pods). Probed on the real Trainer (tests/e2e/test_plan_engines.py).
 TRAINJOB_IMMUTABLE = ("trainer", "runtimeRef", "initializer", "activeDeadlineSeconds", "managedBy")
+POD_PATCH_IMMUTABLE = ("containers", "initContainers", "volumes", "imagePullSecrets", "securityContext",
+                       "serviceAccountName", "terminationGracePeriodSeconds")
 
 
 @dataclass
@@ -98,11 +103,30 @@ def _v1(old: dict[str, Any], new: dict[str, Any], out: Aspects) -> None:
     out.ttl = int(ttl) if ttl is not None else None
 
 
+def _pod_patches(spec: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(manager, replicated job) -> the pod spec patch of runtimePatches."""
+    out = {}
+    for patch in spec.get("runtimePatches") or []:
+        jobs = (((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get(
+            "replicatedJobs") or []
+        for job in jobs:
+            pod = ((((job.get("template") or {}).get("spec") or {}).get("template")) or {}).get("spec") or {}
+            out[(patch.get("manager", ""), job.get("name", ""))] = pod
+    return out
+
+
 def _v2(old: dict[str, Any], new: dict[str, Any], out: Aspects) -> None:
     o, n = old["spec"], new["spec"]
     out.immutable = [k for k in TRAINJOB_IMMUTABLE if k in o and k in n and o[k] != n[k]]
+    before, after = _pod_patches(o), _pod_patches(n)
+    fixed = sorted({f for key in set(before) & set(after) for f in POD_PATCH_IMMUTABLE
+                    if f in before[key] and f in after[key] and before[key][f] != after[key][f]})
+    out.immutable += [f"runtimePatches (the pods' {', '.join(fixed)})"] if fixed else []
     out.runtime_patches = o.get("runtimePatches") != n.get("runtimePatches")
     out.suspend = (bool(o.get("suspend")), bool(n.get("suspend")))
+    out.others += [f"spec.{k}" for k in sorted(set(o) | set(n)) if k not in TRAINJOB_IMMUTABLE
+                   and k not in ("runtimePatches", "suspend") and o.get(k) != n.get(k)]
+    out.others += [f"spec.{k} (added)" for k in TRAINJOB_IMMUTABLE if (k in o) != (k in n)]
     trainer_o, trainer_n = o.get("trainer") or {}, n.get("trainer") or {}
     if trainer_o.get("numNodes") != trainer_n.get("numNodes"):
         out.replicas["node"] = (int(trainer_o.get("numNodes", 1)), int(trainer_n.get("numNodes", 1)))
@@ -134,8 +158,9 @@ def job_aspects(old: dict[str, Any], new: dict[str, Any]) -> Aspects:
 
 def other_objects(old: list[dict[str, Any]], new: list[dict[str, Any]], out: Aspects) -> None:
     """The objects beside the job (all but the last of each list): which changed, and claims
-    whose spec changed beyond a size increase (the API server refuses those: a bound claim's
-    spec is immutable but for its requested storage, which may only grow)."""
+    whose spec changed (the API server refuses those: a claim's spec is immutable but for a
+    larger size of a bound claim whose StorageClass allows expansion, which the plan cannot
+    know offline; an unbound claim's size is refused too, as the real API server does)."""
     def key(obj: dict[str, Any]) -> tuple[str, str]:
         return (obj["kind"], obj["metadata"]["name"])
     before, after = {key(o): o for o in old[:-1]}, {key(o): o for o in new[:-1]}
@@ -144,16 +169,5 @@ def other_objects(old: list[dict[str, Any]], new: list[dict[str, Any]], out: Asp
         if o == n:
             continue
         out.others.append(f"{k[0]} {k[1]}" + (" (new)" if o is None else " (removed)" if n is None else ""))
-        if k[0] == "PersistentVolumeClaim" and o is not None and n is not None and _claim_refused(o, n):
+        if k[0] == "PersistentVolumeClaim" and o is not None and n is not None and o.get("spec") != n.get("spec"):
             out.claims.append(k[1])
-
-
-def _claim_refused(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    from schemas.quantity import parse
-
-    o, n = dict(old.get("spec") or {}), dict(new.get("spec") or {})
-    o_size = ((o.pop("resources", None) or {}).get("requests") or {}).get("storage")
-    n_size = ((n.pop("resources", None) or {}).get("requests") or {}).get("storage")
-    if o != n:
-        return True
-    return o_size != n_size and parse(str(n_size)).amount < parse(str(o_size)).amount

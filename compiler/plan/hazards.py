@@ -59,8 +59,9 @@ _TTL = Effect(("reruns-finished",), "ttlAfterFinished: {controller} deletes the 
 _METADATA = Effect((), "only the job's labels or annotations change: nothing that runs")
 _MOVED = Effect((), "the spec moved from {moved}: only the job's source annotation changes")
 _OTHERS = Effect((), "{others}: applied as written")
-_CLAIM = Effect(("sync-refused",), "the API server refuses to change claim {claims} (a bound claim's spec is immutable"
-                " but for a larger size): the engine's sync fails until the claim is deleted")
+_CLAIM = Effect(("sync-refused",), "the API server refuses to change claim {claims} (a claim's spec is immutable but for"
+                " a larger size of a bound claim whose StorageClass allows expansion): the engine's sync fails until"
+                " the change is reverted or the claim deleted")
 _QUEUE = Effect(("sync-refused",), "Kueue's webhook refuses a new queue-name on a job that is not suspended: the sync"
                 " fails until the job is suspended or deleted", ACTIVE)
 _KUEUE_RESHAPE = Effect(("restarts-run",), "Kueue stops the job (its pods are deleted) because its pod sets no longer"
@@ -90,9 +91,9 @@ RULES: dict[tuple[str, str], dict[str, Effect]] = {
     (V2, TRAINER): {
         "immutable": Effect(("sync-refused",), "Trainer v2.3 holds spec.{immutable} immutable: the API server refuses"
                             " the update and the engine's sync fails until the TrainJob is deleted (or renamed)"),
-        "runtime-patches": Effect(("sync-refused",), "Trainer's webhook refuses a change of spec.runtimePatches unless"
-                                  " the TrainJob is suspended before or after it: the engine's sync fails",
-                                  ACTIVE | FINISHED),
+        "runtime-patches": Effect(("sync-refused",), "Trainer's webhook refuses a change of spec.runtimePatches (the"
+                                  " pods' labels, annotations, placement) unless the TrainJob was suspended: the"
+                                  " engine's sync fails until it is suspended first or deleted", ACTIVE | FINISHED),
         "suspend": Effect(("suspends-run",), "the Trainer suspends its JobSet: the pods are deleted and the run stops",
                           ACTIVE),
         "resume": Effect(("restarts-run",), "a resume: the Trainer lets its JobSet run again, the run starts again"
@@ -112,9 +113,9 @@ ENGINE_ASSUMPTIONS = (
     "Flux re-applies git at every interval; Argo CD syncs an environment when a commit changes it",
 )
 # What one refused object does to the rest of its environment's sync (observed on the engines).
-REFUSED_SYNC = ("a refused object fails the environment's sync: Flux applies none of this commit's changes to the"
-                " environment (its server-side dry run refuses the whole set) and Argo CD's sync operation fails,"
-                " later waves unapplied; both retry until the object is fixed or deleted")
+REFUSED_SYNC = ("a refused object fails the environment's sync: none of this commit's changes to the environment"
+                " land (Flux's and Argo CD's server-side dry run of the whole set fails first), and none of a later"
+                " commit's either, until the refused change is reverted or its object deleted")
 
 
 def setting(target: str, controller: str) -> tuple[str, str]:

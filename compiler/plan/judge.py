@@ -72,10 +72,17 @@ def update(a: Aspects, ctx: Context) -> Verdict:
     """The verdict on an `update` (or an `unchanged` job: nothing)."""
     v, rules, state = Verdict(), ctx.rules, ctx.state
     fill = {"controller": ctx.controller}
+    refused = False
     if a.immutable:
-        v.add(rules["immutable"], state, immutable=", spec.".join(a.immutable))
-    elif a.runtime_patches and not any(a.suspend):
-        v.add(rules["runtime-patches"], state)
+        refused = v.add(rules["immutable"], state, immutable=", spec.".join(a.immutable))
+    elif a.runtime_patches and not a.suspend[0] and not (state in table.FINISHED and a.suspend[1]):
+        # refused unless the job was suspended (no active pods): suspending a running job in the
+        # same update is refused too, since its JobSet still has active pods
+        refused = v.add(rules["runtime-patches"], state)
+    if a.claims:
+        refused = v.add(rules["claim"], state, claims=", ".join(a.claims)) or refused
+    if refused:  # the update never lands: nothing else of it happens (the engine applies none of it)
+        return v
     before, after = a.suspend
     if before != after and ctx.queued:
         v.add(rules["kueue-suspend"], state)
@@ -84,14 +91,12 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["suspend"], state, **fill)
     elif before and not after:
         v.add(rules["resume"], state, **fill)
-    if a.shape and not a.immutable:
+    if a.shape:
         _shape(v, a, ctx, suspended=before and after, changes_suspend=before != after)
     if a.run_policy and "run-policy" in rules:
         v.add(rules["run-policy"], state, fields=", ".join(f"runPolicy.{f}" for f in a.run_policy), **fill)
     if a.queue is not None and a.queue[1] is not None:
         v.add(rules["queue"], state)
-    if a.claims:
-        v.add(rules["claim"], state, claims=", ".join(a.claims))
     others = [o for o in a.others if not any(o.endswith(f" {c}") for c in a.claims)]
     if others:
         v.add(rules["others"], state, others=", ".join(others))
@@ -124,8 +129,8 @@ def _shape(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_sus
         scope = a.restart_scope[1]
         v.add(rules["restart-scope"], state, scope=f"{a.restart_scope[0]} -> {scope}", scope_does=SCOPE_DOES.get(
             scope, SCOPE_DOES["pod"]))
-    if a.replicas or a.templates or a.job_fields or a.scheduling_policy or (
-            a.restart_scope and ctx.setting[1] == table.OURS):
+    if "shape" in rules and (a.replicas or a.templates or a.job_fields or a.scheduling_policy or (
+            a.restart_scope and ctx.setting[1] == table.OURS)):
         v.add(rules["shape"], state)
 
 

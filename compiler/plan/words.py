@@ -88,7 +88,9 @@ def update_lead(a: Aspects) -> str:
 def summary(change: str, lead: str, clauses: list[str], *, unchanged_fields: bool) -> str:
     if change == "unchanged":
         return "the spec edit compiles to the same objects: nothing changes" if unchanged_fields else ""
-    text = lead + (": " + "; ".join(clauses) if clauses else "")
+    text = "; ".join(part for part in (lead, "; ".join(clauses)) if part) if not (lead and clauses) else (
+        lead + ": " + "; ".join(clauses))
+    text = text or "the compiled objects change; nothing that runs reads the change"
     return text[:1].upper() + text[1:] + "."
 
 
