@@ -112,10 +112,12 @@ ENGINE_ASSUMPTIONS = (
     + ("on" if ARGOCD_SELF_HEAL else "off") + ", Kueue's fields (suspend, flavor) ignored on queued jobs only",
     "Flux re-applies git at every interval; Argo CD syncs an environment when a commit changes it",
 )
-# What one refused object does to the rest of its environment's sync (observed on the engines).
-REFUSED_SYNC = ("a refused object fails the environment's sync: none of this commit's changes to the environment"
-                " land (Flux's and Argo CD's server-side dry run of the whole set fails first), and none of a later"
-                " commit's either, until the refused change is reverted or its object deleted")
+# What one refused object does to the rest of its environment's sync (observed on both engines).
+REFUSED_SYNC = ("a refused object fails the environment's sync. Flux: its server-side dry run of the whole"
+                " environment fails first, so none of this commit's changes to the environment are applied and"
+                " nothing is pruned, nor of any later commit, until the refused change is reverted or its object"
+                " deleted. Argo CD: the sync operation fails on that object; the rest of the environment is"
+                " applied and pruned as usual, and the Application stays OutOfSync")
 
 
 def setting(target: str, controller: str) -> tuple[str, str]:

@@ -10,6 +10,9 @@ into its tree and synced by one engine; a project's environments are its control
 one spec is one case under each of them at once:
 
     flux/v1    environments up (training-operator, namespace pu) and tc (train-controller, pt)
+    flux/v1s   the same two: suspend added and removed (a Kustomization of their own: today's
+               compiler/gitops/kueue.py ignores runPolicy.suspend on every kubeflow.org job, so
+               Flux refuses this environment's whole sync when suspend leaves git; issue 40 item 5)
     flux/v2    trainer-v2 (namespace pv): what the Trainer accepts
     flux/v2x   trainer-v2 (namespace px): what it refuses, beside a job it would accept
     argocd/a1  tc (train-controller, namespace at)
@@ -67,6 +70,8 @@ class Project:
 PROJECTS = {
     "v1": Project("flux", "v1", "v1", {"up": {"namespace": "pu", "controller": "training-operator"},
                                       "tc": {"namespace": "pt", "controller": "train-controller"}}),
+    "v1s": Project("flux", "v1s", "v1s", {"up": {"namespace": "pu", "controller": "training-operator"},
+                                         "tc": {"namespace": "pt", "controller": "train-controller"}}),
     "v2": Project("flux", "v2", "v2", {"v2": {"namespace": "pv", "target": "trainer-v2"}}),
     "v2x": Project("flux", "v2x", "v2x", {"v2x": {"namespace": "px", "target": "trainer-v2"}}),
     "a1": Project("argocd", "a1", "a1", {"tc": {"namespace": "at", "controller": "train-controller"}}),
@@ -210,6 +215,13 @@ def wait_gone(world: World, kind: str, namespace: str, name: str, *, uid: Option
     wait_pods(world, namespace, name, lambda ps: not ps, "gone", timeout=timeout)
 
 
+class Found(list):
+    """The pods a wait found: true even when it found none (a wait for no pods ends with none)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
 def wait_pods(world: World, namespace: str, job: str, want: Callable[[list[dict[str, Any]]], Any], what: str,
               timeout: float = 180) -> list[dict[str, Any]]:
     labels = ("training.kubeflow.org/job-name", "jobset.sigs.k8s.io/jobset-name")
@@ -218,7 +230,7 @@ def wait_pods(world: World, namespace: str, job: str, want: Callable[[list[dict[
         mine = [p for (ns, _), p in objects.items() if ns == namespace and not p["metadata"].get("deletionTimestamp")
                 and any((p["metadata"].get("labels") or {}).get(k) == job for k in labels)]
         got = want(mine)
-        return mine if got else Missing(f"pods of {namespace}/{job}: {sorted(p['metadata']['name'] for p in mine)}")
+        return Found(mine) if got else Missing(f"pods of {namespace}/{job}: {sorted(p['metadata']['name'] for p in mine)}")
     return wait_for(world.client, RESOURCES["Pod"], check, namespace=namespace, timeout=timeout,
                     what=f"pods of {namespace}/{job} {what}")
 

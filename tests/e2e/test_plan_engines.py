@@ -27,6 +27,12 @@ from testworld.watching import RESOURCES, Missing, wait_for
 
 HELD = pytest.mark.xfail(strict=True, reason="issue 40 (branch h-ctl): train-controller holds a change of a running "
                                              "job's shape until the run ends")
+# Today compiler/gitops/kueue.py has both engines ignore runPolicy.suspend on every kubeflow.org job: Flux then
+# keeps the cluster's value (suspend added never lands) and fails the whole sync when suspend leaves git
+# ("replace operation does not apply: doc is missing path: /spec/runPolicy/suspend"). The plan models the fix
+# (queued jobs only, issue 40 item 5, branch h-gitops).
+SUSPEND_FIX = pytest.mark.xfail(strict=True, reason="issue 40 item 5 (branch h-gitops): the engines ignore "
+                                                    "runPolicy.suspend on every kubeflow.org job, not only queued ones")
 V1_ENVS = ("up", "tc")
 KIND = {"up": "PyTorchJob", "tc": "PyTorchJob", "v2": "TrainJob", "v2x": "TrainJob"}
 
@@ -35,9 +41,11 @@ CASES = {
     "scale": ("v1", spec("scale"), lambda d: d["spec"].update(nodes=3)),
     "image": ("v1", spec("image"), lambda d: d["spec"].update(image="ghcr.io/acme/train:2")),
     "finished": ("v1", spec("finished", forever=False), lambda d: d["spec"].update(nodes=3)),
-    "ttl": ("v1", spec("ttl", forever=False), lambda d: d["spec"].update(policy={"ttlAfterFinished": "5s"})),
-    "suspend": ("v1", spec("suspend"), lambda d: d["spec"].update(policy={"suspend": True})),
-    "resume": ("v1", spec("resume", nodes=1, policy={"suspend": True}),
+    # a run policy in the base: adding the first one fails Flux's whole sync today (see the report on kueue.py)
+    "ttl": ("v1", spec("ttl", forever=False, policy={"backoffLimit": 3}),
+            lambda d: d["spec"]["policy"].update(ttlAfterFinished="5s")),
+    "suspend": ("v1s", spec("suspend"), lambda d: d["spec"].update(policy={"suspend": True})),
+    "resume": ("v1s", spec("resume", nodes=1, policy={"suspend": True}),
                lambda d: (d["spec"].pop("policy"), d["spec"].update(nodes=2))),
     "dropped": ("v1", spec("dropped"), None),
     "renamed": ("v1", spec("renamed"), lambda d: d["metadata"].update(name="renamed-2")),
@@ -49,25 +57,29 @@ CASES = {
     "v2dropped": ("v2", spec("v2dropped"), None),
     "v2scale": ("v2x", spec("v2scale"), lambda d: d["spec"].update(nodes=3)),
     "v2bystander": ("v2x", spec("v2bystander"), lambda d: d["metadata"].update(annotations={"acme.dev/owner": "ml"})),
+    "v2gone": ("v2x", spec("v2gone"), None),
     "a-dropped": ("a1", spec("a-dropped"), None),
-    "a-ttl": ("a1", spec("a-ttl", forever=False), lambda d: d["spec"].update(policy={"ttlAfterFinished": "5s"})),
+    "a-ttl": ("a1", spec("a-ttl", forever=False, policy={"backoffLimit": 3}),
+              lambda d: d["spec"]["policy"].update(ttlAfterFinished="5s")),
     "a-scale": ("a1", spec("a-scale"), lambda d: d["spec"].update(nodes=3)),
     "a-v2scale": ("a2x", spec("a-v2scale"), lambda d: d["spec"].update(nodes=3)),
     "a-bystander": ("a2x", spec("a-bystander"), lambda d: d["metadata"].update(annotations={"acme.dev/owner": "ml"})),
+    "a-gone": ("a2x", spec("a-gone"), None),
 }
 # what the plan says, offline: (project, env, job name in the head) -> hazards
 SAID = {
     **{("v1", "up", n): ["mixed-run"] for n in ("scale", "image", "finished")},
     **{("v1", "tc", n): ["ignored-until-next-run"] for n in ("scale", "image", "finished")},
     **{("v1", e, "ttl"): ["reruns-finished"] for e in V1_ENVS},
-    **{("v1", e, "suspend"): ["suspends-run"] for e in V1_ENVS},
-    **{("v1", e, "resume"): ["restarts-run"] for e in V1_ENVS},
+    **{("v1s", e, "suspend"): ["suspends-run"] for e in V1_ENVS},
+    **{("v1s", e, "resume"): ["restarts-run"] for e in V1_ENVS},
     **{("v1", e, "dropped"): ["kills-run"] for e in V1_ENVS},
     **{("v1", e, n): ["kills-run", "restarts-run"] for e in V1_ENVS for n in ("renamed-2", "switched")},
     **{("v1", e, n): [] for e in V1_ENVS for n in ("same", "elastic")},
     ("v2", "v2", "v2suspend"): ["suspends-run"], ("v2", "v2", "v2resume"): ["restarts-run"],
     ("v2", "v2", "v2dropped"): ["kills-run"],
     ("v2x", "v2x", "v2scale"): ["sync-refused"], ("v2x", "v2x", "v2bystander"): [],
+    ("v2x", "v2x", "v2gone"): ["kills-run"], ("a2x", "v2x", "a-gone"): ["kills-run"],
     ("a1", "tc", "a-dropped"): ["kills-run"], ("a1", "tc", "a-ttl"): ["reruns-finished"],
     ("a1", "tc", "a-scale"): ["ignored-until-next-run"],
     ("a2x", "v2x", "a-v2scale"): ["sync-refused"], ("a2x", "v2x", "a-bystander"): [],
@@ -156,6 +168,7 @@ def test_the_plan_of_the_head_says_what_each_change_does(repo):
 
 def test_the_live_plan_turns_may_into_facts(world, repo):
     live = {env: repo.plan("v1", "--live", "--env", env, "--kubeconfig", str(world.kubeconfig)) for env in V1_ENVS}
+    paused = {env: repo.plan("v1s", "--live", "--env", env, "--kubeconfig", str(world.kubeconfig)) for env in V1_ENVS}
 
     for env in V1_ENVS:
         finished = planned(live[env], env, "finished")
@@ -163,7 +176,7 @@ def test_the_live_plan_turns_may_into_facts(world, repo):
         assert "changes nothing that runs" in finished["summary"]
         dropped = planned(live[env], env, "dropped")
         assert dropped["state"] == "Running" and "kills dropped, Running for " in dropped["summary"], dropped
-        resume = planned(live[env], env, "resume")
+        resume = planned(paused[env], env, "resume")
         assert (resume["state"], resume["hazards"]) == ("Suspended", ["restarts-run"])
 
 
@@ -211,7 +224,7 @@ def test_nodes_2_to_3_mixes_shapes_under_upstream_and_is_held_under_train_contro
 def _held_event(world, ns: str, job: str) -> None:
     wait_for(world.client, EVENTS, lambda objs: any(e["reason"].endswith("SpecChangeHeld") for e in objs.values()
                                                     if e["involvedObject"]["name"] == job) or Missing("no held Event"),
-             namespace=ns, what=f"the Event saying {job}'s change is held")
+             namespace=ns, timeout=60, what=f"the Event saying {job}'s change is held")
 
 
 @pytest.mark.parametrize("env", ["up", pytest.param("tc", marks=HELD)])
@@ -251,16 +264,26 @@ def test_a_ttl_deletes_the_finished_job_and_flux_creates_it_again(world, repo, e
     assert again["spec"]["runPolicy"]["ttlSecondsAfterFinished"] == 5
 
 
+def _synced(repo: Repo, name: str) -> None:
+    """The Kustomization attempted the head; it must not have refused it."""
+    k = repo.loop.wait_flux(name, STATE.head, ready="False")
+    assert gitops.condition(k, "Ready")["reason"] != "ReconciliationFailed", gitops.condition(k, "Ready")["message"]
+
+
+@SUSPEND_FIX
 @pytest.mark.parametrize("env", V1_ENVS)
-def test_suspend_added_deletes_the_runs_pods(world, env):
-    ns = PROJECTS["v1"].namespace(env)
+def test_suspend_added_deletes_the_runs_pods(world, repo, env):
+    ns = PROJECTS["v1s"].namespace(env)
+    _synced(repo, PROJECTS["v1s"].object_name(env))
     wait_job(world, "PyTorchJob", ns, "suspend", lambda j: "Suspended" in active(j), "Suspended")
     wait_pods(world, ns, "suspend", lambda ps: not ps, "deleted")
 
 
+@SUSPEND_FIX
 @pytest.mark.parametrize("env", V1_ENVS)
-def test_suspend_removed_starts_the_run_from_the_beginning_on_the_head_spec(world, env):
-    ns = PROJECTS["v1"].namespace(env)
+def test_suspend_removed_starts_the_run_from_the_beginning_on_the_head_spec(world, repo, env):
+    ns = PROJECTS["v1s"].namespace(env)
+    _synced(repo, PROJECTS["v1s"].object_name(env))
     found = wait_pods(world, ns, "resume", lambda ps: running(ps, 2), "2 Running")
     assert set(_worlds(found).values()) == {"2"}
 
@@ -282,8 +305,11 @@ def test_a_rename_kills_the_old_run_and_starts_the_new_one_from_the_beginning(wo
 @pytest.mark.parametrize("env", V1_ENVS)
 def test_a_framework_switch_is_a_new_job_of_the_new_kind(world, env):
     ns = PROJECTS["v1"].namespace(env)
-    wait_gone(world, "PyTorchJob", ns, "switched")
     wait_job(world, "JAXJob", ns, "switched", lambda j: "Running" in active(j), "Running")
+    found = wait_pods(world, ns, "switched", lambda ps: running(ps, 2) and all(
+        p["metadata"]["ownerReferences"][0]["kind"] == "JAXJob" for p in ps), "2 Running, all the JAXJob's")
+    assert sorted(p["metadata"]["name"] for p in found) == ["switched-worker-0", "switched-worker-1"]  # no master left
+    assert get_job(world, "PyTorchJob", ns, "switched") is None
 
 
 @pytest.mark.parametrize("env", V1_ENVS)
@@ -309,20 +335,26 @@ def test_a_trainjob_suspended_from_git_loses_its_pods_and_one_resumed_runs(world
     wait_pods(world, ns, "v2resume", lambda ps: running(ps, 2), "2 Running")
 
 
-@pytest.mark.parametrize(("project", "refused", "bystander"), [
-    pytest.param("v2x", "v2scale", "v2bystander", id="under Flux"),
-    pytest.param("a2x", "a-v2scale", "a-bystander", id="under Argo CD")])
-def test_a_refused_trainjob_update_fails_the_whole_environments_sync(world, project, refused, bystander):
-    ns = PROJECTS[project].namespace("v2x")
-    if project == "a2x":
-        app = _wait_app(world, "a2x-v2x", STATE.head, phases=("Failed", "Error"))
-        assert "field is immutable" in app["status"]["operationState"]["message"], app["status"]["operationState"]
-    job = get_job(world, "TrainJob", ns, refused)
+def test_a_refused_trainjob_update_fails_the_whole_environments_sync_under_flux(world):
+    ns = PROJECTS["v2x"].namespace("v2x")
+    job = get_job(world, "TrainJob", ns, "v2scale")
     assert job is not None and job["spec"]["trainer"]["numNodes"] == 2  # refused: the run keeps its shape
-    assert running(pods(world, ns, refused), 2)
-    other = get_job(world, "TrainJob", ns, bystander)
-    assert other is not None
-    assert "acme.dev/owner" not in (other["metadata"].get("annotations") or {})  # nothing of the commit applied
+    assert running(pods(world, ns, "v2scale"), 2)
+    # Flux's server-side dry run of the whole set failed first: nothing of the commit was applied or pruned
+    bystander = get_job(world, "TrainJob", ns, "v2bystander")
+    assert bystander is not None and "acme.dev/owner" not in (bystander["metadata"].get("annotations") or {})
+    assert get_job(world, "TrainJob", ns, "v2gone") is not None and running(pods(world, ns, "v2gone"), 2)
+
+
+def test_a_refused_trainjob_update_fails_argocds_sync_operation_but_the_rest_lands_and_is_pruned(world):
+    ns = PROJECTS["a2x"].namespace("v2x")
+    app = _wait_app(world, "a2x-v2x", STATE.head, phases=("Failed", "Error"))
+    assert "field is immutable" in app["status"]["operationState"]["message"], app["status"]["operationState"]
+    job = get_job(world, "TrainJob", ns, "a-v2scale")
+    assert job is not None and job["spec"]["trainer"]["numNodes"] == 2
+    bystander = get_job(world, "TrainJob", ns, "a-bystander")
+    assert bystander is not None and bystander["metadata"]["annotations"]["acme.dev/owner"] == "ml"
+    wait_gone(world, "TrainJob", ns, "a-gone")  # and prunes as usual
 
 
 @HELD
