@@ -69,7 +69,7 @@ def _queued(job: Optional[Job]) -> bool:
 
 
 def _git_suspended(job: Optional[Job]) -> bool:
-    return job is not None and gpumod._suspended(job)
+    return job is not None and gpumod.suspended_in_git(job)
 
 
 def _ttl(job: Optional[Job]) -> Optional[int]:

@@ -39,7 +39,7 @@ class Row:
         if "reruns-finished" in self.hazards:
             return None
         new = budget(self.new)
-        if _suspended(self.new):
+        if suspended_in_git(self.new):
             return 0.0
         if self.change in ("create", "rename") or any(h in self.hazards for h in NEW_RUN):
             return new
@@ -57,7 +57,7 @@ def budget(job: Optional[Job]) -> Optional[float]:
     return None if job.deadline is None else job.gpus * job.deadline / 3600
 
 
-def _suspended(job: Job) -> bool:
+def suspended_in_git(job: Job) -> bool:
     """Suspended in git and not Kueue's (a queued job's suspend is Kueue's to flip)."""
     rendered = job.rendered
     spec = rendered["spec"]
