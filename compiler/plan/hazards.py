@@ -3,7 +3,7 @@
 One table, keyed by the environment's setting (its `target` and `controller`; under
 `trainer-v2` the Trainer makes the pods) and the aspect of the change (`compiler.plan.
 aspects`), gives the hazards and the sentence a reviewer reads. Each entry was observed on
-the real engines (tests/e2e/test_plan_engines.py proves them; where an engine disagreed
+the real engines (tests/e2e/test_plan_engines.py and test_plan_kueue.py prove them; where an engine disagreed
 with the issue or the contract, the entry follows the engine). The engine settings are the
 ones `train-compile argocd` and `flux` write (prune on, Argo CD's self-heal off, Kueue's
 fields ignored on queued jobs): `ENGINE_ASSUMPTIONS` says so in every plan.

@@ -111,24 +111,25 @@ class Repo:
     """The loop's git work tree and the projects in it."""
 
     loop: gitops.Loop
+    projects: dict[str, Project] = field(default_factory=lambda: dict(PROJECTS))
     shas: list[str] = field(default_factory=list)
 
     def jobs(self, key: str) -> Path:
-        project = PROJECTS[key]
+        project = self.projects[key]
         return self.loop.repo.path / project.engine / project.folder / "jobs"
 
     def setup(self, key: str) -> None:
-        project = PROJECTS[key]
+        project = self.projects[key]
         write(self.jobs(key) / "trainforge.yaml",
               {"apiVersion": API, "kind": "Project", "environments": project.environments})
 
     def publish(self) -> None:
-        for key, project in PROJECTS.items():
+        for key, project in self.projects.items():
             self.loop.publish(project.engine, self.jobs(key), prefix=project.prefix, folder=f"{project.folder}/",
                               timeout="20s")
 
     def install(self) -> None:
-        for project in PROJECTS.values():
+        for project in self.projects.values():
             self.loop.install(project.engine, project.folder)
 
     def commit(self, message: str) -> str:
