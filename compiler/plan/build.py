@@ -125,6 +125,9 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
     )
+    if found is not None and found.source and found.source != watched.origin:
+        verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
+                               f" {watched.origin}: another spec owns that job")
     plan.summary = words.summary(pair.change, lead, verdict.clauses, unchanged_fields=bool(positions))
     row = gpumod.Row(plan.key, plan.namespace, plan.queue, pair.change, old, new, tuple(plan.hazards))
     return plan, row

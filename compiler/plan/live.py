@@ -6,7 +6,9 @@ state is the job's newest true condition (by `lastTransitionTime`, the later ent
 tie): `Created`, `Running`, `Restarting`, `Suspended`, `Succeeded` or `Failed`; a Trainer v2
 `Complete` reads `Succeeded`. A job with no true condition reads `Created`, except a
 TrainJob whose JobSet reports active pods, which reads `Running` (Trainer v2.3 has no
-Running condition). `absent` when the cluster has no such job.
+Running condition). `absent` when the cluster has no such job. The live job's
+`trainforge.dev/source` says which spec it was compiled from: a job of the same name from
+another spec (another folder or repository) is named as such, not taken for this one's run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from compiler.plan.judge import duration
+from schemas.marks import SOURCE
 
 STATES = ("Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
 RENAMED = {"Complete": "Succeeded"}
@@ -25,6 +28,7 @@ RENAMED = {"Complete": "Succeeded"}
 class Live:
     state: str
     since: Optional[datetime] = None  # when that condition became true
+    source: Optional[str] = None  # the live job's trainforge.dev/source: the spec it was compiled from
 
     def fact(self, now: datetime) -> str:
         """`Running for 3 h 12 min` (or the bare state when the cluster gives no time)."""
@@ -49,6 +53,7 @@ def state_of(obj: Optional[dict[str, Any]]) -> Live:
     """The state of one live job object (None: absent)."""
     if obj is None:
         return ABSENT
+    source = ((obj.get("metadata") or {}).get("annotations") or {}).get(SOURCE)
     status = obj.get("status") or {}
     newest: Optional[tuple[datetime, int, dict[str, Any]]] = None
     for i, cond in enumerate(status.get("conditions") or []):
@@ -60,10 +65,11 @@ def state_of(obj: Optional[dict[str, Any]]) -> Live:
             newest = (at, i, {**cond, "type": kind})
     if newest is not None:
         cond = newest[2]
-        return Live(cond["type"], _time(cond.get("lastTransitionTime")))
+        return Live(cond["type"], _time(cond.get("lastTransitionTime")), source)
+    created = _time((obj.get("metadata") or {}).get("creationTimestamp"))
     if obj.get("kind") == "TrainJob" and any((j.get("active") or 0) > 0 for j in status.get("jobsStatus") or []):
-        return Live("Running", _time((obj.get("metadata") or {}).get("creationTimestamp")))
-    return Live("Created", _time((obj.get("metadata") or {}).get("creationTimestamp")))
+        return Live("Running", created, source)
+    return Live("Created", created, source)
 
 
 def index(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:

@@ -70,6 +70,7 @@ def test_a_deleted_running_job_is_named_with_its_state_and_age(repo, control_pla
 
     assert (job["state"], job["hazards"]) == ("Running", ["kills-run"])
     assert "kills bert, Running for 3 h 12 min" in job["summary"]
+    assert "compiled from" not in job["summary"]  # the cluster's job carries this spec's source
 
 
 def test_a_deleted_finished_job_kills_no_run(repo, control_plane):
@@ -120,6 +121,16 @@ def test_a_job_the_cluster_does_not_have_is_absent_and_its_edit_is_no_mixed_run(
     assert plan["live"] is True
     assert {j["name"]: j["state"] for j in plan["environments"][0]["jobs"]} == {
         "bert": "absent", "done": "Succeeded", "paused": "Suspended"}
+
+
+def test_a_live_job_compiled_from_another_spec_is_named(repo, control_plane, namespace):
+    control_plane.kubectl("annotate", "--overwrite", "pytorchjob", "bert", "-n", namespace,
+                          "trainforge.dev/source=teams/other/bert.yaml")
+    repo.remove("jobs/bert.yaml")
+
+    job = job_of(_live(repo, control_plane), "bert", env="prod")
+
+    assert "the cluster's bert was compiled from teams/other/bert.yaml, not from jobs/bert.yaml" in job["summary"]
 
 
 def test_the_reader_only_reads(repo, control_plane):
