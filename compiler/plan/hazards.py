@@ -111,6 +111,9 @@ ENGINE_ASSUMPTIONS = (
     "engines as train-compile argocd and flux configure them: prune on, Argo CD's self-heal "
     + ("on" if ARGOCD_SELF_HEAL else "off") + ", Kueue's fields (suspend, flavor) ignored on queued jobs only",
     "Flux re-applies git at every interval; Argo CD syncs an environment when a commit changes it",
+    "other settings change the outcome: with train-compile flux --create-only no update reaches an existing"
+    " job (only creates and deletes do); with train-compile argocd --self-heal a job deleted by its TTL is created"
+    " again at once",
 )
 # What one refused object does to the rest of its environment's sync (observed on both engines).
 REFUSED_SYNC = ("a refused object fails the environment's sync. Flux: its server-side dry run of the whole"
