@@ -9,6 +9,7 @@ nothing that runs; a job the cluster does not have is `absent`; the reader only 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -69,7 +70,8 @@ def test_a_deleted_running_job_is_named_with_its_state_and_age(repo, control_pla
     job = job_of(_live(repo, control_plane), "bert", env="prod")
 
     assert (job["state"], job["hazards"]) == ("Running", ["kills-run"])
-    assert "kills bert, Running for 3 h 12 min" in job["summary"]
+    # Running since 3 h 12 min before the fixture's write: a minute more if the machine is slow
+    assert re.search(r"kills bert, Running for 3 h 1[23] min\b", job["summary"]), job["summary"]
     assert "compiled from" not in job["summary"]  # the cluster's job carries this spec's source
 
 
