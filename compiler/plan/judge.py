@@ -129,9 +129,12 @@ def _shape(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_sus
         scope = a.restart_scope[1]
         v.add(rules["restart-scope"], state, scope=f"{a.restart_scope[0]} -> {scope}", scope_does=SCOPE_DOES.get(
             scope, SCOPE_DOES["pod"]))
-    if "shape" in rules and (a.replicas or a.templates or a.job_fields or a.scheduling_policy or (
-            a.restart_scope and ctx.setting[1] == table.OURS)):
+    ours = ctx.setting[1] == table.OURS  # train-controller holds schedulingPolicy and the scope with the run
+    if "shape" in rules and (a.replicas or a.templates or a.job_fields or (ours and (
+            a.scheduling_policy or a.restart_scope))):
         v.add(rules["shape"], state)
+    elif a.scheduling_policy and not ours and "run-policy" in rules:  # upstream: its PodGroup follows
+        v.add(rules["run-policy"], state, fields="runPolicy.schedulingPolicy", controller=ctx.controller)
 
 
 def removal(old_state: str, *, old: str) -> Verdict:

@@ -42,6 +42,7 @@ def elastic(doc: dict) -> None:
     doc["spec"].update(nodes=2, elastic={"minNodes": 1, "maxNodes": 4})
 
 
+GANG = {"gang": {"scheduler": "volcano", "timeoutSeconds": 600}}
 STORAGE = [{"name": "ckpt", "mountPath": "/ckpt", "size": "100Gi", "storageClass": "fast"}]
 
 CASES = [
@@ -71,6 +72,11 @@ CASES = [
      lambda doc: (doc["spec"].pop("policy"), doc["spec"].update(nodes=3)), ["restarts-run"], "from the head spec"),
     ("a run policy change applies to the run in progress", UPSTREAM, None, policy(backoffLimit=7), [],
      "runPolicy.backoffLimit apply to the run in progress"),
+    ("a gang timeout under the upstream operator reaches its PodGroup, no pod", UPSTREAM, spec(scheduling=GANG),
+     spec(scheduling={"gang": {**GANG["gang"], "timeoutSeconds": 900}}), [],
+     "runPolicy.schedulingPolicy apply to the run in progress"),
+    ("a gang timeout under train-controller is held with the run", OURS, spec(scheduling=GANG),
+     spec(scheduling={"gang": {**GANG["gang"], "timeoutSeconds": 900}}), ["ignored-until-next-run"], "holds the change"),
     ("a job annotation changes nothing that runs", UPSTREAM, None, annotate(owner="ml"), [],
      "nothing that runs"),
     ("restart scope job under train-controller is held and says what a failure does", OURS, None, scope("job"),
