@@ -107,6 +107,39 @@ class Size:
     same_stream: Optional[bool]
     reference: Optional[Run] = None
     instructions: Optional[int] = None  # executed by one build, counted by callgrind
+    plan: Optional[Run] = None  # `plan --base HEAD` of the tree with PLAN_CHANGED specs edited
+    plan_build: Optional[Run] = None  # one build of that head, measured beside it
+
+
+PLAN_CHANGED = 50  # specs a pull request changes in the plan row (the issue's 1,000-spec repository)
+GIT = ("git", "-c", "user.name=bench", "-c", "user.email=bench@example.com")
+
+
+def plan_repository(src: Path, work: Path, n: int, changed: int = PLAN_CHANGED) -> Path:
+    """A git repository holding `src` as its base commit, with `changed` specs edited in the
+    working tree (every n/changed-th: one more node, a new image), as a pull request is."""
+    repo = work / f"plan-{n}"
+    shutil.copytree(src, repo / "jobs")
+    subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "commit", "-q", "-m", "base"], check=True)
+    for i in range(0, n, max(1, n // changed)):
+        (path,) = (repo / "jobs").glob(f"*/job-{i:05d}.yaml")
+        text = path.read_text().replace("  nodes: 4\n", "  nodes: 5\n").replace(":1.", ":2.", 1)
+        path.write_text(text)
+    return repo
+
+
+def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: Optional[int]) -> None:
+    """`train-compile plan` of PLAN_CHANGED changed specs against one `build` of the same head,
+    interleaved repeat by repeat (the target: plan CPU at most 2x build's)."""
+    repo = plan_repository(work / f"src-{size.n}", work, size.n)
+    plans, builds = [], []
+    for r in range(repeat):
+        builds.append(run([*tc, "build", str(repo / "jobs"), "-o", str(work / f"plan-out-{r}")], cpu=cpu))
+        plans.append(run([*tc, "plan", str(repo / "jobs"), "--base", "HEAD", "--format", "json"],
+                         stdout=work / "plan.json", cpu=cpu))
+    size.plan, size.plan_build = _median(plans), _median(builds)
 
 
 def _same_objects(ours: Path, theirs: Path) -> bool:
@@ -204,6 +237,11 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
         out.append(R(f"build wall, N={big.n}, vs before (ruamel loader + PyYAML representer)",
                      big.build.wall, big.reference.wall, "s"))
         out.append(R(f"build CPU, N={big.n}, vs before", big.build.cpu, big.reference.cpu, "s"))
+    if big.plan and big.plan_build:
+        out.append(R(f"plan CPU, N={big.n} with {PLAN_CHANGED} changed specs (s; baseline: one build of that head)",
+                     big.plan.cpu, big.plan_build.cpu, "s", "<= 2.0x"))
+        out.append(R(f"plan wall, N={big.n} with {PLAN_CHANGED} changed specs (s)", big.plan.wall,
+                     big.plan_build.wall, "s"))
     if big.instructions:
         out.append(R(f"build instructions per spec, N={big.n} (callgrind; the same on any load)",
                      big.instructions / big.n / 1e6, None, "M"))
@@ -221,6 +259,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="runs of kubectl kustomize per size (default: --repeat, 1 from N=1000: it is slow)")
     parser.add_argument("--cpu", type=int, default=0, help="CPU to pin every command to; -1 to not pin")
     parser.add_argument("--no-reference", action="store_true", help="skip the before/after row")
+    parser.add_argument("--no-plan", action="store_true", help="skip the plan row")
     parser.add_argument("--workdir", type=Path, default=None, help="where specs and trees go (default /dev/shm)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--python", default=None,
@@ -252,6 +291,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             measured.append(measure_size(n, work, tc=tc, repeat=args.repeat, kustomize_repeat=k_repeat, cpu=cpu,
                                          kubectl=kubectl,
                                          reference=not args.no_reference and not args.python and n == sizes[-1]))
+        if not args.no_plan:
+            print(f"compiler bench: plan, N={measured[-1].n} with {PLAN_CHANGED} changed specs ...",
+                  file=sys.stderr, flush=True)
+            measure_plan(measured[-1], work, tc=tc, repeat=args.repeat, cpu=cpu)
         valgrind = shutil.which("valgrind") if args.instructions else None
         if valgrind:
             big = measured[-1]

@@ -98,12 +98,14 @@ def build(sources: tuple[Path, ...], out: Path, env: Optional[str], fmt: str, st
     except tree.UnsafeOutput as exc:
         click.echo(f"train-compile: {exc}; nothing was written", err=True)
         sys.exit(1)
+    from compiler.emit.summary import environment_lines
+
     jobs = sum(len(b) for b in result.bundles.values())
-    click.echo(
+    click.echo("\n".join([
         f"train-compile: wrote {jobs} job(s) for {len(result.environments)} environment(s)"
         f" ({', '.join(result.environments)}) to {out}",
-        err=True,
-    )
+        *environment_lines(result),
+    ]), err=True)
 
 
 @main.command()
@@ -196,8 +198,10 @@ from compiler.cli.gitops import (
 register(main)
 
 from compiler.cli.logs import logs  # noqa: E402
+from compiler.cli.plan import plan  # noqa: E402  (train-compile plan)
 from compiler.cli.status import status  # noqa: E402
 
+main.add_command(plan)
 main.add_command(status)
 main.add_command(logs)
 

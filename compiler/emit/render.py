@@ -9,6 +9,7 @@ same stream; a test compares the two on every example.
 from __future__ import annotations
 
 from compiler.emit import namespaces, serialize
+from compiler.emit.source import bundle_objects
 from compiler.pipeline import Result
 
 ORDER_FIRST = (
@@ -39,7 +40,7 @@ def kustomize_key(obj: dict) -> tuple:
 
 def rendered_objects(result: Result, env: str) -> list[dict]:
     objects = namespaces.for_environment(result, env)
-    objects += [obj for bundle in result.bundles.get(env, []) for obj in bundle.objects()]
+    objects += [obj for bundle in result.bundles.get(env, []) for obj in bundle_objects(bundle)]
     return sorted(objects, key=kustomize_key)
 
 

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from compiler.emit import namespaces, serialize
+from compiler.emit.source import source_of, stamped
 from compiler.pipeline import Result
 from schemas import patching
 from schemas.bundle import Bundle, Component
@@ -50,13 +51,14 @@ def source_header(bundle: Bundle) -> str:
     not an annotation: kustomize drops it, so the cluster's objects do not change when
     an edit elsewhere in the file moves the line."""
     doc = bundle.target.doc
-    return (f"# From {doc.origin or doc.file}:{doc.start[0]} (TrainJob {bundle.target.name}); "
+    return (f"# From {source_of(bundle)}:{doc.start[0]} (TrainJob {bundle.target.name}); "
             "compiled by train-compile: edit the spec, not this file\n")
 
 
 def _component_files(bundle: Bundle, component: Component, header: str) -> dict[str, str]:
     base = f"{job_dir(bundle)}/{component.name}"
-    out = {f"{base}/{resource_file(r)}": header + serialize.dump(r) for r in component.resources}
+    source = source_of(bundle)
+    out = {f"{base}/{resource_file(r)}": header + serialize.dump(stamped(r, source)) for r in component.resources}
     kustomization: dict = {"apiVersion": COMPONENT_API, "kind": "Component"}
     if component.resources:
         kustomization["resources"] = sorted(resource_file(r) for r in component.resources)
@@ -88,7 +90,7 @@ def bundle_files(bundle: Bundle) -> dict[str, str]:
     header = source_header(bundle)
     out = {
         f"{base}/kustomization.yaml": serialize.dump(kustomization),
-        f"{base}/{job_file}": header + serialize.dump(bundle.job),
+        f"{base}/{job_file}": header + serialize.dump(stamped(bundle.job, source_of(bundle))),
     }
     for component in bundle.components:
         out.update(_component_files(bundle, component, header))

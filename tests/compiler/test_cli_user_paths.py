@@ -274,6 +274,7 @@ def test_examples_still_compile_from_their_folders():
 
 def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_path, capsys):
     from compiler.cli import demo
+    from compiler.emit.summary import COLUMNS
 
     assert demo.main([str(EXAMPLES), str(tmp_path / "build")]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -285,12 +286,29 @@ def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_pat
             if not line.startswith("    "):
                 break
             block.append(line)
-        columns = [block[0].index(name) for name in demo.COLUMNS]
+        columns = [block[0].index(name) for name in COLUMNS]
         for row in block[1:]:  # every cell starts under its header, after two spaces
             assert all(row[at - 2:at] == "  " and row[at] != " " for at in columns[1:]), row
     kitchen = next(line for line in lines if "ml-platform/kitchen-sink" in line)
     assert "512Gi" in kitchen and "data (claim the-pile), ckpt 2Ti" in kitchen and "3 Worker" in kitchen
     assert any("1 Chief, 3 Worker, 2 PS, 1 Evaluator" in line for line in lines)
+
+
+def test_build_prints_the_demo_table_of_what_it_wrote(tmp_path, capsys):
+    from compiler.cli import demo
+
+    run = run_cli("build", EXAMPLES / "project", "-o", tmp_path / "out")
+    assert demo.main([str(EXAMPLES), str(tmp_path / "build")]) == 0
+    shown = capsys.readouterr().out.splitlines()
+
+    assert run.exit_code == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert lines[0].startswith("train-compile: wrote 6 job(s) for 2 environment(s) (dev, prod)")
+    prod = lines[lines.index("  prod: 3 job(s)") + 1:]
+    # the rows the demo prints for project/prod, cell for cell
+    demo_prod = shown[next(i for i, line in enumerate(shown) if line.startswith("  project/prod:")) + 1:][:4]
+    assert prod[:4] == demo_prod
+    assert any("nlp/bert-finetune" in row and "1 Master, 3 Worker" in row and "32" in row for row in prod)
 
 
 # --- 7. YAML mistakes explained -----------------------------------------------------------

@@ -30,8 +30,18 @@ def test_the_workflows_validate_against_the_github_workflow_schema(tmp_path, blo
     assert any("train-compile" in s for s in steps)
 
 
-def test_the_workflows_are_both_there():
-    assert len(_blocks("# .github/workflows/")) == 2
+def test_the_workflows_are_all_there():
+    names = [b.splitlines()[0] for b in _blocks("# .github/workflows/")]
+    assert names == ["# .github/workflows/trainforge.yaml", "# .github/workflows/trainforge-render.yaml",
+                     "# .github/workflows/trainforge-plan.yaml"]
+
+
+def test_the_gitlab_plan_job_validates_against_gitlabs_schema(tmp_path):
+    (block,) = _blocks("# .gitlab-ci.yml")
+    path = tmp_path / ".gitlab-ci.yml"
+    path.write_text(block)
+    run(tool("check-jsonschema"), "--builtin-schema", "vendor.gitlab-ci", str(path))
+    assert "train-compile plan" in block and "--format markdown" in block
 
 
 def test_the_pre_commit_config_is_valid(tmp_path):

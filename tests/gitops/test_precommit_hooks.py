@@ -23,11 +23,13 @@ def test_pre_commit_accepts_the_manifest():
     run(tool("pre-commit"), "validate-manifest", str(MANIFEST))
 
 
-def test_the_manifest_offers_validate_and_check():
+def test_the_manifest_offers_validate_check_and_plan():
     hooks = {h["id"]: h for h in yaml.safe_load(MANIFEST.read_text())}
-    assert set(hooks) == {"trainforge-validate", "trainforge-check"}
+    assert set(hooks) == {"trainforge-validate", "trainforge-check", "trainforge-plan"}
     assert hooks["trainforge-validate"]["entry"] == "train-compile validate"
     assert hooks["trainforge-check"]["entry"] == "train-compile check"
+    assert hooks["trainforge-plan"]["entry"] == "train-compile plan"
+    assert hooks["trainforge-plan"]["stages"] == ["pre-push"] and hooks["trainforge-plan"]["verbose"] is True
     assert all(h["language"] == "python" and h["pass_filenames"] is False for h in hooks.values())
 
 
@@ -49,10 +51,11 @@ def repo(tmp_path) -> Path:
     return repo
 
 
-def pre_commit(repo: Path, hook: str):
+def pre_commit(repo: Path, hook: str, *, stage: str = "pre-commit"):
     env = {"PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin", "HOME": str(repo.parent),
            "PRE_COMMIT_HOME": str(repo.parent / "pre-commit-home")}
-    return run(tool("pre-commit"), "run", hook, "--all-files", "--color", "never", cwd=repo, env=env, ok=False)
+    return run(tool("pre-commit"), "run", hook, "--all-files", "--color", "never", "--hook-stage", stage, cwd=repo,
+               env=env, ok=False)
 
 
 def test_both_hooks_pass_on_a_clean_repository(repo):
@@ -80,3 +83,15 @@ def test_validate_fails_on_an_invalid_job_with_its_position(repo):
     line = next(i for i, text in enumerate(job.read_text().splitlines(), 1) if text.startswith("  nodes: true"))
     assert f"jobs/jobs/bert.yaml:{line}:10: error: spec.nodes: expected a whole number" in proc.stdout
     assert os.path.exists(repo / "deploy")
+
+
+def test_the_plan_hook_prints_what_a_push_does_to_the_runs(repo):
+    run(tool("git"), *GIT, "update-ref", "refs/remotes/origin/main", "HEAD", cwd=repo)  # what was pushed before
+    job = repo / "jobs" / "jobs" / "bert.yaml"
+    job.write_text(job.read_text().replace("nodes: 2\n", "nodes: 3\n", 1))
+
+    proc = pre_commit(repo, "trainforge-plan", stage="pre-push")
+
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "train-compile plan against origin/main: " in proc.stdout  # verbose: shown though it passed
+    assert "restarts-run" in proc.stdout and "Kueue stops the job" in proc.stdout  # bert is queued

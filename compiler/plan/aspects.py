@@ -1,0 +1,173 @@
+"""What changed between a job's compiled objects, in the terms the hazards are judged by.
+
+A spec edit reaches the cluster as changed objects; what it does to a run depends on which
+part of them changed: a replica count or a pod template (the pods of a run), the run policy
+(read live by the controller), `suspend`, the TTL, trainforge's own annotations, the job's
+metadata, the objects beside the job (a claim, RBAC, a PodGroup). `Aspects` names those for
+one job, with the details a summary sentence needs (`Worker 2 -> 3`, an image); for a
+Trainer v2 TrainJob, the parts of its spec the Trainer refuses to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from compiler.frameworks import BY_KIND
+from schemas.marks import RESTART_SCOPE, SOURCE
+from schemas.upstream import QUEUE_LABEL
+
+OWN_ANNOTATIONS = (SOURCE, RESTART_SCOPE)
+# TrainJob fields the v2.3 CRD holds immutable (`self == oldSelf`, evaluated when both sides have
+# the field): a change is refused whatever the job's state. So are these fields of each pod spec
+# patch inside runtimePatches; the rest of runtimePatches (pod labels and annotations, node
+# selector, affinity, tolerations) its webhook refuses to change unless the job was suspended
+# (pkg/runtime/framework/plugins/jobset: suspended before or after the update, and no active
+# pods). Probed on the real Trainer (tests/e2e/test_plan_engines.py).
+TRAINJOB_IMMUTABLE = ("trainer", "runtimeRef", "initializer", "activeDeadlineSeconds", "managedBy")
+POD_PATCH_IMMUTABLE = ("containers", "initContainers", "volumes", "imagePullSecrets", "securityContext",
+                       "serviceAccountName", "terminationGracePeriodSeconds")
+
+
+@dataclass
+class Aspects:
+    replicas: dict[str, tuple[int, int]] = field(default_factory=dict)  # replica type -> (before, after)
+    templates: list[str] = field(default_factory=list)  # replica types whose pod template changed
+    job_fields: list[str] = field(default_factory=list)  # other spec fields the pods are made from
+    images: list[tuple[str, str]] = field(default_factory=list)  # (before, after) of a changed image
+    elastic: Optional[tuple[int, int]] = None  # (minReplicas, maxReplicas) of an elastic job
+    suspend: tuple[bool, bool] = (False, False)
+    run_policy: list[str] = field(default_factory=list)  # run policy fields read live (backoff, deadline ...)
+    scheduling_policy: bool = False
+    ttl: Optional[int] = None  # ttlSecondsAfterFinished of the head, when set
+    restart_scope: Optional[tuple[str, str]] = None
+    queue: Optional[tuple[Optional[str], Optional[str]]] = None
+    metadata: list[str] = field(default_factory=list)  # job labels and annotations, nothing that runs
+    moved: Optional[tuple[str, str]] = None  # the source annotation: the spec file moved
+    containers: bool = False  # a container or init container of some pod set differs (Kueue's check)
+    immutable: list[str] = field(default_factory=list)  # TrainJob fields the Trainer refuses to change
+    runtime_patches: bool = False
+    others: list[str] = field(default_factory=list)  # other objects changed: "PersistentVolumeClaim x"
+    claims: list[str] = field(default_factory=list)  # claims whose spec changed beyond a size increase
+
+    @property
+    def shape(self) -> bool:
+        """The pods of a run would differ: a count, a template or a field they are made from."""
+        return bool(self.replicas or self.templates or self.job_fields or self.scheduling_policy
+                    or self.restart_scope)
+
+
+def _meta(obj: dict[str, Any], part: str) -> dict[str, Any]:
+    return (obj.get("metadata") or {}).get(part) or {}
+
+
+def _images(old: dict[str, Any], new: dict[str, Any], seen: list[tuple[str, str]]) -> None:
+    before = {c.get("name"): c.get("image") for c in (old.get("spec") or {}).get("containers") or []}
+    for c in (new.get("spec") or {}).get("containers") or []:
+        pair = (before.get(c.get("name")), c.get("image"))
+        if pair[0] is not None and pair[0] != pair[1] and pair not in seen:
+            seen.append(pair)
+
+
+def _containers(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    o, n = old.get("spec") or {}, new.get("spec") or {}
+    return o.get("containers") != n.get("containers") or o.get("initContainers") != n.get("initContainers")
+
+
+def _v1(old: dict[str, Any], new: dict[str, Any], out: Aspects) -> None:
+    facts = BY_KIND[new["kind"]].facts
+    before, after = old["spec"].get(facts.replica_specs) or {}, new["spec"].get(facts.replica_specs) or {}
+    for rtype in sorted(set(before) | set(after)):
+        o, n = before.get(rtype) or {}, after.get(rtype) or {}
+        count = (int(o.get("replicas", 1)) if o else 0, int(n.get("replicas", 1)) if n else 0)
+        if count[0] != count[1]:
+            out.replicas[rtype] = count
+        if o.get("template") != n.get("template") or o.get("restartPolicy") != n.get("restartPolicy"):
+            out.templates.append(rtype)
+            _images(o.get("template") or {}, n.get("template") or {}, out.images)
+        if _containers(o.get("template") or {}, n.get("template") or {}):
+            out.containers = True
+    out.containers = out.containers or bool(out.replicas)
+    elastic = new["spec"].get("elasticPolicy")
+    if elastic:
+        out.elastic = (int(elastic.get("minReplicas", 1)), int(elastic.get("maxReplicas", 1)))
+    for key in sorted(set(old["spec"]) | set(new["spec"])):
+        if key not in (facts.replica_specs, "runPolicy") and old["spec"].get(key) != new["spec"].get(key):
+            out.job_fields.append(key)
+    o_rp, n_rp = old["spec"].get("runPolicy") or {}, new["spec"].get("runPolicy") or {}
+    out.suspend = (bool(o_rp.get("suspend")), bool(n_rp.get("suspend")))
+    out.scheduling_policy = o_rp.get("schedulingPolicy") != n_rp.get("schedulingPolicy")
+    out.run_policy = sorted(k for k in set(o_rp) | set(n_rp) if k not in ("suspend", "schedulingPolicy")
+                            and o_rp.get(k) != n_rp.get(k))
+    ttl = n_rp.get("ttlSecondsAfterFinished")
+    out.ttl = int(ttl) if ttl is not None else None
+
+
+def _pod_patches(spec: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(manager, replicated job) -> the pod spec patch of runtimePatches."""
+    out = {}
+    for patch in spec.get("runtimePatches") or []:
+        jobs = (((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get(
+            "replicatedJobs") or []
+        for job in jobs:
+            pod = ((((job.get("template") or {}).get("spec") or {}).get("template")) or {}).get("spec") or {}
+            out[(patch.get("manager", ""), job.get("name", ""))] = pod
+    return out
+
+
+def _v2(old: dict[str, Any], new: dict[str, Any], out: Aspects) -> None:
+    o, n = old["spec"], new["spec"]
+    out.immutable = [k for k in TRAINJOB_IMMUTABLE if k in o and k in n and o[k] != n[k]]
+    before, after = _pod_patches(o), _pod_patches(n)
+    fixed = sorted({f for key in set(before) & set(after) for f in POD_PATCH_IMMUTABLE
+                    if f in before[key] and f in after[key] and before[key][f] != after[key][f]})
+    out.immutable += [f"runtimePatches (the pods' {', '.join(fixed)})"] if fixed else []
+    out.runtime_patches = o.get("runtimePatches") != n.get("runtimePatches")
+    out.suspend = (bool(o.get("suspend")), bool(n.get("suspend")))
+    out.others += [f"spec.{k}" for k in sorted(set(o) | set(n)) if k not in TRAINJOB_IMMUTABLE
+                   and k not in ("runtimePatches", "suspend") and o.get(k) != n.get(k)]
+    out.others += [f"spec.{k} (added)" for k in TRAINJOB_IMMUTABLE if (k in o) != (k in n)]
+    trainer_o, trainer_n = o.get("trainer") or {}, n.get("trainer") or {}
+    if trainer_o.get("numNodes") != trainer_n.get("numNodes"):
+        out.replicas["node"] = (int(trainer_o.get("numNodes", 1)), int(trainer_n.get("numNodes", 1)))
+    if trainer_o.get("image") != trainer_n.get("image") and trainer_o.get("image"):
+        out.images.append((trainer_o["image"], trainer_n.get("image")))
+    if trainer_o != trainer_n or out.runtime_patches:
+        out.templates.append("node")
+        out.containers = True
+
+
+def job_aspects(old: dict[str, Any], new: dict[str, Any]) -> Aspects:
+    """What changed from `old` to `new`, two rendered jobs of one kind."""
+    out = Aspects()
+    (_v2 if new["kind"] == "TrainJob" else _v1)(old, new, out)
+    o_ann, n_ann = _meta(old, "annotations"), _meta(new, "annotations")
+    if o_ann.get(SOURCE) != n_ann.get(SOURCE):
+        out.moved = (o_ann.get(SOURCE, ""), n_ann.get(SOURCE, ""))
+    if o_ann.get(RESTART_SCOPE) != n_ann.get(RESTART_SCOPE):
+        out.restart_scope = (o_ann.get(RESTART_SCOPE) or "pod", n_ann.get(RESTART_SCOPE) or "pod")
+    o_lab, n_lab = _meta(old, "labels"), _meta(new, "labels")
+    if o_lab.get(QUEUE_LABEL) != n_lab.get(QUEUE_LABEL):
+        out.queue = (o_lab.get(QUEUE_LABEL), n_lab.get(QUEUE_LABEL))
+    out.metadata = sorted(
+        [f"labels.{k}" for k in set(o_lab) | set(n_lab) if k != QUEUE_LABEL and o_lab.get(k) != n_lab.get(k)]
+        + [f"annotations.{k}" for k in set(o_ann) | set(n_ann)
+           if k not in OWN_ANNOTATIONS and o_ann.get(k) != n_ann.get(k)])
+    return out
+
+
+def other_objects(old: list[dict[str, Any]], new: list[dict[str, Any]], out: Aspects) -> None:
+    """The objects beside the job (all but the last of each list): which changed, and claims
+    whose spec changed (the API server refuses those: a claim's spec is immutable but for a
+    larger size of a bound claim whose StorageClass allows expansion, which the plan cannot
+    know offline; an unbound claim's size is refused too, as the real API server does)."""
+    def key(obj: dict[str, Any]) -> tuple[str, str]:
+        return (obj["kind"], obj["metadata"]["name"])
+    before, after = {key(o): o for o in old[:-1]}, {key(o): o for o in new[:-1]}
+    for k in sorted(set(before) | set(after)):
+        o, n = before.get(k), after.get(k)
+        if o == n:
+            continue
+        out.others.append(f"{k[0]} {k[1]}" + (" (new)" if o is None else " (removed)" if n is None else ""))
+        if k[0] == "PersistentVolumeClaim" and o is not None and n is not None and o.get("spec") != n.get("spec"):
+            out.claims.append(k[1])

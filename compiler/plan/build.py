@@ -1,0 +1,172 @@
+"""The plan from both sides: per environment, every job's change, fields, GPUs, hazards, sentence.
+
+`compile_sides()` compiles the head and the base (the CLI then reads the cluster, when `--live`,
+for the jobs they name: `wanted()`); `assemble()` pairs the jobs, judges each change with
+the hazard table for the environment's setting and the job's state, sums the GPUs and
+writes the sentence. Accepted hazards (`--accept`, `Trainforge-Accept:` trailers) stay in
+the plan, marked, and no longer count for `--fail-on`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Optional
+
+from compiler.frameworks import BY_KIND
+from compiler.plan import fields as fieldsmod
+from compiler.plan import gpus as gpumod
+from compiler.plan import judge, live, revision, words
+from compiler.plan import sides as sidesmod
+from compiler.plan.aspects import job_aspects, other_objects
+from compiler.plan.hazards import ENGINE_ASSUMPTIONS, REFUSED_SYNC, setting
+from compiler.plan.matching import Pair, pairs
+from compiler.plan.model import EnvironmentPlan, Gpus, JobPlan, Plan, Position
+from compiler.plan.sides import Job, Side
+
+LiveIndex = dict[tuple[str, str, str], dict[str, Any]]
+
+
+@dataclass
+class Sides:
+    head: Side
+    base: Side
+    ref: str
+    accepts: list[str]
+
+
+def compile_sides(sources: list[Path], ref: str, env: Optional[str]) -> Sides:
+    """Both sides compiled; `PlanInputError`, `SideInvalid` and `UnknownEnvironment` propagate."""
+    repo, rel = revision.repository(sources)
+    commit = revision.resolve(repo, ref)
+    head = sidesmod.head(sources, env)
+    base = sidesmod.base(repo, commit, ref, rel, env, head)
+    return Sides(head, base, ref, revision.accept_trailers(repo, commit))
+
+
+def environments(both: Sides) -> list[str]:
+    """The head's environments, then any the base had that the head dropped."""
+    names = list(both.head.result.environments)
+    return names + [e for e in both.base.jobs if e not in names]
+
+
+def wanted(both: Sides) -> set[tuple[str, str, str, str]]:
+    """(apiVersion, kind, namespace, name) of every job either side names: what --live reads."""
+    out = set()
+    for side in (both.head, both.base):
+        for jobs in side.jobs.values():
+            for job in jobs.values():
+                out.add((job.bundle.job["apiVersion"], job.kind, job.namespace, job.name))
+    return out
+
+
+def _queued(job: Optional[Job]) -> bool:
+    if job is None or job.queue is None:
+        return False
+    adapter = BY_KIND.get(job.kind)
+    return adapter is None or adapter.facts.kueue_unmanaged is None  # TrainJobs are Kueue's too
+
+
+def _git_suspended(job: Optional[Job]) -> bool:
+    return job is not None and gpumod.suspended_in_git(job)
+
+
+def _ttl(job: Optional[Job]) -> Optional[int]:
+    if job is None or job.kind == "TrainJob":
+        return None
+    value = (job.rendered["spec"].get("runPolicy") or {}).get("ttlSecondsAfterFinished")
+    return None if value is None else int(value)
+
+
+def _fields(pair: Pair, both: Sides, env: str) -> list[Position]:
+    if pair.old is None or pair.new is None or pair.old is pair.new:
+        return []
+    found = fieldsmod.spec_fields(pair.old, pair.new)
+    if pair.change in ("update", "rename"):
+        found += fieldsmod.project_fields(both.base.project_doc, both.head.project_doc, env)
+    return sorted(found, key=lambda p: p.path)
+
+
+def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states: Optional[LiveIndex],
+         now: datetime) -> tuple[JobPlan, gpumod.Row]:
+    old, new = pair.old, pair.new
+    shown = new or old
+    assert shown is not None
+    watched = old if pair.change in ("rename", "delete") else new
+    assert watched is not None
+    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name))) if states is not None else None
+    state = found.state if found else "unknown"
+    judged = "Suspended" if state == "unknown" and _git_suspended(old) else state
+    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new))
+    if pair.change == "update":
+        assert old is not None and new is not None
+        aspects = job_aspects(old.rendered, new.rendered)
+        other_objects(old.objects, new.objects, aspects)
+        verdict = judge.update(aspects, ctx)
+        lead = words.update_lead(aspects)
+    elif pair.change == "create":
+        verdict, lead = judge.create(ctx), words.create_lead(shown, queued=ctx.queued, suspended=_git_suspended(new))
+    elif pair.change == "delete":
+        assert old is not None
+        verdict, lead = judge.removal(judged, old=old.name), words.delete_lead(old, found, now)
+    elif pair.change == "rename":
+        assert old is not None and new is not None
+        verdict = judge.rename(ctx, old=old.name, new=new.name)
+        lead = words.rename_lead(old, new, found, now)
+    else:
+        verdict, lead = judge.Verdict(), ""
+    positions = _fields(pair, both, env)
+    plan = JobPlan(
+        namespace=shown.namespace, name=shown.name, kind=shown.kind, change=pair.change,
+        renamed_from=f"{old.namespace}/{old.name}" if pair.change == "rename" and old else None,
+        source=shown.origin, line=shown.doc.start[0], fields=positions,
+        gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
+        hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
+        anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
+    )
+    if found is not None and found.source and found.source != watched.origin:
+        verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
+                               f" {watched.origin}: another spec owns that job")
+    plan.summary = words.summary(pair.change, lead, verdict.clauses, unchanged_fields=bool(positions))
+    row = gpumod.Row(plan.key, plan.namespace, plan.queue, pair.change, old, new, tuple(plan.hazards))
+    return plan, row
+
+
+def _anchor(new: Optional[Job], positions: list[Position]) -> Optional[Position]:
+    if new is None:
+        return None
+    spec = [p for p in positions if p.file == new.origin]
+    if spec:
+        return spec[0]
+    line, col = new.doc.position(("metadata", "name"))
+    return Position("metadata.name", new.origin, line, col)
+
+
+def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[str, str, str]],
+             now: datetime) -> Plan:
+    """The plan; `states` is the live index under --live (None offline)."""
+    envs = []
+    for env in environments(both):
+        project = both.head.result.project if env in both.head.result.environments else both.base.result.project
+        env_setting = setting(project.target_for(env), project.controller_for(env))
+        rows, jobs = [], []
+        for pair in pairs(both.base.jobs.get(env, {}), both.head.jobs.get(env, {})):
+            plan, row = _job(pair, both, env, env_setting, states, now)
+            plan.accepted = [h for h in plan.hazards if _accepted(accepts, env, plan, h)]
+            jobs.append(plan)
+            rows.append(row)
+        total, hours = gpumod.sums(rows)
+        notes = [REFUSED_SYNC] if any("sync-refused" in j.hazards for j in jobs) else []
+        if env not in both.head.result.environments:
+            notes.append(f"environment {env} is gone from trainforge.yaml: its jobs go when train-compile argocd or flux"
+                         " output drops its Application or Kustomization")
+        envs.append(EnvironmentPlan(
+            name=env, target=env_setting[0], controller=None if env_setting[0] == "trainer-v2" else env_setting[1],
+            jobs=jobs, gpus=total, hours=hours, notes=notes,
+            namespaces=gpumod.groups(rows, lambda r: r.namespace), queues=gpumod.groups(rows, lambda r: r.queue)))
+    return Plan(both.ref, envs, live=states is not None, assumptions=list(ENGINE_ASSUMPTIONS))
+
+
+def _accepted(accepts: list[tuple[str, str, str]], env: str, job: JobPlan, hazard: str) -> bool:
+    return any(e in ("", env) and k == job.key and h == hazard for e, k, h in accepts)

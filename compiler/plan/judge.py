@@ -1,0 +1,158 @@
+"""One job's verdict: its hazards and the sentence a reviewer reads, from the hazard table.
+
+The change class and the aspects of a change pick entries of `compiler.plan.hazards.RULES`
+for the environment's setting; the job's state (`unknown` offline) keeps those that can
+hold in it. Where entries meet, the one that decides wins: a suspend or a resume decides
+what becomes of a shape change (no pods run to mix, or the resumed run takes the new spec);
+on a queued job a change of pod counts or containers is Kueue's to act on (it stops and
+re-queues the job) before the controller's; a finished job runs nothing of an edit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from compiler.plan import hazards as table
+from compiler.plan.aspects import Aspects
+from compiler.plan.hazards import Effect
+from compiler.plan.model import HAZARDS
+
+SCOPE_DOES = {"job": "restarts the whole job as one attempt (every pod, one new attempt)",
+              "pod": "restarts on its own beside the running pods"}
+
+
+@dataclass
+class Verdict:
+    hazards: list[str] = field(default_factory=list)
+    clauses: list[str] = field(default_factory=list)
+
+    def add(self, effect: Effect, now: str, **fill: object) -> bool:
+        """Add `effect` if it holds in the job's state `now`; True when it did."""
+        if now not in effect.when:
+            return False
+        self.hazards.extend(h for h in effect.hazards if h not in self.hazards)
+        self.clauses.append(effect.says.format(**fill))
+        return True
+
+    def ordered(self) -> list[str]:
+        return [h for h in HAZARDS if h in self.hazards]
+
+
+@dataclass(frozen=True)
+class Context:
+    setting: tuple[str, str]
+    state: str = "unknown"  # the old job's state (the job's own for a create or an update)
+    queued: bool = False  # Kueue manages the job (a queue label on a kind it integrates)
+    ttl: Optional[int] = None  # the head's ttlSecondsAfterFinished
+
+    @property
+    def rules(self) -> dict[str, Effect]:
+        return table.RULES[self.setting]
+
+    @property
+    def controller(self) -> str:
+        return table.CONTROLLER_NAMES[self.setting[1]]
+
+
+def duration(seconds: int) -> str:
+    """`90` -> 1 min 30 s, `86400` -> 24 h: how a sentence says a TTL or an age."""
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours} h" if hours else "", f"{minutes} min" if minutes else "", f"{secs} s" if secs else ""]
+    return " ".join(p for p in parts if p) or "0 s"
+
+
+def ttl(verdict: Verdict, ctx: Context) -> None:
+    if ctx.ttl is not None and "ttl" in ctx.rules:
+        verdict.add(ctx.rules["ttl"], ctx.state, controller=ctx.controller, ttl=duration(ctx.ttl))
+
+
+def update(a: Aspects, ctx: Context) -> Verdict:
+    """The verdict on an `update` (or an `unchanged` job: nothing)."""
+    v, rules, state = Verdict(), ctx.rules, ctx.state
+    fill = {"controller": ctx.controller}
+    refused = False
+    if a.immutable:
+        refused = v.add(rules["immutable"], state, immutable=", spec.".join(a.immutable))
+    elif a.runtime_patches and not a.suspend[0] and not (state in table.FINISHED and a.suspend[1]):
+        # refused unless the job was suspended (no active pods): suspending a running job in the
+        # same update is refused too, since its JobSet still has active pods
+        refused = v.add(rules["runtime-patches"], state)
+    if a.claims:
+        refused = v.add(rules["claim"], state, claims=", ".join(a.claims)) or refused
+    if refused:  # the update never lands: nothing else of it happens (the engine applies none of it)
+        return v
+    before, after = a.suspend
+    if before != after and ctx.queued:
+        v.add(rules["kueue-suspend"], state)
+        before = after = False  # Kueue's, not git's: the job runs as Kueue decides
+    elif after and not before:
+        v.add(rules["suspend"], state, **fill)
+    elif before and not after:
+        v.add(rules["resume"], state, **fill)
+    if a.shape:
+        _shape(v, a, ctx, suspended=before and after, changes_suspend=before != after)
+    if a.run_policy and "run-policy" in rules:
+        v.add(rules["run-policy"], state, fields=", ".join(f"runPolicy.{f}" for f in a.run_policy), **fill)
+    if a.queue is not None and a.queue[1] is not None:
+        v.add(rules["queue"], state)
+    others = [o for o in a.others if not any(o.endswith(f" {c}") for c in a.claims)]
+    if others:
+        v.add(rules["others"], state, others=", ".join(others))
+    if a.moved:
+        v.add(rules["moved"], state, moved=a.moved[0])
+    if a.metadata and not v.clauses:
+        v.add(rules["metadata"], state)
+    if state in table.FINISHED and (a.shape or a.run_policy or any(a.suspend)) and "finished" in rules:
+        v.add(rules["finished"], state, state=state)
+    ttl(v, ctx)
+    return v
+
+
+def _shape(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_suspend: bool) -> None:
+    rules, state = ctx.rules, ctx.state
+    if ctx.queued and a.containers and "kueue-reshape" in rules and not changes_suspend:
+        v.add(rules["kueue-reshape"], state)
+        return
+    if suspended:
+        v.add(rules["suspended"], state)
+        return
+    if changes_suspend:
+        return  # suspended now (no pods to mix) or resumed (the new run takes the new spec)
+    scale_only = (a.elastic is not None and set(a.replicas) <= {"Worker"} and not a.templates and not a.job_fields
+                  and not a.scheduling_policy and not a.restart_scope)
+    if scale_only and "elastic-scale" in rules:
+        v.add(rules["elastic-scale"], state, workers=a.replicas["Worker"][1])
+        return
+    if a.restart_scope and "restart-scope" in rules:
+        scope = a.restart_scope[1]
+        v.add(rules["restart-scope"], state, scope=f"{a.restart_scope[0]} -> {scope}", scope_does=SCOPE_DOES.get(
+            scope, SCOPE_DOES["pod"]))
+    ours = ctx.setting[1] == table.OURS  # train-controller holds schedulingPolicy and the scope with the run
+    if "shape" in rules and (a.replicas or a.templates or a.job_fields or (ours and (
+            a.scheduling_policy or a.restart_scope))):
+        v.add(rules["shape"], state)
+    elif a.scheduling_policy and not ours and "run-policy" in rules:  # upstream: its PodGroup follows
+        v.add(rules["run-policy"], state, fields="runPolicy.schedulingPolicy", controller=ctx.controller)
+
+
+def removal(old_state: str, *, old: str) -> Verdict:
+    """A delete: the engine prunes the old job."""
+    v = Verdict()
+    v.add(table.KILLS, old_state, old=old)
+    return v
+
+
+def rename(ctx: Context, *, old: str, new: str) -> Verdict:
+    """A rename (or a framework or target switch): the old job pruned, the new one a new run."""
+    v = removal(ctx.state, old=old)
+    v.add(table.RESTARTS, ctx.state, new=new)
+    ttl(v, ctx)
+    return v
+
+
+def create(ctx: Context) -> Verdict:
+    v = Verdict()
+    ttl(v, ctx)
+    return v

@@ -1,0 +1,196 @@
+"""Both sides of a plan, compiled by the head's compiler: per environment, one `Job` per namespace/name.
+
+The head is the working tree, compiled as `build` would. The base is the revision's files
+that the head changed (or all of them when a project file changed), compiled from a
+temporary copy (`compiler.plan.revision`); every other head job is the base's job too, the
+same object, so matching and comparing skip it at once. A side's invalid input is the
+usual positioned diagnostics; the base's name their file as `REF:path`.
+
+A `Job` reads its compiled objects lazily (the render stream's objects, source annotation
+included): only the jobs a change touches are rendered twice.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Optional
+
+from compiler.diagnostics import Diagnostic
+from compiler.emit.source import bundle_objects, source_of
+from compiler.pipeline import Result, UnknownEnvironment, compile_sources
+from compiler.plan import revision
+from schemas.bundle import Bundle
+from schemas.loader import Document, load_file
+
+NO_JOBS = "found no TrainJob documents"
+
+
+@dataclass(eq=False)
+class Job:
+    """One compiled job of one side in one environment."""
+
+    env: str
+    bundle: Bundle
+
+    @property
+    def namespace(self) -> str:
+        return self.bundle.target.namespace
+
+    @property
+    def name(self) -> str:
+        return self.bundle.target.name
+
+    @property
+    def kind(self) -> str:
+        return self.bundle.kind
+
+    @property
+    def origin(self) -> str:
+        return source_of(self.bundle)
+
+    @property
+    def doc(self) -> Document:
+        return self.bundle.target.doc
+
+    @property
+    def target(self) -> Any:
+        return self.bundle.target
+
+    @cached_property
+    def objects(self) -> list[dict[str, Any]]:
+        """What the job puts in the cluster (the job last), as `render` writes it."""
+        return bundle_objects(self.bundle)
+
+    @property
+    def rendered(self) -> dict[str, Any]:
+        return self.objects[-1]
+
+    @cached_property
+    def pods(self) -> list[tuple[str, int, int]]:
+        """(role, pods, GPUs per pod), as the target lays the job out."""
+        return self.bundle.api.pods(self.bundle)
+
+    @property
+    def gpus(self) -> int:
+        return sum(count * each for _, count, each in self.pods)
+
+    @property
+    def queue(self) -> Optional[str]:
+        """The Kueue queue (the scheduling overlay's queue-name label), the environment's default included."""
+        return self.target.spec.scheduling.queue
+
+    @property
+    def deadline(self) -> Optional[int]:
+        """activeDeadline in seconds, or None."""
+        seconds = self.target.spec.policy.activeDeadline
+        return None if seconds is None else int(seconds)
+
+
+@dataclass
+class Side:
+    label: str  # "the working tree" or the base revision as given
+    result: Result
+    jobs: dict[str, dict[tuple[str, str], Job]] = field(default_factory=dict)  # env -> (ns, name) -> Job
+    project_doc: Optional[Document] = None
+    compiled: set[str] = field(default_factory=set)  # the spec files this side compiled itself
+
+
+class SideInvalid(Exception):
+    """A side's input has errors: its (renamed) diagnostics to print, exit 1."""
+
+    def __init__(self, side: str, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(side)
+        self.side = side
+        self.diagnostics = diagnostics
+
+
+def _jobs(result: Result) -> dict[str, dict[tuple[str, str], Job]]:
+    return {env: {(b.target.namespace, b.target.name): Job(env, b) for b in bundles}
+            for env, bundles in result.bundles.items()}
+
+
+def _project_doc(paths: list[Path]) -> Optional[Document]:
+    """The project file's document (its `origin` the path from the repository root, as a spec's)."""
+    from compiler.reading.sources import project_file_for, repo_path
+
+    for path in paths:
+        candidate = project_file_for(path)
+        if candidate.is_file():
+            docs, _ = load_file(candidate)
+            for doc in docs:
+                if isinstance(doc.data, dict) and doc.data.get("kind") == "Project":
+                    doc.origin = repo_path(str(candidate.resolve())) or str(candidate)
+                    return doc
+    return None
+
+
+def head(sources: list[Path], env: Optional[str]) -> Side:
+    """The working tree, compiled; UnknownEnvironment propagates (a usage error)."""
+    result = compile_sources(sources, env=env)
+    if not result.ok:
+        raise SideInvalid("the working tree", result.diagnostics)
+    side = Side("the working tree", result, _jobs(result), _project_doc(sources))
+    side.compiled = {job.origin for env_jobs in side.jobs.values() for job in env_jobs.values()}
+    return side
+
+
+def base(repo: revision.Repo, commit: str, ref: str, rel_sources: list[str], env: Optional[str],
+         head_side: Side) -> Side:
+    """The revision, compiled where it differs from the head; the head's jobs elsewhere."""
+    candidates = revision.project_candidates(rel_sources)
+    in_base = revision.tree_files(repo, commit, [*rel_sources, *candidates])
+    changed = revision.changed_files(repo, commit, [*rel_sources, *candidates])
+    projects = [p for p in candidates if p in in_base]
+    whole = any(Path(p).name == revision.PROJECT_FILE for p in changed)
+    specs = sorted(p for p in in_base if p not in candidates and p.endswith((".yaml", ".yml"))
+                   and (whole or p in changed))
+    scratch = Path(tempfile.mkdtemp(prefix="trainforge-plan-base-"))
+    try:
+        (scratch / ".git").mkdir()  # the repository root for the compiler's project and source lookups
+        revision.extract(repo, commit, [*specs, *projects], scratch)
+        paths = [scratch / rel for rel in rel_sources if (scratch / rel).exists()]
+        side = _compile_base(paths, env, ref, scratch) if specs else Side(ref, Result())
+        side.project_doc = _project_doc(paths) if paths else None
+        if side.project_doc is not None:
+            side.project_doc.file = f"{ref}:{_strip(side.project_doc.file, scratch)}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    side.compiled = set(specs)
+    if not whole:  # an unchanged file's jobs are the head's own
+        for env_name, jobs in head_side.jobs.items():
+            mine = side.jobs.setdefault(env_name, {})
+            for key, job in jobs.items():
+                if job.origin in in_base and job.origin not in changed:
+                    mine.setdefault(key, job)
+    return side
+
+
+def _compile_base(paths: list[Path], env: Optional[str], ref: str, scratch: Path) -> Side:
+    try:
+        result = compile_sources(paths, env=env)
+    except UnknownEnvironment:  # the environment is new in the head: the base had no jobs there
+        return Side(ref, Result())
+    problems = [_renamed(d, ref, scratch) for d in result.diagnostics
+                if d.severity == "error" and not d.message.startswith(NO_JOBS)]
+    if problems:
+        raise SideInvalid(ref, problems)
+    for bundles in result.bundles.values():
+        for bundle in bundles:  # documents name their file as REF:path in what the plan prints
+            doc = bundle.target.doc
+            doc.file = f"{ref}:{_strip(doc.file, scratch)}"
+    return Side(ref, result, _jobs(result))
+
+
+def _strip(name: str, scratch: Path) -> str:
+    prefix = str(scratch) + "/"
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
+def _renamed(d: Diagnostic, ref: str, scratch: Path) -> Diagnostic:
+    prefix = str(scratch) + "/"
+    return Diagnostic(f"{ref}:{_strip(d.file, scratch)}", d.line, d.col, d.path,
+                      d.message.replace(prefix, f"{ref}:"), d.fix.replace(prefix, f"{ref}:"), d.severity)

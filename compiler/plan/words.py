@@ -1,0 +1,113 @@
+"""The sentence a reviewer reads: what a change is, then what the controller and engine do with it.
+
+A lead names the change (`new job: 1 Master, 3 Worker (32 GPUs)`, `renamed from nlp/bert`,
+`Worker replicas 2 -> 3, image a:1 -> a:2`); the hazard table's clauses follow it; with
+`--live`, a job that is killed is named with its state and how long it has been in it
+(`kills bert-finetune, Running for 3 h 12 min`). Accepted hazards are parsed here too: the
+same `[ENV:]NAMESPACE/NAME=HAZARD[,HAZARD]` from `--accept` and from `Trainforge-Accept:`
+commit trailers (where a space may stand for the `=`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Optional
+
+from compiler.plan.aspects import Aspects
+from compiler.plan.live import Live
+from compiler.plan.model import HAZARDS
+from compiler.plan.sides import Job
+
+SHOWN = 5  # parts of a change named in a lead before "and N more"
+_ACCEPT = re.compile(r"^(?:(?P<env>[a-z0-9-]+):)?(?P<job>[a-z0-9.-]+/[a-z0-9.-]+)[=\s]+(?P<hazards>[a-z,\s-]+)$")
+
+
+def pods_text(job: Job) -> str:
+    return ", ".join(f"{count} {role}" for role, count, _ in job.pods if count)
+
+
+def create_lead(job: Job, *, queued: bool, suspended: bool) -> str:
+    lead = f"new job: {pods_text(job)} ({job.gpus} GPUs)"
+    if queued:
+        lead += f", queued in Kueue's {job.queue}: it runs when admitted"
+    if suspended:
+        lead += ", created suspended: nothing runs until policy.suspend is removed"
+    return lead
+
+
+def _killed(old: Job, found: Optional[Live], now: datetime) -> str:
+    if found is None:
+        return ""
+    if found.state == "absent":
+        return f"; {old.name} is not in the cluster"
+    if found.state in ("Succeeded", "Failed"):
+        return f"; {old.name} has finished ({found.fact(now)}): no run is killed"
+    return f"; kills {old.name}, {found.fact(now)}"
+
+
+def delete_lead(old: Job, found: Optional[Live], now: datetime) -> str:
+    return "removed from git" + _killed(old, found, now)
+
+
+def rename_lead(old: Job, new: Job, found: Optional[Live], now: datetime) -> str:
+    if old.kind != new.kind:
+        lead = f"{old.kind} -> {new.kind}: a framework or target switch is a new job"
+    else:
+        lead = f"renamed from {old.namespace}/{old.name} (the same spec document)"
+    return lead + _killed(old, found, now)
+
+
+def update_lead(a: Aspects) -> str:
+    parts = [f"{rtype} replicas {b} -> {n}" for rtype, (b, n) in a.replicas.items()]
+    parts += [f"image {b} -> {n}" for b, n in a.images]
+    if a.templates and not a.images:
+        parts.append("pod template of " + ", ".join(a.templates))
+    parts += [f"spec.{f}" for f in a.job_fields]
+    if a.suspend[0] != a.suspend[1]:
+        parts.append("suspend " + ("added" if a.suspend[1] else "removed"))
+    parts += [f"spec.{f}" for f in a.immutable if f != "trainer" or not (a.replicas or a.images)]
+    if a.runtime_patches and not a.immutable:
+        parts.append("spec.runtimePatches")
+    parts += [f"runPolicy.{f}" for f in a.run_policy]
+    if a.scheduling_policy:
+        parts.append("runPolicy.schedulingPolicy")
+    if a.restart_scope:
+        parts.append(f"restart scope {a.restart_scope[0]} -> {a.restart_scope[1]}")
+    if a.queue:
+        parts.append(f"queue {a.queue[0] or '(none)'} -> {a.queue[1] or '(none)'}")
+    parts += [f"metadata.{m}" for m in a.metadata]
+    if not parts and a.moved:
+        parts.append("the spec file moved")
+    if not parts and a.others:
+        parts.append(", ".join(a.others))
+    more = len(parts) - SHOWN
+    return ", ".join(parts[:SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def summary(change: str, lead: str, clauses: list[str], *, unchanged_fields: bool) -> str:
+    if change == "unchanged":
+        return "the spec edit compiles to the same objects: nothing changes" if unchanged_fields else ""
+    text = "; ".join(part for part in (lead, "; ".join(clauses)) if part) if not (lead and clauses) else (
+        lead + ": " + "; ".join(clauses))
+    text = text or "the compiled objects change; nothing that runs reads the change"
+    return text[:1].upper() + text[1:] + "."
+
+
+class BadAccept(ValueError):
+    """An accept that is not [ENV:]NAMESPACE/NAME=HAZARD[,HAZARD] with hazard words."""
+
+
+def accepts(values: list[str]) -> list[tuple[str, str, str]]:
+    """(env or "", namespace/name, hazard) for each hazard each value accepts."""
+    out = []
+    for value in values:
+        match = _ACCEPT.match(value.strip())
+        if match is None:
+            raise BadAccept(f"cannot read accept '{value}'; write [ENV:]NAMESPACE/NAME=HAZARD[,HAZARD],"
+                            " e.g. nlp/bert-finetune=kills-run,restarts-run")
+        for hazard in re.split(r"[,\s]+", match["hazards"].strip()):
+            if hazard not in HAZARDS:
+                raise BadAccept(f"accept '{value}' names '{hazard}', which is no hazard; hazards: {', '.join(HAZARDS)}")
+            out.append((match["env"] or "", match["job"], hazard))
+    return out
