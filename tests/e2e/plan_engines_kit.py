@@ -10,9 +10,9 @@ into its tree and synced by one engine; a project's environments are its control
 one spec is one case under each of them at once:
 
     flux/v1    environments up (training-operator, namespace pu) and tc (train-controller, pt)
-    flux/v1s   the same two: suspend added and removed (a Kustomization of their own: today's
-               compiler/gitops/kueue.py ignores runPolicy.suspend on every kubeflow.org job, so
-               Flux refuses this environment's whole sync when suspend leaves git; issue 40 item 5)
+    flux/v1s   the same two: suspend added and removed (a Kustomization of their own, so a
+               refused suspend could never hide the other cases; the engines ignore suspend on
+               queued jobs only, issue 40 item 5)
     flux/v2    trainer-v2 (namespace pv): what the Trainer accepts
     flux/v2x   trainer-v2 (namespace px): what it refuses, beside a job it would accept
     argocd/a1  tc (train-controller, namespace at)

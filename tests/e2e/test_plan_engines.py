@@ -6,10 +6,6 @@ train-controller and Trainer v2.3 on kwok (or finish, or wait suspended); the pl
 head is taken offline and with `--live`; then the head is committed, the engines sync it,
 and each case asserts that what happened (pods added or deleted, their WORLD_SIZE and
 image, the sync's status, a job created again after its TTL) is what the plan said.
-
-Cases that need train-controller to hold a change while the run lasts (issue 40, branch
-h-ctl) are expected to fail on a controller without it: xfail(strict) naming the issue, so
-they pass, and must be un-marked, once it is merged.
 """
 
 from __future__ import annotations
@@ -25,14 +21,6 @@ from testworld import gitops
 from testworld.argocd import NAMESPACE as ARGOCD_NAMESPACE
 from testworld.watching import RESOURCES, Missing, wait_for
 
-HELD = pytest.mark.xfail(strict=True, reason="issue 40 (branch h-ctl): train-controller holds a change of a running "
-                                             "job's shape until the run ends")
-# Today compiler/gitops/kueue.py has both engines ignore runPolicy.suspend on every kubeflow.org job: Flux then
-# keeps the cluster's value (suspend added never lands) and fails the whole sync when suspend leaves git
-# ("replace operation does not apply: doc is missing path: /spec/runPolicy/suspend"). The plan models the fix
-# (queued jobs only, issue 40 item 5, branch h-gitops).
-SUSPEND_FIX = pytest.mark.xfail(strict=True, reason="issue 40 item 5 (branch h-gitops): the engines ignore "
-                                                    "runPolicy.suspend on every kubeflow.org job, not only queued ones")
 V1_ENVS = ("up", "tc")
 KIND = {"up": "PyTorchJob", "tc": "PyTorchJob", "v2": "TrainJob", "v2x": "TrainJob"}
 
@@ -41,7 +29,7 @@ CASES = {
     "scale": ("v1", spec("scale"), lambda d: d["spec"].update(nodes=3)),
     "image": ("v1", spec("image"), lambda d: d["spec"].update(image="ghcr.io/acme/train:2")),
     "finished": ("v1", spec("finished", forever=False), lambda d: d["spec"].update(nodes=3)),
-    # a run policy in the base: adding the first one fails Flux's whole sync today (see the report on kueue.py)
+    # a run policy in the base already: the edit is the TTL alone
     "ttl": ("v1", spec("ttl", forever=False, policy={"backoffLimit": 3}),
             lambda d: d["spec"]["policy"].update(ttlAfterFinished="5s")),
     "suspend": ("v1s", spec("suspend"), lambda d: d["spec"].update(policy={"suspend": True})),
@@ -212,7 +200,7 @@ def _worlds(pods_: list[dict]) -> dict[str, str]:
             env_value(p, "WORLD_SIZE") for p in pods_}
 
 
-@pytest.mark.parametrize("env", ["up", pytest.param("tc", marks=HELD)])
+@pytest.mark.parametrize("env", ["up", "tc"])
 def test_nodes_2_to_3_mixes_shapes_under_upstream_and_is_held_under_train_controller(world, env):
     ns = PROJECTS["v1"].namespace(env)
     if env == "up":  # mixed-run: a pod of the new shape beside the run's own
@@ -229,7 +217,7 @@ def _held_event(world, ns: str, job: str) -> None:
              namespace=ns, timeout=60, what=f"the Event saying {job}'s change is held")
 
 
-@pytest.mark.parametrize("env", ["up", pytest.param("tc", marks=HELD)])
+@pytest.mark.parametrize("env", ["up", "tc"])
 def test_an_image_change_reaches_the_next_pod_the_controller_recreates_only_under_upstream(world, env):
     ns = PROJECTS["v1"].namespace(env)
     wait_job(world, "PyTorchJob", ns, "image", lambda j: j["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
@@ -272,7 +260,6 @@ def _synced(repo: Repo, name: str) -> None:
     assert gitops.condition(k, "Ready")["reason"] != "ReconciliationFailed", gitops.condition(k, "Ready")["message"]
 
 
-@SUSPEND_FIX
 @pytest.mark.parametrize("env", V1_ENVS)
 def test_suspend_added_deletes_the_runs_pods(world, repo, env):
     ns = PROJECTS["v1s"].namespace(env)
@@ -281,7 +268,6 @@ def test_suspend_added_deletes_the_runs_pods(world, repo, env):
     wait_pods(world, ns, "suspend", lambda ps: not ps, "deleted")
 
 
-@SUSPEND_FIX
 @pytest.mark.parametrize("env", V1_ENVS)
 def test_suspend_removed_starts_the_run_from_the_beginning_on_the_head_spec(world, repo, env):
     ns = PROJECTS["v1s"].namespace(env)
@@ -359,7 +345,6 @@ def test_a_refused_trainjob_update_fails_argocds_sync_operation_but_the_rest_lan
     wait_gone(world, "TrainJob", ns, "a-gone")  # and prunes as usual
 
 
-@HELD
 def test_under_argocd_train_controller_holds_a_new_shape_too(world):
     ns = PROJECTS["a1"].namespace("tc")
     _held_event(world, ns, "a-scale")
