@@ -49,6 +49,7 @@ class Aspects:
     runtime_patches: bool = False
     others: list[str] = field(default_factory=list)  # other objects changed: "PersistentVolumeClaim x"
     claims: list[str] = field(default_factory=list)  # claims whose spec changed beyond a size increase
+    runtime: Optional[str] = None  # the job's own TrainingRuntime (trainer-v2, restartScope: job), changed
 
     @property
     def shape(self) -> bool:
@@ -167,6 +168,9 @@ def other_objects(old: list[dict[str, Any]], new: list[dict[str, Any]], out: Asp
     for k in sorted(set(before) | set(after)):
         o, n = before.get(k), after.get(k)
         if o == n:
+            continue
+        if k[0] == "TrainingRuntime" and o is not None and n is not None:
+            out.runtime = k[1]  # the Trainer built a started job's JobSet from it once (compiler.plan.hazards)
             continue
         out.others.append(f"{k[0]} {k[1]}" + (" (new)" if o is None else " (removed)" if n is None else ""))
         if k[0] == "PersistentVolumeClaim" and o is not None and n is not None and o.get("spec") != n.get("spec"):

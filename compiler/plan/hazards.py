@@ -52,7 +52,7 @@ _SUSPEND = Effect(("suspends-run",), "{controller} deletes its pods: the run sto
 _RESUME = Effect(("restarts-run",), "a resume: {controller} creates its pods from the head spec, the run starts"
                  " again from the beginning", SUSPENDED)
 _SUSPENDED = Effect((), "it is suspended: the change applies when it resumes", SUSPENDED)
-_RUN_POLICY = Effect((), "{controller} reads the run policy live: {fields} apply to the run in progress")
+_RUN_POLICY = Effect((), "{controller} reads the run policy live: the run in progress uses the new {fields}")
 _TTL = Effect(("reruns-finished",), "ttlAfterFinished: {controller} deletes the job {ttl} after it finishes and the"
               " engine creates it again, so it runs again (Flux at its next interval, every " + FLUX_INTERVAL + " by default;"
               " Argo CD at the environment's next sync); use cleanPods: All to free the pods and keep the job")
@@ -71,16 +71,14 @@ _KUEUE_SUSPEND = Effect((), "Kueue owns the suspend of a queued job (the engines
                         " change does not reach the job")
 _FINISHED = Effect(("ignored-until-next-run",), "it has finished ({state}): the change is stored and changes nothing"
                    " that runs; a new run needs a new name", FINISHED)
-_SCOPE_OURS = Effect((), "restart scope {scope}: from its next run a failed pod {scope_does}")
-_SCOPE_UPSTREAM = Effect((), "the upstream operator ignores trainforge.dev/restart-scope: a failed pod restarts on its"
-                         " own")
+_SCOPE_OURS = Effect((), "from its next run a failed pod {scope_does}")
 
 RULES: dict[tuple[str, str], dict[str, Effect]] = {
     (V1, UPSTREAM): {
         "shape": _MIXED, "elastic-scale": _SCALE, "suspend": _SUSPEND, "resume": _RESUME,
         "suspended": _SUSPENDED, "run-policy": _RUN_POLICY, "ttl": _TTL, "metadata": _METADATA,
         "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM, "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE,
-        "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED, "restart-scope": _SCOPE_UPSTREAM,
+        "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED,
     },
     (V1, OURS): {
         "shape": _HELD, "elastic-scale": _SCALE, "suspend": _SUSPEND, "resume": _RESUME,
@@ -100,6 +98,11 @@ RULES: dict[tuple[str, str], dict[str, Effect]] = {
                          " from the beginning", SUSPENDED),
         "suspended": _SUSPENDED, "metadata": _METADATA, "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM,
         "queue": _QUEUE, "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED,
+        # restartScope: job's own runtime: the Trainer builds a job's JobSet from it once, at the start
+        # (keeping a <job>-runtime-snapshot ConfigMap), so a run in progress keeps the old one
+        "runtime": Effect(("ignored-until-next-run",), "the Trainer built the running job's JobSet from its"
+                          " TrainingRuntime {runtime} when the run started: the new runtime (its restart limit,"
+                          " its pods) is stored and does not reach the run in progress", ACTIVE),
     },
 }
 

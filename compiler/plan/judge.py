@@ -97,6 +97,8 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["run-policy"], state, fields=", ".join(f"runPolicy.{f}" for f in a.run_policy), **fill)
     if a.queue is not None and a.queue[1] is not None:
         v.add(rules["queue"], state)
+    if a.runtime and "runtime" in rules:
+        v.add(rules["runtime"], state, runtime=a.runtime)
     others = [o for o in a.others if not any(o.endswith(f" {c}") for c in a.claims)]
     if others:
         v.add(rules["others"], state, others=", ".join(others))

@@ -76,6 +76,8 @@ def update_lead(a: Aspects) -> str:
         parts.append(f"restart scope {a.restart_scope[0]} -> {a.restart_scope[1]}")
     if a.queue:
         parts.append(f"queue {a.queue[0] or '(none)'} -> {a.queue[1] or '(none)'}")
+    if a.runtime:
+        parts.append(f"its TrainingRuntime {a.runtime}")
     parts += [f"metadata.{m}" for m in a.metadata]
     if not parts and a.moved:
         parts.append("the spec file moved")
@@ -91,7 +93,9 @@ def summary(change: str, lead: str, clauses: list[str], *, unchanged_fields: boo
     text = "; ".join(part for part in (lead, "; ".join(clauses)) if part) if not (lead and clauses) else (
         lead + ": " + "; ".join(clauses))
     text = text or "the compiled objects change; nothing that runs reads the change"
-    return text[:1].upper() + text[1:] + "."
+    first = text.split(" ", 1)[0]
+    plain = "." not in first and "/" not in first  # a field path or job name keeps its case
+    return (text[:1].upper() + text[1:] if plain else text) + "."
 
 
 class BadAccept(ValueError):

@@ -14,7 +14,6 @@ import pytest
 from plan_kit import env_of, job_of, new_repo, project, running_job
 
 from compiler_builders import job_doc
-from schemas.marks import RESTART_SCOPE
 
 UPSTREAM = {"default": {}}
 OURS = {"default": {"controller": "train-controller"}}
@@ -35,7 +34,7 @@ def annotate(**fields: str) -> Callable[[dict], None]:
 
 
 def scope(value: str) -> Callable[[dict], None]:
-    return annotate(**{RESTART_SCOPE: value})
+    return policy(restartScope=value)  # compiled to the trainforge.dev/restart-scope annotation
 
 
 def elastic(doc: dict) -> None:
@@ -71,18 +70,16 @@ CASES = [
     ("a resume with a new shape starts the new run on it, no mixing", UPSTREAM, policy(suspend=True),
      lambda doc: (doc["spec"].pop("policy"), doc["spec"].update(nodes=3)), ["restarts-run"], "from the head spec"),
     ("a run policy change applies to the run in progress", UPSTREAM, None, policy(backoffLimit=7), [],
-     "runPolicy.backoffLimit apply to the run in progress"),
+     "the run in progress uses the new runPolicy.backoffLimit"),
     ("a gang timeout under the upstream operator reaches its PodGroup, no pod", UPSTREAM, spec(scheduling=GANG),
      spec(scheduling={"gang": {**GANG["gang"], "timeoutSeconds": 900}}), [],
-     "runPolicy.schedulingPolicy apply to the run in progress"),
+     "the run in progress uses the new runPolicy.schedulingPolicy"),
     ("a gang timeout under train-controller is held with the run", OURS, spec(scheduling=GANG),
      spec(scheduling={"gang": {**GANG["gang"], "timeoutSeconds": 900}}), ["ignored-until-next-run"], "holds the change"),
     ("a job annotation changes nothing that runs", UPSTREAM, None, annotate(owner="ml"), [],
      "nothing that runs"),
     ("restart scope job under train-controller is held and says what a failure does", OURS, None, scope("job"),
      ["ignored-until-next-run"], "a failed pod restarts the whole job as one attempt"),
-    ("restart scope under the upstream operator changes nothing it reads", UPSTREAM, None, scope("job"),
-     [], "ignores trainforge.dev/restart-scope"),
     ("a new storage class for a created claim is refused by the API server", UPSTREAM, spec(storage=STORAGE),
      spec(storage=[{**STORAGE[0], "storageClass": "slow"}]), ["sync-refused"], "refuses to change claim bert-ckpt"),
     ("a larger claim is refused too unless bound and expandable", UPSTREAM, spec(storage=STORAGE),
@@ -111,6 +108,9 @@ CASES = [
     ("a new mount path under trainer-v2 is refused whatever the state: the pods' containers are immutable", V2,
      spec(storage=STORAGE), spec(storage=[{**STORAGE[0], "mountPath": "/c2"}]), ["sync-refused"],
      "holds spec.runtimePatches (the pods' containers) immutable"),
+    ("a new restart limit of a whole-job TrainJob edits its own runtime, which the run in progress does not read",
+     V2, policy(restartScope="job", backoffLimit=3), policy(restartScope="job", backoffLimit=5),
+     ["ignored-until-next-run"], "built the running job's JobSet from its TrainingRuntime"),
     ("an annotation of a TrainJob is applied", V2, None, annotate(owner="ml"), [], "nothing that runs"),
     ("an activeDeadline added to a TrainJob is applied", V2, None, policy(activeDeadline="1h"), [],
      "spec.activeDeadlineSeconds"),
