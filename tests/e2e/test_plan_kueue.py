@@ -132,10 +132,11 @@ def test_a_new_image_for_a_queued_job_makes_kueue_stop_requeue_and_rerun_it(worl
     found = wait_pods(world, ns, case, lambda ps: running(ps, 2) and all(
         p["spec"]["containers"][0]["image"].endswith(":2") for p in ps), "all on the new image", timeout=240)
 
-    job = get_job(world, "PyTorchJob", ns, case)
-    assert job is not None and job["metadata"]["uid"] == STATE.uids[case]
-    resumed = [c for c in job["status"]["conditions"] if c["type"] == "Suspended"]
-    assert resumed and resumed[0]["status"] == "False", job["status"]["conditions"]  # stopped by Kueue, then resumed
+    # stopped by Kueue, then resumed: the status follows the pods (after a pod burst, with --pods-first)
+    job = wait_job(world, "PyTorchJob", ns, case, lambda j: any(
+        c["type"] == "Suspended" and c["status"] == "False" for c in j.get("status", {}).get("conditions") or []),
+        "resumed", timeout=120)
+    assert job["metadata"]["uid"] == STATE.uids[case]
     assert len(found) == 2
 
 
