@@ -137,6 +137,18 @@ class Repo:
         self.shas.append(sha)
         return sha
 
+    def sync_base(self, cases: dict[str, tuple[str, dict[str, Any], Any]], message: str) -> None:
+        """Every project set up, each case's spec written into its project, the base committed
+        and the engines' objects installed (and told to look now)."""
+        for key in self.projects:
+            self.setup(key)
+        for case, (project, doc, _) in cases.items():
+            write(self.jobs(project) / f"{case}.yaml", doc)
+        self.publish()
+        self.commit(message)
+        self.install()
+        self.loop.poke()
+
     def plan(self, key: str, *args: str) -> dict[str, Any]:
         """`train-compile plan` of a project's working tree against the base commit, as JSON."""
         exe = Path(sys.executable).with_name("train-compile")

@@ -107,14 +107,7 @@ def _base_state(case: str) -> str:
 
 
 def test_the_base_syncs_and_its_jobs_run_finish_or_wait(world, repo):
-    for key in PROJECTS:
-        repo.setup(key)
-    for case, (project, doc, _) in CASES.items():
-        write(repo.jobs(project) / f"{case}.yaml", doc)
-    repo.publish()
-    repo.commit("plan engines: the base")
-    repo.install()
-    repo.loop.poke()
+    repo.sync_base(CASES, "plan engines: the base")
 
     for case, (project, doc, _) in CASES.items():
         for env, ns in _namespaces(project):

@@ -90,14 +90,7 @@ def _namespace(case: str) -> str:
 
 def test_the_base_syncs_and_kueue_admits_the_queued_jobs(world, repo):
     _queues(world)
-    for key in PROJECTS:
-        repo.setup(key)
-    for case, (project, doc, _) in CASES.items():
-        write(repo.jobs(project) / f"{case}.yaml", doc)
-    repo.publish()
-    repo.commit("plan kueue: the base")
-    repo.install()
-    repo.loop.poke()
+    repo.sync_base(CASES, "plan kueue: the base")
 
     for case in CASES:
         ns = _namespace(case)
