@@ -81,9 +81,9 @@ def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_
 
 class Manager:
     def __init__(self, client: Client, kinds: list[Kind], *, namespace: str | None = None, workers: int = 4,
-                 options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
+                 options: Options | None = None, watch_timeout: int = 300,
                  clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
-                 gang_scheduler_name: str | None = None, creates_in_flight: int = CREATES_IN_FLIGHT,
+                 gang_scheduler_name: str | None = None,
                  pods_first: bool = True, pod_update_batch: float = POD_UPDATE_BATCH) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.pod_update_batch = pod_update_batch
@@ -93,7 +93,7 @@ class Manager:
         if client.observer is None:
             client.observer = self.metrics.api_request
         self.queue: WorkQueue = self.metrics.queue()
-        self.expectations = Expectations(timeout=expectation_timeout)
+        self.expectations = Expectations()
         self.held = Held(senders=HELD_SENDERS) if pods_first else None
         self.recorder = EventRecorder(client, pod_burst=self.held)
         self.job_informers = {
@@ -120,7 +120,7 @@ class Manager:
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
         # each run's shape and whole-job attempt (controller.jobs.run_revisions): labelled like the pods
         revisions = RunRevisions(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
-        self.creates = CreatePool(client, size=creates_in_flight, held=self.held)
+        self.creates = CreatePool(client, size=CREATES_IN_FLIGHT, held=self.held)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,

@@ -72,12 +72,12 @@ class Reconciler:
     expectations: Expectations
     recorder: EventRecorder
     queue: WorkQueue
+    creates: CreatePool  # a pass's pod and service creates go out together (controller.runtime.creates)
     options: desired.Options = field(default_factory=desired.Options)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
     gang: Gang | None = None
     pod_passes: dict[str, PodPass] = field(default_factory=dict)  # by kind: a pass of its own (MPI's)
     job_steps: dict[str, JobStep] = field(default_factory=dict)  # by kind: run first in every pass (HPA)
-    creates: CreatePool | None = None  # None: each create waits for its answer before the next
     held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.runtime.burst)
     revisions: RunRevisions | None = None  # each run's shape (controller.jobs.run_revisions); None: the spec as it is
 
@@ -176,9 +176,6 @@ class Reconciler:
     @contextmanager
     def _creating(self, key: str, ctx: st.Ctx) -> Iterator[None]:
         """The pod and service pass: its creates go out together (controller.runtime.creates)."""
-        if self.creates is None:
-            yield
-            return
         ctx.creates = self.creates.batch(self.expectations, key, ctx.events)
         try:
             yield

@@ -36,7 +36,7 @@ class Retirer:
     client: Client
     writes: Writes
     pods: Informer
-    creates: CreatePool | None = None
+    creates: CreatePool
 
     def mark(self, pod: dict[str, Any], why: str) -> bool:
         """Write the mark; False when the pod is gone or its name belongs to a successor."""
@@ -67,7 +67,7 @@ class Retirer:
         self._each(pods, one)
 
     def _each(self, pods: list[dict[str, Any]], action: Any) -> None:
-        if self.creates is None or len(pods) < 2:
+        if len(pods) < 2:
             for pod in pods:
                 action(pod)
             return

@@ -70,17 +70,13 @@ from controller.runtime.kube import EVENTS, Client, timestamp
 
 log = logging.getLogger(__name__)
 
-# controller/install/clusterrole.yaml grants `patch` on events (its ablation is in
-# tests/controller/test_install_rbac.py)
-PATCH_EVENTS = True
-
 
 class EventRecorder:
     def __init__(self, client: Client, *, dedupe_seconds: float = 600.0, burst: int = 25, refill_per_second: float = 1 / 10,
                  clock: Callable[[], float] = time.monotonic, max_keys: int = 4096, queue_size: int = 8192,
                  fold_at: int = 128, similar: int = 10, full_wait: float = 5.0,
                  backlog_step: int = 512, max_senders: int = 4, pod_burst: Any = None,
-                 patch: bool = PATCH_EVENTS) -> None:
+                 patch: bool = True) -> None:
         self.client = client
         self.correlator = Correlator(window=dedupe_seconds, similar=similar, burst=burst, refill=refill_per_second,
                                      cache_size=max_keys, clock=clock)
