@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from compiler.frameworks import ADAPTERS
 from compiler.versions import CONTROLLER_DEPS, version_option
 
 if TYPE_CHECKING:
@@ -31,11 +32,12 @@ if TYPE_CHECKING:
     from controller.runtime.leader import LeaderElector
     from controller.runtime.metrics import Metrics
 
-# The controller's own modules (the kubernetes client, pydantic models through the kind
-# table, prometheus) are imported inside main(): `train-controller --help` took 3.1 s
-# with them at module level, mostly importing what --help never uses.
+# The controller's own modules (the kubernetes client, prometheus) are imported inside main():
+# `train-controller --help` took 3.1 s with them at module level, mostly importing what --help
+# never uses. The framework table is plain data (the adapters import no pydantic), so the help
+# lists its names.
 log = logging.getLogger("controller")
-FRAMEWORKS_HELP = "pytorch, tensorflow, mpi, xgboost, paddle, jax, mxnet"  # held to the kind table by a test
+FRAMEWORKS_HELP = ", ".join(ADAPTERS)
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -99,13 +101,15 @@ def _lease_namespace(flag: str | None) -> str:
               help=f"Comma list of frameworks or kinds to manage ({FRAMEWORKS_HELP}); default all.")
 @click.option("--namespace", envvar="KUBEFLOW_NAMESPACE", default=None, help="Watch one namespace only (default: all).")
 @click.option("--workers", default=4, show_default=True, help="Concurrent reconciles.")
-@click.option("--watch-timeout", default=300, show_default=True, help="Server-side watch timeout in seconds (randomized up to 2x).")
+@click.option("--watch-timeout", default=300, show_default=True,
+              help="Seconds after which the API server ends a watch (randomized up to 2x).")
 @click.option("--pytorch-init-container-image", default="alpine:3.10", show_default=True,
               help="Image of the init container that waits for the master's Service (multi-node PyTorch).")
 @click.option("--pytorch-init-container-max-tries", default=100, show_default=True,
               help="How often that init container looks up the master before it fails.")
 @click.option("--pytorch-init-container-template-file", default=None,
-              help=f"A YAML list of init containers for those Worker pods, as upstream's: {{{{.MasterAddr}}}}, "
+              help=f"A YAML list of init containers for the pods that wait for the master, as upstream's: "
+                   f"{{{{.MasterAddr}}}}, "
                    f"{{{{.InitContainerImage}}}} and {{{{.MaxTries}}}} are filled in (default: "
                    f"{UPSTREAM_INIT_TEMPLATE_FILE} if present, else the built-in template). A container that sets "
                    "no securityContext gets the restricted one (see --upstream-init-containers).")
