@@ -84,7 +84,7 @@ class Reconciler:
     def __post_init__(self) -> None:
         self.writes = Writes(self.client, self.expectations, emit=self._emit, retry=self.queue.add_rate_limited,
                              held=self.held)
-        self.retirer = Retirer(self.client, self.writes, self.pods, self.creates)
+        self.retirer = Retirer(self.writes, self.pods, self.creates)
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -130,13 +130,13 @@ class Reconciler:
         policy = run_policy.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
             if self.revisions is not None:
-                self.revisions.finished(self.client, ctx, job)
+                self.revisions.finished(self.writes, ctx, job)
             self._clean(ctx, pods=pods, policy=policy, finished=True)
             run_policy.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if run_policy.is_suspended(ctx.job):
             if self.revisions is not None:
-                self.revisions.suspended(self.client, ctx)  # the run ends (controller.jobs.run_revisions)
+                self.revisions.suspended(self.writes, ctx)  # the run ends (controller.jobs.run_revisions)
             self._mark_previous_run(ctx, pods)
             self._clean(ctx, pods=pods, policy=policy, finished=False)
             run_policy.suspend(ctx)
@@ -144,7 +144,7 @@ class Reconciler:
         run_policy.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
         if self.revisions is not None:  # from here on ctx.job is the run's (controller.jobs.revisions)
-            self.revisions.begin(self.client, ctx, job)
+            self.revisions.begin(self.writes, ctx, job)
         whole_job = ctx.run is not None and ctx.run.whole_job
         if whole_job:
             pods = restarts.older_attempts(ctx, pods)
@@ -176,7 +176,7 @@ class Reconciler:
     @contextmanager
     def _creating(self, key: str, ctx: st.Ctx) -> Iterator[None]:
         """The pod and service pass: its creates go out together (controller.runtime.creates)."""
-        ctx.creates = self.creates.batch(self.expectations, key, ctx.events)
+        ctx.creates = self.creates.batch(ctx.events)
         try:
             yield
         finally:
@@ -232,7 +232,7 @@ class Reconciler:
     def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str, message: str) -> None:
         """A whole-job restart decided: on the run's revision, then its one Event, sent now."""
         assert self.revisions is not None
-        self.revisions.commit_attempt(self.client, ctx, attempt=attempt, cause=cause)
+        self.revisions.commit_attempt(self.writes, ctx, attempt=attempt, cause=cause)
         self.recorder.event(ctx.job, "Warning", reason=cond.reason(ctx.kind.name, "Restarting"), message=message,
                             component=ctx.kind.facts.operator_name, wait=True)
 
@@ -263,10 +263,7 @@ class Reconciler:
         if remaining is None or remaining > 0:
             return remaining
         meta = job["metadata"]
-        try:
-            self.client.delete(job_resource(ctx.kind), meta["namespace"], meta["name"], uid=meta.get("uid"))
-        except errors.NotFound:
-            pass
+        self.writes.delete_unexpected(job_resource(ctx.kind), job)
         ctx.deleted = True
         ctx.events.append(("Normal", "SuccessfulDeleteJob", f"Deleted job: {meta['name']}"))
         return None
@@ -290,8 +287,7 @@ class Reconciler:
         meta = obj["metadata"]
         patch = {"metadata": {"ownerReferences": [desired.owner_reference(job, kind)], "uid": meta.get("uid")}}
         try:
-            self.client.patch(res, meta.get("namespace"), meta["name"], patch,
-                              content_type="application/strategic-merge-patch+json")
+            self.writes.patch(res, obj, patch, content_type="application/strategic-merge-patch+json")
         except (errors.NotFound, errors.Conflict, errors.Invalid) as exc:
             log.info("could not adopt %s %s: %s", res.kind, meta["name"], exc)
 
@@ -312,9 +308,8 @@ class Reconciler:
             self.held.drop_status(key)
         if not changed:
             return False
-        body = {**job, "status": status}
-        written = self.client.update(job_resource(kind), body, sub="status")
-        if isinstance(written, dict) and written.get("metadata"):
+        written = self.writes.update(job_resource(kind), {**job, "status": status}, sub="status")
+        if written is not None:
             self.jobs[kind.name].remember(written)
         return True
 

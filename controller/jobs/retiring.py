@@ -27,22 +27,20 @@ from controller.jobs.status import Ctx
 from controller.runtime import errors
 from controller.runtime.creates import CreatePool
 from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS, Client
+from controller.runtime.kube import PODS
 from controller.runtime.writes import Writes
 
 
 @dataclass
 class Retirer:
-    client: Client
     writes: Writes
     pods: Informer
     creates: CreatePool
 
     def mark(self, pod: dict[str, Any], why: str) -> bool:
         """Write the mark; False when the pod is gone or its name belongs to a successor."""
-        meta = pod["metadata"]
         try:
-            written = self.client.patch(PODS, meta.get("namespace"), meta["name"], runs.mark_patch(pod, why))
+            written = self.writes.patch(PODS, pod, runs.mark_patch(pod, why))
         except (errors.NotFound, errors.Conflict, errors.Invalid):
             return False
         if isinstance(written, dict) and written.get("metadata"):
