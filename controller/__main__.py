@@ -126,6 +126,9 @@ def _lease_namespace(flag: str | None) -> str:
               help="During a burst of pod creates, send the headless Services, plain status writes and Events once "
                    "it is over (pods ~2x faster on a busy API server; those land up to one burst later). "
                    "--no-pods-first: upstream's order, each pass's Services and status beside its pods.")
+@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default="3m", show_default=True, type=duration,
+              help="How long a pod of a running job may wait for a reason it cannot get past without help (image "
+                   "pull, config error, unschedulable, crash loop) before a Warning Event on the job says so; 0: never.")
 @click.option("--log-level", envvar="LOG_LEVEL", default="INFO", show_default=True,
               type=click.Choice(("DEBUG", "INFO", "WARNING", "ERROR"), case_sensitive=False),
               help="Log verbosity (also $LOG_LEVEL).")
@@ -148,7 +151,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
          upstream_init_containers: bool, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
          leader_election_id: str, lease_duration: float, renew_deadline: float, retry_period: float,
          metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str,
-         pods_first: bool) -> None:
+         pods_first: bool, stuck_pod_threshold: float) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
     from controller import preflight
     from controller.jobs import kinds as kind_table
@@ -203,7 +206,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
     client.observer = metrics.api_request
     manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout,
                       gang_scheduler_name=gang_scheduler_name, pods_first=pods_first,
-                      metrics=metrics)
+                      metrics=metrics, stuck_after=stuck_pod_threshold)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.frameworks.base import Launcher
 from compiler.frameworks.mpi import CONFIG_MOUNT, is_gpu_launcher
 from controller.jobs import conditions as cond
-from controller.jobs import desired
+from controller.jobs import desired, journal
 from controller.jobs.diff import of_type
 from controller.jobs import status as st
 from controller.jobs.kinds import Kind
@@ -36,7 +36,7 @@ from controller.runtime.kube import (
     SERVICEACCOUNTS,
     Resource,
 )
-from controller.runtime.writes import EXISTED, Writes
+from controller.runtime.writes import EXISTED, Writes, key_of
 from schemas import upstream
 
 if TYPE_CHECKING:
@@ -240,6 +240,7 @@ class MPI:
             if index >= wanted:
                 if len(existing) > wanted and not pod["metadata"].get("deletionTimestamp"):
                     writes.delete(ctx, PODS, pod)
+                    journal.scaled_down(key_of(ctx), pod["metadata"]["name"], workers, wanted)
             else:
                 by_index[index] = pod
         for index in range(wanted):
