@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from controller.runtime.metrics import Metrics
 
 # The controller's own modules (the kubernetes client, prometheus) are imported inside main():
-# `train-controller --help` took 3.1 s with them at module level, mostly importing what --help
-# never uses. The framework table is plain data (the adapters import no pydantic), so the help
+# at module level they made `train-controller --help` take seconds (bench/README.md), mostly
+# importing what --help never uses. The framework table is plain data (the adapters import no pydantic), so the help
 # lists its names.
 log = logging.getLogger("controller")
 FRAMEWORKS_HELP = ", ".join(ADAPTERS)

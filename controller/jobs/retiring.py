@@ -9,8 +9,8 @@ The mark is what lets every later pass, of this controller or the next leader, l
 terminating pod out of the counts and out of every restart or backoff decision. A whole-job
 restart needs no mark per pod: its one durable mark is the attempt written on the run's
 revision before any pod goes, against which each pod's own attempt annotation is older. In
-`make bench-controller` the 64 marks of a 64-pod restart cost ~0.4 s of ~1.1-1.4 s on two
-busy cores (the API server's CPU is what they compete for), bench/README.md.
+`make bench-controller` the 64 marks of a 64-pod restart were about a third of its time (the
+API server's CPU is what they compete for; bench/README.md, "whole-job restart").
 
 A restart retires every pod of a job at once; a 64-pod job would otherwise pay 64 round
 trips in a row, so the deletes (and a suspension's marks) go side by side through the
