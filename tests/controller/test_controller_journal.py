@@ -13,7 +13,11 @@ import pytest
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, settled, wait_for
 from test_controller_behaviour import events_of
 
+from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime.kube import PODS
+from schemas import marks
+
+PT = job_resource(KINDS["PyTorchJob"])
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 
@@ -90,3 +94,40 @@ def test_a_stuck_pod_of_a_finished_job_is_not_reported(control_plane, cluster, n
         settled(mgr, since)  # the pod's change queued the job: that pass saw it an hour past its threshold
         assert [e for e in events_of(cluster, "fin") if e[1] == "PyTorchJobPodStuck"] == []
         assert _stuck_gauge(mgr) is None
+
+
+HOLD = "test.trainforge.dev/hold"  # a finalizer on the job's pods: they stay Terminating until the test lets go
+
+
+@pytest.mark.parametrize("ending", ["suspended", "restarted as a whole"])
+def test_the_stuck_pods_of_a_run_or_attempt_being_taken_away_are_not_reported(
+        control_plane, cluster, namespace, ending) -> None:
+    """A suspension, or a whole-job restart, deletes every pod of the run or attempt; while they
+    terminate (held here by a finalizer) one waits for a pull it has waited an hour for: no Event
+    says so, and no new pod is made meanwhile that could be stuck instead."""
+    body = job("PyTorchJob", "away", Master=1, Worker=1, restart="OnFailure")
+    if ending == "restarted as a whole":
+        body["metadata"]["annotations"] = {marks.RESTART_SCOPE: marks.RESTART_SCOPE_JOB}
+    for replica in body["spec"]["pytorchReplicaSpecs"].values():
+        replica["template"]["metadata"] = {"finalizers": [HOLD]}
+    with running_manager(str(control_plane.kubeconfig), namespace, pool_size=48, pods_first=PODS_FIRST,
+                         stuck_after=1.0) as mgr:
+        cluster.apply(body)
+        pods = cluster.wait_pods({"away-master-0", "away-worker-0"})
+        try:
+            cluster.run_all(*pods)
+            cluster.wait_condition("PyTorchJob", "away", "Running")
+            if ending == "suspended":
+                cluster.client.patch(PT, namespace, "away", {"spec": {"runPolicy": {"suspend": True}}})
+            else:
+                cluster.set_phase("away-worker-0", "Failed", exit_code=137)
+            wait_for(lambda: all(p["metadata"].get("deletionTimestamp") for p in cluster.pods().values()),
+                     what="every pod of the run or attempt terminating")
+            since = mgr.reconciles
+            _waiting(cluster, "away-master-0", "ImagePullBackOff", "Back-off pulling image", since=3600)
+            settled(mgr, since)  # the pod's change queued the job: that pass saw it an hour past its threshold
+            assert [e for e in events_of(cluster, "away") if e[1] == "PyTorchJobPodStuck"] == []
+            assert _stuck_gauge(mgr) is None and set(cluster.pods()) == {"away-master-0", "away-worker-0"}
+        finally:
+            for name in pods:
+                cluster.client.patch(PODS, namespace, name, {"metadata": {"finalizers": None}})
