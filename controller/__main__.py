@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from compiler.frameworks import ADAPTERS
 from compiler.versions import CONTROLLER_DEPS, version_option
 
 if TYPE_CHECKING:
@@ -31,11 +32,12 @@ if TYPE_CHECKING:
     from controller.runtime.leader import LeaderElector
     from controller.runtime.metrics import Metrics
 
-# The controller's own modules (the kubernetes client, pydantic models through the kind
-# table, prometheus) are imported inside main(): `train-controller --help` took 3.1 s
-# with them at module level, mostly importing what --help never uses.
+# The controller's own modules (the kubernetes client, prometheus) are imported inside main():
+# at module level they made `train-controller --help` take seconds (bench/README.md), mostly
+# importing what --help never uses. The framework table is plain data (the adapters import no pydantic), so the help
+# lists its names.
 log = logging.getLogger("controller")
-FRAMEWORKS_HELP = "pytorch, tensorflow, mpi, xgboost, paddle, jax, mxnet"  # held to the kind table by a test
+FRAMEWORKS_HELP = ", ".join(ADAPTERS)
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -99,13 +101,15 @@ def _lease_namespace(flag: str | None) -> str:
               help=f"Comma list of frameworks or kinds to manage ({FRAMEWORKS_HELP}); default all.")
 @click.option("--namespace", envvar="KUBEFLOW_NAMESPACE", default=None, help="Watch one namespace only (default: all).")
 @click.option("--workers", default=4, show_default=True, help="Concurrent reconciles.")
-@click.option("--watch-timeout", default=300, show_default=True, help="Server-side watch timeout in seconds (randomized up to 2x).")
+@click.option("--watch-timeout", default=300, show_default=True,
+              help="Seconds after which the API server ends a watch (randomized up to 2x).")
 @click.option("--pytorch-init-container-image", default="alpine:3.10", show_default=True,
               help="Image of the init container that waits for the master's Service (multi-node PyTorch).")
 @click.option("--pytorch-init-container-max-tries", default=100, show_default=True,
               help="How often that init container looks up the master before it fails.")
 @click.option("--pytorch-init-container-template-file", default=None,
-              help=f"A YAML list of init containers for those Worker pods, as upstream's: {{{{.MasterAddr}}}}, "
+              help=f"A YAML list of init containers for the pods that wait for the master, as upstream's: "
+                   f"{{{{.MasterAddr}}}}, "
                    f"{{{{.InitContainerImage}}}} and {{{{.MaxTries}}}} are filled in (default: "
                    f"{UPSTREAM_INIT_TEMPLATE_FILE} if present, else the built-in template). A container that sets "
                    "no securityContext gets the restricted one (see --upstream-init-containers).")
@@ -122,6 +126,9 @@ def _lease_namespace(flag: str | None) -> str:
               help="During a burst of pod creates, send the headless Services, plain status writes and Events once "
                    "it is over (pods ~2x faster on a busy API server; those land up to one burst later). "
                    "--no-pods-first: upstream's order, each pass's Services and status beside its pods.")
+@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default="3m", show_default=True, type=duration,
+              help="How long a pod of a running job may wait for a reason it cannot get past without help (image "
+                   "pull, config error, unschedulable, crash loop) before a Warning Event on the job says so; 0: never.")
 @click.option("--log-level", envvar="LOG_LEVEL", default="INFO", show_default=True,
               type=click.Choice(("DEBUG", "INFO", "WARNING", "ERROR"), case_sensitive=False),
               help="Log verbosity (also $LOG_LEVEL).")
@@ -144,7 +151,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
          upstream_init_containers: bool, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
          leader_election_id: str, lease_duration: float, renew_deadline: float, retry_period: float,
          metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str,
-         pods_first: bool) -> None:
+         pods_first: bool, stuck_pod_threshold: float) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
     from controller import preflight
     from controller.jobs import kinds as kind_table
@@ -199,7 +206,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
     client.observer = metrics.api_request
     manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout,
                       gang_scheduler_name=gang_scheduler_name, pods_first=pods_first,
-                      metrics=metrics)
+                      metrics=metrics, stuck_after=stuck_pod_threshold)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -68,6 +68,11 @@ HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (
 # PyTorchJobs x 8 pods on kwok (make bench-scale): see bench/README.md. Not for a pod of a
 # whole-job restart scope that failed: the job's other pods wait on that restart, now.
 POD_UPDATE_BATCH = 0.5
+# How long a pod of a running job may wait for a reason it cannot get past alone (a pull, a missing
+# Secret, a crash loop, no node) before its job says so (controller.jobs.stuck): longer than an image
+# pull or a scale-up usually takes, shorter than the kubelet's longest crash back-off (5 min), so a
+# crash loop is reported once its back-off has grown past it.
+STUCK_AFTER = 180.0
 
 
 def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT, pods_first: bool = True) -> int:
@@ -81,10 +86,11 @@ def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_
 
 class Manager:
     def __init__(self, client: Client, kinds: list[Kind], *, namespace: str | None = None, workers: int = 4,
-                 options: Options | None = None, watch_timeout: int = 300, expectation_timeout: float = 300.0,
+                 options: Options | None = None, watch_timeout: int = 300,
                  clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
-                 gang_scheduler_name: str | None = None, creates_in_flight: int = CREATES_IN_FLIGHT,
-                 pods_first: bool = True, pod_update_batch: float = POD_UPDATE_BATCH) -> None:
+                 gang_scheduler_name: str | None = None,
+                 pods_first: bool = True, pod_update_batch: float = POD_UPDATE_BATCH,
+                 stuck_after: float = STUCK_AFTER) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.pod_update_batch = pod_update_batch
         self.kinds = {k.name: k for k in kinds}
@@ -93,7 +99,7 @@ class Manager:
         if client.observer is None:
             client.observer = self.metrics.api_request
         self.queue: WorkQueue = self.metrics.queue()
-        self.expectations = Expectations(timeout=expectation_timeout)
+        self.expectations = Expectations()
         self.held = Held(senders=HELD_SENDERS) if pods_first else None
         self.recorder = EventRecorder(client, pod_burst=self.held)
         self.job_informers = {
@@ -120,7 +126,7 @@ class Manager:
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
         # each run's shape and whole-job attempt (controller.jobs.run_revisions): labelled like the pods
         revisions = RunRevisions(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
-        self.creates = CreatePool(client, size=creates_in_flight, held=self.held)
+        self.creates = CreatePool(client, size=CREATES_IN_FLIGHT, held=self.held)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
@@ -128,6 +134,7 @@ class Manager:
             creates=self.creates,
             held=self.held,
             revisions=revisions,
+            stuck_after=stuck_after,
             **({"clock": clock} if clock else {}),
         )
         self._threads: list[threading.Thread] = []
@@ -136,6 +143,7 @@ class Manager:
         self.errors = 0
         self.bugs = bugs.Bugs()
         self.metrics.watch_informers(self.informers)
+        self.metrics.watch_stuck(self.reconciler.stuck.counts)
 
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
@@ -310,7 +318,9 @@ class Manager:
             self.errors += 1
             self.metrics.reconciled(key, result="error", seconds=time.monotonic() - started)
             delay = self.queue.add_rate_limited(key)
-            log.warning("reconcile %s: %s (retry in %.2fs)", key, exc, delay)
+            # a stale cache (409) is routine and retried at once; a refusal or an invalid job is news
+            level = logging.DEBUG if isinstance(exc, errors.Conflict) else logging.WARNING
+            log.log(level, "reconcile %s: %s (retry in %.2fs)", key, exc, delay)
             return
         except Exception as exc:  # a bug: visible once, retried with backoff, never the end of the worker
             self.errors += 1

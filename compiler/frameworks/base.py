@@ -99,6 +99,15 @@ class Launcher:
     # suffixes of the names the operator derives from the job name: the first is the pod's
     # (and its default ServiceAccount's and exec Role's), then the rest (the hostfile ConfigMap)
     names: tuple[str, ...]
+    workers: str = "Worker"  # the replica type it drives (its pods are the hostfile's)
+
+    @property
+    def pod_suffix(self) -> str:
+        return self.names[0]
+
+    @property
+    def config_suffix(self) -> str:
+        return self.names[1]
 
 
 # restricted's four container controls, plus a user id: runAsNonRoot alone stops a container

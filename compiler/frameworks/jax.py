@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import (
     Adapter,
@@ -13,8 +13,10 @@ from compiler.frameworks.base import (
     named_port,
     replica_count,
 )
-from compiler.frameworks.operator import Operator, WebhookRules, first_of_each
-from schemas.trainjob import TrainJobSpec
+from compiler.frameworks.operator import Operator, StatusRule, WebhookRules, first_of_each
+
+if TYPE_CHECKING:
+    from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
     name="jax",
@@ -54,5 +56,6 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
     trainer_v2=TrainerV2(runtime="jax-distributed", ml_policy="jax"),
-    operator=Operator("jax", first_of_each, fills_selector=True, webhook=WebhookRules()),
+    operator=Operator(StatusRule(deciders=(), workers="Worker", failures_while_short=True), first_of_each,
+                      fills_selector=True, webhook=WebhookRules()),
 )

@@ -8,7 +8,7 @@ with `sleep 365d` and the launcher execs into them. `slotsPerWorker` follows
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import (
     Adapter,
@@ -24,11 +24,14 @@ from compiler.frameworks.operator import (
     INT32,
     STRING,
     Operator,
+    StatusRule,
     container_list,
     only,
     replica_map,
 )
-from schemas.trainjob import TrainJobSpec
+
+if TYPE_CHECKING:
+    from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
     name="mpi",
@@ -74,7 +77,7 @@ def job_fields(spec: TrainJobSpec) -> dict[str, Any]:
 # --- controller half: the launcher's Open MPI / Intel MPI wiring (semantics §7). Workers
 # get no rendezvous variables; the launcher reaches them through kubexec.sh.
 
-_CONFIG_MOUNT = "/etc/mpi"
+CONFIG_MOUNT = "/etc/mpi"  # the ConfigMap of kubexec.sh and the hostfile, on every pod (controller.jobs.mpi)
 
 
 def is_gpu_launcher(job: dict[str, Any]) -> bool:
@@ -92,8 +95,8 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     if replica_type != "Launcher":
         return []
     env = [
-        env_var("OMPI_MCA_plm_rsh_agent", f"{_CONFIG_MOUNT}/kubexec.sh"),
-        env_var("OMPI_MCA_orte_default_hostfile", f"{_CONFIG_MOUNT}/hostfile"),
+        env_var("OMPI_MCA_plm_rsh_agent", f"{CONFIG_MOUNT}/kubexec.sh"),
+        env_var("OMPI_MCA_orte_default_hostfile", f"{CONFIG_MOUNT}/hostfile"),
     ]
     if not is_gpu_launcher(job):
         env += [env_var("NVIDIA_VISIBLE_DEVICES", ""), env_var("NVIDIA_DRIVER_CAPABILITIES", "")]
@@ -103,7 +106,7 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
     if "I_MPI_HYDRA_BOOTSTRAP" not in present:
         env.append(env_var("I_MPI_HYDRA_BOOTSTRAP", "rsh"))
     if "I_MPI_HYDRA_BOOTSTRAP_EXEC" not in present:
-        env.append(env_var("I_MPI_HYDRA_BOOTSTRAP_EXEC", f"{_CONFIG_MOUNT}/kubexec.sh"))
+        env.append(env_var("I_MPI_HYDRA_BOOTSTRAP_EXEC", f"{CONFIG_MOUNT}/kubexec.sh"))
     return env
 
 
@@ -168,12 +171,14 @@ ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env, trainer_v2=TRAINER_V2,
     # the operator names the launcher pod {job}-launcher (its ServiceAccount and exec Role too)
     # and its hostfile ConfigMap {job}-config
-    launcher=Launcher("launcher", "Launcher", "the MPI launcher", ("launcher", "config")),
+    launcher=Launcher("launcher", "Launcher", "the MPI launcher", ("launcher", "config"), workers="Worker"),
     # kubectl-delivery copies kubectl into the launcher pod before mpirun starts
     operator_init=OperatorInit(
         "kubectl-delivery", "Launcher",
         refusal_fix="run MPI jobs in an environment whose policy.podSecurity is baseline",
     ),
-    operator=Operator("launcher", only("Launcher"), defaults=_defaults, reconciler_check=_reconciler_check,
+    # the launcher decides; upstream's MPIJob failure reason carries the kind twice: MPIJobMPIJobFailed
+    operator=Operator(StatusRule(deciders=("Launcher",), restart="exit-code", failed_reason=f"{FACTS.kind}Failed"),
+                      only("Launcher"), defaults=_defaults, reconciler_check=_reconciler_check,
                       spec_fields={"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32}),
 )

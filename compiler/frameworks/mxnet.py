@@ -7,7 +7,7 @@ GPUs; `jobMode` is always MXTrain (tuning jobs are out of scope).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import (
     Adapter,
@@ -22,12 +22,15 @@ from compiler.frameworks.base import (
 from compiler.frameworks.operator import (
     STRING,
     Operator,
+    StatusRule,
     container_list,
     name_reasons,
     only,
     replica_map,
 )
-from schemas.trainjob import TrainJobSpec
+
+if TYPE_CHECKING:
+    from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
     name="mxnet",
@@ -109,6 +112,9 @@ def _reconciler_check(job: Any) -> list[str]:
 
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env,
-    operator=Operator("mxnet", only("Server"), reconciler_check=_reconciler_check,
+    # the scheduler decides, or the worker of a one-worker job; v1.8.1's failures name the kind "mxjob"
+    operator=Operator(StatusRule(deciders=("Scheduler",), sole="Worker", sole_unless=("Scheduler", "Server"),
+                                 restart="exit-code", failure_subject="mxjob"),
+                      only("Server"), reconciler_check=_reconciler_check,
                       spec_fields={"jobMode": STRING}, required=("jobMode",)),  # sic: upstream marks the servers
 )

@@ -5,9 +5,9 @@ Its defaulting (`Scheme.Default`, applied in memory at every reconcile), which p
 applies (semantics §6), whether its webhook validates the kind or its reconciler does, and
 that webhook's rules. Each adapter module declares its kind's as an `Operator`
 (`Adapter.operator`): train-controller reads them there, and so does the compiler's
-admission review, so neither names a kind. The status rules themselves are the
-controller's (`controller.jobs.status.RULES`, by `status_rule`); everything here is data or a
-pure function on plain dicts.
+admission review, so neither names a kind. The status rule is data too (`StatusRule`: which
+replica types decide the job, and each way upstream's seven rules differ), which
+`controller.jobs.status` runs; everything here is data or a pure function on plain dicts.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from schemas.upstream import pod_spec
 
@@ -61,6 +61,33 @@ class WebhookRules:
     master_required: bool = False
     one_chief_or_master: bool = False
     elastic: bool = False  # elasticPolicy needs Worker; nProcPerNode deprecated
+
+
+@dataclass(frozen=True)
+class StatusRule:
+    """Upstream's `UpdateJobStatus` of one kind as data (semantics §6), run replica type by
+    replica type by controller.jobs.status; what differs between the kinds' rules is one field
+    each, every field one upstream `if`."""
+
+    deciders: tuple[str, ...]  # their pods make the job Running and Succeeded, when the job has one
+    workers: Optional[str] = None  # decides instead when the job has no decider (messages name namespace/name)
+    visit: Optional[tuple[str, ...]] = None  # only these types, in this order; None: the kind's, then any other sorted
+    namespaced: bool = False  # the deciders' and failures' messages name namespace/name, and say "has failed"
+    stops: bool = True  # a decider's success ends the rule
+    running_with_outcome: bool = False  # Running is set again beside a decider's success and every failure
+    # decides like a decider in a job of exactly one such replica and none of `sole_unless`
+    sole: Optional[str] = None
+    sole_unless: tuple[str, ...] = ()
+    # the workers succeed before all are done: any of them succeeded in an elastic job ("elastic"),
+    # or worker 0 exited 0 ("worker-0") unless the spec field `early_success_unless[0]` says `[1]`
+    early_success: Optional[Literal["elastic", "worker-0"]] = None
+    early_success_unless: Optional[tuple[str, str]] = None
+    failures_while_short: bool = False  # failures count only while fewer pods are up or done than replicas
+    restart: Literal["unless-never", "exit-code", "never"] = "unless-never"  # the restartPolicy that restarts
+    failed_reason: str = "Failed"  # the Failed condition's reason, after the kind's name
+    failure_subject: Optional[str] = None  # how failure and restart messages name the kind (None: its name)
+    keeps_restarting: bool = False  # a failure sets a Restarting condition already there again instead of failing
+    dynamic_workers: Optional[str] = None  # a spec flag under which failures of the workers are ignored
 
 
 # ---------------------------------------------------------------------- names and replica specs
@@ -171,7 +198,7 @@ def elastic_bounds(spec: dict[str, Any], replicas: dict[str, Any]) -> None:
 class Operator:
     """The Training Operator's handling of one kind (module docstring)."""
 
-    status_rule: str  # the name of its UpdateJobStatus rule in controller.jobs.status.RULES
+    status: StatusRule  # its UpdateJobStatus, which controller.jobs.status runs
     master_role: MasterRole
     defaults: Defaults = standard_defaults
     env_default_container_only: bool = False  # the environment goes to the kind's container only (TFJob)

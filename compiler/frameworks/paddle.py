@@ -6,7 +6,7 @@ becomes `Master` x replicas without GPUs and the nodes stay the trainers (`Worke
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import (
     Adapter,
@@ -19,13 +19,16 @@ from compiler.frameworks.base import (
 )
 from compiler.frameworks.operator import (
     Operator,
+    StatusRule,
     WebhookRules,
     elastic_bounds,
     elastic_policy_schema,
     only,
     standard_defaults,
 )
-from schemas.trainjob import TrainJobSpec
+
+if TYPE_CHECKING:
+    from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
     name="paddle",
@@ -86,7 +89,8 @@ def _defaults(facts: Facts, spec: dict[str, Any], replicas: dict[str, Any], run_
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
     operator=Operator(
-        "master", only("Master"), defaults=_defaults, fills_selector=True,
+        StatusRule(deciders=("Master",), workers="Worker", failures_while_short=True),
+        only("Master"), defaults=_defaults, fills_selector=True,
         spec_fields={"elasticPolicy": elastic_policy_schema(torch_rendezvous=False)},
         webhook=WebhookRules(quote_container=True),
     ),

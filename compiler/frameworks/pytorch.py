@@ -6,7 +6,7 @@ MASTER_*/PET_* rendezvous variables upstream's operator sets.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import (
     Adapter,
@@ -21,13 +21,16 @@ from compiler.frameworks.base import (
 from compiler.frameworks.operator import (
     STRING,
     Operator,
+    StatusRule,
     WebhookRules,
     elastic_bounds,
     elastic_policy_schema,
     master_or_worker0,
     standard_defaults,
 )
-from schemas.trainjob import TrainJobSpec
+
+if TYPE_CHECKING:
+    from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
     name="pytorch",
@@ -161,7 +164,8 @@ ADAPTER = Adapter(
         refusal_fix="run it elastic (Worker pods only), on one node, or in an environment at baseline",
     ),
     operator=Operator(
-        "master-elastic", master_or_worker0("Master"), defaults=_defaults, fills_selector=True,
+        StatusRule(deciders=("Master",), workers="Worker", early_success="elastic", failures_while_short=True),
+        master_or_worker0("Master"), defaults=_defaults, fills_selector=True,
         spec_fields={"elasticPolicy": elastic_policy_schema(torch_rendezvous=True), "nprocPerNode": STRING},
         webhook=WebhookRules(master_exactly_one=True, others_at_least_one=True, elastic=True),
     ),

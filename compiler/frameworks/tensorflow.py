@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import (
     Adapter,
@@ -22,11 +22,15 @@ from compiler.frameworks.operator import (
     BOOLEAN,
     STRING,
     Operator,
+    StatusRule,
+    StatusRule,
     WebhookRules,
     master_or_worker0,
     standard_defaults,
 )
-from schemas.trainjob import TrainJobSpec
+
+if TYPE_CHECKING:
+    from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
     name="tensorflow",
@@ -103,7 +107,11 @@ def _defaults(facts: Facts, spec: dict[str, Any], replicas: dict[str, Any], run_
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
     operator=Operator(
-        "tensorflow", master_or_worker0("Chief", "Master"), defaults=_defaults, env_default_container_only=True,
+        # upstream visits the replica types in TF_CONFIG's order; a failure keeps an earlier Restarting
+        StatusRule(deciders=("Chief", "Master"), workers="Worker", visit=_CLUSTER_TYPES, namespaced=True, stops=False,
+                   early_success="worker-0", early_success_unless=("successPolicy", "AllWorkers"), restart="never",
+                   keeps_restarting=True, dynamic_workers="enableDynamicWorker"),
+        master_or_worker0("Chief", "Master"), defaults=_defaults, env_default_container_only=True,
         spec_fields={"successPolicy": STRING, "enableDynamicWorker": BOOLEAN},
         webhook=WebhookRules(any_replica_type=True, one_chief_or_master=True),
     ),

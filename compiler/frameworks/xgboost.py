@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.frameworks.base import (
     Adapter,
@@ -12,8 +12,10 @@ from compiler.frameworks.base import (
     env_var,
     named_port,
 )
-from compiler.frameworks.operator import Operator, WebhookRules, only
-from schemas.trainjob import TrainJobSpec
+from compiler.frameworks.operator import Operator, StatusRule, WebhookRules, only
+
+if TYPE_CHECKING:
+    from schemas.trainjob import TrainJobSpec
 
 FACTS = Facts(
     name="xgboost",
@@ -68,6 +70,7 @@ ADAPTER = Adapter(
         reserved_env=("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"),
     ),
     operator=Operator(
-        "xgboost", only("Master"), webhook=WebhookRules(master_exactly_one=True, master_required=True),
+        StatusRule(deciders=("Master",), running_with_outcome=True, restart="exit-code"),
+        only("Master"), webhook=WebhookRules(master_exactly_one=True, master_required=True),
     ),
 )

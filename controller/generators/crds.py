@@ -26,6 +26,7 @@ import yaml
 from compiler.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
 from controller.generators.files import write_or_check
 from controller.jobs.kinds import KINDS, Kind
+from schemas.upstream import SCALED_REPLICA_TYPE
 
 OUT = Path(__file__).parents[1] / "install" / "crds"
 INT64 = {"type": "integer", "format": "int64"}
@@ -97,9 +98,9 @@ def crd(kind: Kind) -> dict[str, Any]:
     subresources: dict[str, Any] = {"status": {}}
     if facts.scalable:
         subresources["scale"] = {
-            "specReplicasPath": f".spec.{facts.replica_specs}.Worker.replicas",
-            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
-            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+            "specReplicasPath": f".spec.{facts.replica_specs}.{SCALED_REPLICA_TYPE}.replicas",
+            "statusReplicasPath": f".status.replicaStatuses.{SCALED_REPLICA_TYPE}.active",
+            "labelSelectorPath": f".status.replicaStatuses.{SCALED_REPLICA_TYPE}.selector",
         }
     singular = kind.name.lower()
     return {

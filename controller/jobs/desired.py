@@ -4,8 +4,9 @@ Given the defaulted job, a replica type and an index, build exactly the object t
 Training Operator would POST (semantics §4–§5): name `{job}-{rt}-{i}`, the four
 `training.kubeflow.org/*` labels (+ `job-role: master`), the controller owner reference,
 restartPolicy from the replica (`ExitCode` -> `Never`), the rendezvous environment from
-the shared framework module, and PyTorch's `init-pytorch` wait-for-master container.
-MPIJob's launcher/worker shapes live in `controller/jobs/mpi.py`.
+the shared framework module, and the init container the adapter's `operator_init` names
+(PyTorch's wait for the master). A launcher kind's pods (MPIJob's) are built in
+`controller/jobs/mpi.py`.
 
 One deliberate difference, off with `--upstream-init-containers`: the init containers we
 add carry the restricted securityContext (`INIT_SECURITY_CONTEXT` in
@@ -23,12 +24,13 @@ from typing import Any, Optional
 
 import yaml
 
-from compiler.frameworks.base import INIT_SECURITY_CONTEXT
+from compiler.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit
 from controller.jobs.kinds import Kind
 from controller.runtime import jsondata
 from schemas.upstream import (
     INDEX_LABEL,
     JOB_NAME_LABEL,
+    MASTER_ROLE,
     OPERATOR_LABEL,
     ROLE_LABEL,
     TYPE_LABEL,
@@ -138,7 +140,7 @@ def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, optio
     spec = template.get("spec") or {}
     labels = {**(meta.get("labels") or {}), **replica_labels(job, kind, replica_type=replica_type, index=index)}
     if kind.operator.master_role(replicas, replica_type, index):
-        labels[ROLE_LABEL] = "master"
+        labels[ROLE_LABEL] = MASTER_ROLE
     env = kind.adapter.rendezvous_env(job, replica_type, index) if kind.adapter.rendezvous_env else []
     for container in spec.get("containers") or []:
         if kind.operator.env_default_container_only and container.get("name") != kind.facts.container:
@@ -147,9 +149,10 @@ def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, optio
             container["env"] = [*(container.get("env") or []), *jsondata.copy(env)]
         if kind.operator.env_default_container_only:
             break
-    init = kind.adapter.operator_init  # PyTorch's init-pytorch: MPI's launcher is built in controller.jobs.mpi
-    if init is not None and init.containers(replica_type, replicas):
-        spec["initContainers"] = [*(spec.get("initContainers") or []), *secured(_init_pytorch(job, options), options)]
+    init = kind.adapter.operator_init  # one that waits beside a master (PyTorch's); a launcher's is controller.jobs.mpi's
+    if init is not None and init.beside is not None and init.containers(replica_type, replicas):
+        spec["initContainers"] = [*(spec.get("initContainers") or []), *secured(_wait_for_master(job, init, options),
+                                                                                options)]
     spec["restartPolicy"] = pod_restart_policy(replica)
     metadata: dict[str, Any] = {
         "name": child_name(job["metadata"]["name"], replica_type, index=index),
@@ -169,12 +172,14 @@ def template_sets_restart_policy(job: dict[str, Any], kind: Kind, *, replica_typ
     return bool(((replica.get("template") or {}).get("spec") or {}).get("restartPolicy"))
 
 
-def _init_pytorch(job: dict[str, Any], options: Options) -> list[dict[str, Any]]:
-    master = child_name(job["metadata"]["name"], "master", index=0)
+def _wait_for_master(job: dict[str, Any], init: OperatorInit, options: Options) -> list[dict[str, Any]]:
+    """The operator's init container that waits until the master's name resolves (`init.beside`
+    index 0), or the containers of --pytorch-init-container-template-file."""
+    master = child_name(job["metadata"]["name"], str(init.beside), index=0)
     if options.pytorch_init_template is not None:
         return render_init_template(options.pytorch_init_template, master=master, options=options)
     return [{
-        "name": "init-pytorch",
+        "name": init.name,
         "image": options.pytorch_init_image,
         "imagePullPolicy": "IfNotPresent",
         "resources": {

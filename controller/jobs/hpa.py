@@ -96,7 +96,7 @@ class Autoscalers:
         current = self.informer.get(ctx.namespace, ctx.name)
         if current is not None and (current["metadata"].get("deletionTimestamp") or not _controlled_by(current, ctx.job)):
             if current["metadata"].get("deletionTimestamp") is None:
-                log.info("%s/%s: HorizontalPodAutoscaler %s is not controlled by the job; leaving it",
+                log.debug("%s/%s: HorizontalPodAutoscaler %s is not controlled by the job; leaving it",
                          ctx.namespace, ctx.name, ctx.name)
             return
         if current is None:

@@ -2,18 +2,21 @@
 
 The order is upstream's `ReconcileJobs` (semantics §6): skip jobs managed elsewhere or
 being deleted or with unobserved creates/deletes; validate; default in memory; (the
-PyTorchJob HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
+autoscaled kind's HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
 limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
 pass and the framework's status rule. Unlike upstream, the pods a suspension deleted are
 left out of everything after it while they terminate (controller.jobs.runs); after the
 resume step the pass works on its run's shape, not the job's spec as edited
 (controller.jobs.run_revisions: a finished job's edit and a suspension are recorded there
-too); and under restart scope job a retryable exit restarts every pod as one attempt,
-before the failure limits would see it (controller.jobs.restarts). Status goes to
-`/status` with the cached resourceVersion as precondition, and only when it differs from
-what is stored (`lastReconcileTime` ignored), so a settled job costs zero write requests.
-A job whose shape the code cannot read fails at validation, as one the webhook refuses
-(controller.jobs.shapes). Errors propagate to the manager, which retries with backoff (controller.runtime.bugs).
+too); under restart scope job a retryable exit restarts every pod as one attempt, before
+the failure limits would see it (controller.jobs.restarts); and a running pass says which
+pods are stuck past the threshold (controller.jobs.stuck), its next wake the sooner of the
+deadline and the next waiting pod's threshold. Each thing that happens to a job is one INFO
+line (controller.jobs.journal). Status goes to `/status` with the cached resourceVersion as
+precondition, and only when it differs from what is stored (`lastReconcileTime` ignored), so
+a settled job costs zero write requests. A job whose shape the code cannot read fails at
+validation, as one the webhook refuses (controller.jobs.shapes). Errors propagate to the
+manager, which retries with backoff (controller.runtime.bugs).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from controller.jobs import checks, defaults, desired, diff, restarts, run_policy, runs, shapes
+from controller.jobs import checks, defaults, desired, diff, journal, restarts, run_policy, runs, shapes, stuck
 from controller.jobs import conditions as cond
 from controller.jobs import status as st
 from controller.jobs.addons import Gang, JobStep, PodPass
@@ -40,7 +43,7 @@ from controller.runtime.expectations import Expectations
 from controller.runtime.informer import Informer
 from controller.runtime.kube import PODS, SERVICES, Client, Resource
 from controller.runtime.workqueue import WorkQueue
-from controller.runtime.writes import Writes
+from controller.runtime.writes import Writes, job_key, key_of
 from schemas import upstream
 
 log = logging.getLogger(__name__)
@@ -72,19 +75,21 @@ class Reconciler:
     expectations: Expectations
     recorder: EventRecorder
     queue: WorkQueue
+    creates: CreatePool  # a pass's pod and service creates go out together (controller.runtime.creates)
     options: desired.Options = field(default_factory=desired.Options)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
     gang: Gang | None = None
     pod_passes: dict[str, PodPass] = field(default_factory=dict)  # by kind: a pass of its own (MPI's)
     job_steps: dict[str, JobStep] = field(default_factory=dict)  # by kind: run first in every pass (HPA)
-    creates: CreatePool | None = None  # None: each create waits for its answer before the next
     held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.runtime.burst)
     revisions: RunRevisions | None = None  # each run's shape (controller.jobs.run_revisions); None: the spec as it is
+    stuck_after: float = 0.0  # seconds a pod may wait for a stuck reason before its job says so (0: never)
 
     def __post_init__(self) -> None:
         self.writes = Writes(self.client, self.expectations, emit=self._emit, retry=self.queue.add_rate_limited,
                              held=self.held)
-        self.retirer = Retirer(self.client, self.writes, self.pods, self.creates)
+        self.retirer = Retirer(self.writes, self.pods, self.creates)
+        self.stuck = stuck.Reported()  # which stuck pods were said, and how many are stuck now (the gauge)
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -92,12 +97,11 @@ class Reconciler:
         kind_name, namespace, name = key.split("/", 2)
         kind = self.kinds[kind_name]
         job = self.jobs[kind_name].get(namespace, name)
-        if job is None:
-            self.expectations.forget(key)
+        if job is None or run_policy.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
+            if job is None:
+                self.expectations.forget(key)
             self._drop_held(key)
-            return None
-        if run_policy.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
-            self._drop_held(key)
+            self.stuck.forget(key)
             return None
         if not self.expectations.satisfied(key):
             return self.expectations.next_deadline(key)
@@ -105,6 +109,7 @@ class Reconciler:
         problems = bad_shape or checks.problems(job, kind)
         if problems:
             self._drop_held(key)
+            self.stuck.forget(key)
             return self._invalid(key, job, kind, problems,
                                  retry=not bad_shape and kind.operator.reconciler_check is not None)
         held = self.held.held_status(key) if self.held is not None else None
@@ -129,14 +134,16 @@ class Reconciler:
     def _run(self, key: str, ctx: st.Ctx, job: dict[str, Any], pods: list[dict[str, Any]]) -> float | None:
         policy = run_policy.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
+            self.stuck.forget(key)
             if self.revisions is not None:
-                self.revisions.finished(self.client, ctx, job)
+                self.revisions.finished(self.writes, ctx, job)
             self._clean(ctx, pods=pods, policy=policy, finished=True)
             run_policy.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if run_policy.is_suspended(ctx.job):
+            self.stuck.forget(key)
             if self.revisions is not None:
-                self.revisions.suspended(self.client, ctx)  # the run ends (controller.jobs.run_revisions)
+                self.revisions.suspended(self.writes, ctx)  # the run ends (controller.jobs.run_revisions)
             self._mark_previous_run(ctx, pods)
             self._clean(ctx, pods=pods, policy=policy, finished=False)
             run_policy.suspend(ctx)
@@ -144,7 +151,7 @@ class Reconciler:
         run_policy.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
         if self.revisions is not None:  # from here on ctx.job is the run's (controller.jobs.revisions)
-            self.revisions.begin(self.client, ctx, job)
+            self.revisions.begin(self.writes, ctx, job)
         whole_job = ctx.run is not None and ctx.run.whole_job
         if whole_job:
             pods = restarts.older_attempts(ctx, pods)
@@ -162,7 +169,7 @@ class Reconciler:
         if self.gang is not None and not self.gang.sync(self.writes, ctx):
             ctx.status["lastReconcileTime"] = cond.timestamp(ctx.now)
             return None
-        with self._creating(key, ctx):
+        with self._creating(ctx):
             own = self.pod_passes.get(ctx.kind.name)
             if own is not None:
                 own.reconcile(self.writes, ctx, pods, options=self.options, gang=self.gang)
@@ -170,16 +177,27 @@ class Reconciler:
                 self._replicas(ctx, pods)
         st.update(ctx)
         remaining = run_policy.deadline_remaining(ctx)
-        return max(remaining, 0.0) + 0.5 if remaining is not None and not cond.is_finished(ctx.status) else None
+        deadline = max(remaining, 0.0) + 0.5 if remaining is not None and not cond.is_finished(ctx.status) else None
+        waits = [w for w in (deadline, self._stuck(key, ctx, pods)) if w is not None]
+        return min(waits) if waits else None
+
+    def _stuck(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> float | None:
+        """Say each pod stuck past the threshold once (controller.jobs.stuck); seconds until the next
+        waiting pod will be. Not while the job has finished or a whole-job restart retires an attempt."""
+        if self.stuck_after <= 0 or cond.is_finished(ctx.status) or ctx.hold_pods:
+            self.stuck.forget(key)
+            return None
+        found, wake = stuck.stuck(pods, now=ctx.now, threshold=self.stuck_after)
+        for pod in self.stuck.news(key, found):
+            ctx.event("Warning", why=stuck.REASON, message=stuck.event_message(pod, self.stuck_after))
+            journal.stuck(key, pod, self.stuck_after)
+        return wake
 
     # ------------------------------------------------------------------ pods and services
     @contextmanager
-    def _creating(self, key: str, ctx: st.Ctx) -> Iterator[None]:
+    def _creating(self, ctx: st.Ctx) -> Iterator[None]:
         """The pod and service pass: its creates go out together (controller.runtime.creates)."""
-        if self.creates is None:
-            yield
-            return
-        ctx.creates = self.creates.batch(self.expectations, key, ctx.events)
+        ctx.creates = self.creates.batch(ctx.events)
         try:
             yield
         finally:
@@ -200,8 +218,9 @@ class Reconciler:
                 self.create_pod(ctx, rtype=rtype, index=index)
             for pod in plan.delete:
                 self.writes.delete(ctx, PODS, pod)
+                journal.scaled_down(key_of(ctx), pod["metadata"]["name"], rtype, int(replica.get("replicas", 1)))
             for pod in plan.restart:
-                ctx.deferred.append(lambda pod=pod: self.writes.delete(ctx, PODS, pod))
+                ctx.deferred.append(lambda pod=pod: self._restart_pod(ctx, pod))
                 msg = f"job {ctx.name} is restarting because {rtype} replica(s) failed."
                 ctx.event("Warning", why="Restarting", message=msg)
                 ctx.set(cond.RESTARTING, why="Restarting", message=msg)
@@ -232,10 +251,17 @@ class Reconciler:
             self.gang.decorate(ctx, pod, rtype)
         self.writes.create(ctx, PODS, pod)
 
+    def _restart_pod(self, ctx: st.Ctx, pod: dict[str, Any]) -> None:
+        """A failed pod deleted so the next pass creates it again (its status is written by now)."""
+        self.writes.delete(ctx, PODS, pod)
+        code = st.exit_code(pod, ctx.kind.facts.container)
+        journal.pod_restarted(key_of(ctx), pod["metadata"]["name"], None if code == st.EXIT_CODE_UNKNOWN else code)
+
     def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str, message: str) -> None:
         """A whole-job restart decided: on the run's revision, then its one Event, sent now."""
         assert self.revisions is not None
-        self.revisions.commit_attempt(self.client, ctx, attempt=attempt, cause=cause)
+        self.revisions.commit_attempt(self.writes, ctx, attempt=attempt, cause=cause)
+        journal.job_restarting(key_of(ctx), message)
         self.recorder.event(ctx.job, "Warning", reason=cond.reason(ctx.kind.name, "Restarting"), message=message,
                             component=ctx.kind.facts.operator_name, wait=True)
 
@@ -256,6 +282,8 @@ class Reconciler:
                 self.writes.delete(ctx, SERVICES, svc)
         for svc in by_name.values():  # left by a cleanup cut short
             self.writes.delete(ctx, SERVICES, svc)
+        journal.cleaned(key_of(ctx), pods=len(cleaned), services=len(services),
+                        why=f"cleanPodPolicy {policy}" if finished else "suspended")
         if self.gang is not None:
             self.gang.delete(self.writes, ctx)
 
@@ -266,10 +294,8 @@ class Reconciler:
         if remaining is None or remaining > 0:
             return remaining
         meta = job["metadata"]
-        try:
-            self.client.delete(job_resource(ctx.kind), meta["namespace"], meta["name"], uid=meta.get("uid"))
-        except errors.NotFound:
-            pass
+        self.writes.delete_unexpected(job_resource(ctx.kind), job)
+        journal.ttl_deleted(key_of(ctx), run_policy.run_policy(ctx.job).get("ttlSecondsAfterFinished"))
         ctx.deleted = True
         ctx.events.append(("Normal", "SuccessfulDeleteJob", f"Deleted job: {meta['name']}"))
         return None
@@ -293,10 +319,9 @@ class Reconciler:
         meta = obj["metadata"]
         patch = {"metadata": {"ownerReferences": [desired.owner_reference(job, kind)], "uid": meta.get("uid")}}
         try:
-            self.client.patch(res, meta.get("namespace"), meta["name"], patch,
-                              content_type="application/strategic-merge-patch+json")
+            self.writes.patch(res, obj, patch, content_type="application/strategic-merge-patch+json")
         except (errors.NotFound, errors.Conflict, errors.Invalid) as exc:
-            log.info("could not adopt %s %s: %s", res.kind, meta["name"], exc)
+            log.debug("could not adopt %s %s: %s", res.kind, meta["name"], exc)
 
     # ------------------------------------------------------------------ writes
     def _write_status(self, job: dict[str, Any], kind: Kind, status: dict[str, Any], *, key: str | None = None,
@@ -315,10 +340,11 @@ class Reconciler:
             self.held.drop_status(key)
         if not changed:
             return False
-        body = {**job, "status": status}
-        written = self.client.update(job_resource(kind), body, sub="status")
-        if isinstance(written, dict) and written.get("metadata"):
+        written = self.writes.update(job_resource(kind), {**job, "status": status}, sub="status")
+        if written is not None:
             self.jobs[kind.name].remember(written)
+        meta = job["metadata"]
+        journal.state(job_key(kind.name, meta.get("namespace", ""), meta["name"]), job.get("status") or {}, status)
         return True
 
     def _drop_held(self, key: str) -> None:
@@ -326,15 +352,17 @@ class Reconciler:
             self.held.drop_status(key)
 
     def _emit(self, job: dict[str, Any], kind: Kind, events: list[st.Event]) -> None:
-        """The pass's Events, in order; its pod exits, when more than one, as one combined Event.
+        """The pass's Events, in order; its pod exits, and its stuck pods, when more than one, as one
+        combined Event each.
 
         Why exits: upstream reports ExitedWithCode for every terminated pod on every pass (state,
-        not an action: creates and deletes keep an Event each, as upstream's), and an 8-pod job's
-        exits were 7.4 of its 10.5 Event writes at 1,000 jobs (`make bench-scale`, 2026-11-27)."""
-        exits = sum(why == EXITED for _, why, _ in events)
+        not an action: creates and deletes keep an Event each, as upstream's), and they were most
+        of an 8-pod job's Event writes in `make bench-scale` (bench/README.md, "Events")."""
+        folded = (EXITED, cond.reason(kind.name, stuck.REASON))  # a pass's pod exits, or its stuck pods
+        counts = {why: sum(reason == why for _, reason, _ in events) for why in folded}
         for etype, why, message in events:
             self.recorder.event(job, etype, reason=why, message=message, component=kind.facts.operator_name,
-                                together=why == EXITED and exits > 1)
+                                together=counts.get(why, 0) > 1)
 
     def _invalid(self, key: str, job: dict[str, Any], kind: Kind, problems: list[str], *, retry: bool) -> float | None:
         message = checks.failure_message(kind, problems)

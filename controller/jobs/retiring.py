@@ -9,8 +9,8 @@ The mark is what lets every later pass, of this controller or the next leader, l
 terminating pod out of the counts and out of every restart or backoff decision. A whole-job
 restart needs no mark per pod: its one durable mark is the attempt written on the run's
 revision before any pod goes, against which each pod's own attempt annotation is older. In
-`make bench-controller` the 64 marks of a 64-pod restart cost ~0.4 s of ~1.1-1.4 s on two
-busy cores (the API server's CPU is what they compete for), bench/README.md.
+`make bench-controller` the 64 marks of a 64-pod restart were about a third of its time (the
+API server's CPU is what they compete for; bench/README.md, "whole-job restart").
 
 A restart retires every pod of a job at once; a 64-pod job would otherwise pay 64 round
 trips in a row, so the deletes (and a suspension's marks) go side by side through the
@@ -27,22 +27,20 @@ from controller.jobs.status import Ctx
 from controller.runtime import errors
 from controller.runtime.creates import CreatePool
 from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS, Client
+from controller.runtime.kube import PODS
 from controller.runtime.writes import Writes
 
 
 @dataclass
 class Retirer:
-    client: Client
     writes: Writes
     pods: Informer
-    creates: CreatePool | None = None
+    creates: CreatePool
 
     def mark(self, pod: dict[str, Any], why: str) -> bool:
         """Write the mark; False when the pod is gone or its name belongs to a successor."""
-        meta = pod["metadata"]
         try:
-            written = self.client.patch(PODS, meta.get("namespace"), meta["name"], runs.mark_patch(pod, why))
+            written = self.writes.patch(PODS, pod, runs.mark_patch(pod, why))
         except (errors.NotFound, errors.Conflict, errors.Invalid):
             return False
         if isinstance(written, dict) and written.get("metadata"):
@@ -67,7 +65,7 @@ class Retirer:
         self._each(pods, one)
 
     def _each(self, pods: list[dict[str, Any]], action: Any) -> None:
-        if self.creates is None or len(pods) < 2:
+        if len(pods) < 2:
             for pod in pods:
                 action(pod)
             return

@@ -32,6 +32,7 @@ from controller.jobs.kinds import Kind
 from controller.runtime import jsondata
 from controller.runtime.kube import Resource
 from schemas import marks
+from schemas.upstream import SCALED_REPLICA_TYPE
 
 CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
 HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it
@@ -62,7 +63,7 @@ def shape(job: dict[str, Any], kind: Kind) -> dict[str, Any]:
     if run_policy.get("schedulingPolicy") is not None:
         spec["runPolicy"] = {"schedulingPolicy": run_policy["schedulingPolicy"]}
     if _elastic(kind, spec):
-        worker = spec[kind.facts.replica_specs].get("Worker")
+        worker = spec[kind.facts.replica_specs].get(SCALED_REPLICA_TYPE)
         if isinstance(worker, dict):
             worker.pop("replicas", None)
         spec["elasticPolicy"] = jsondata.copy(job["spec"]["elasticPolicy"])
@@ -105,8 +106,8 @@ def run_job(job: dict[str, Any], kind: Kind, data: dict[str, Any]) -> dict[str, 
         run_policy["schedulingPolicy"] = recorded
     spec["runPolicy"] = run_policy
     if _elastic(kind, spec):
-        live = ((job["spec"].get(kind.facts.replica_specs) or {}).get("Worker") or {}).get("replicas")
-        worker = spec[kind.facts.replica_specs].get("Worker")
+        live = ((job["spec"].get(kind.facts.replica_specs) or {}).get(SCALED_REPLICA_TYPE) or {}).get("replicas")
+        worker = spec[kind.facts.replica_specs].get(SCALED_REPLICA_TYPE)
         if isinstance(worker, dict) and live is not None:
             worker["replicas"] = live
     meta = dict(job["metadata"])

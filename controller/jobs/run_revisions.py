@@ -35,7 +35,7 @@ from controller.jobs import spec_changes
 from controller.jobs.status import Ctx
 from controller.runtime import errors
 from controller.runtime.informer import Informer
-from controller.runtime.kube import Client
+from controller.runtime.writes import Writes
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class RunRevisions:
         return max(self.owned(ctx), key=rv.number, default=None)
 
     # ------------------------------------------------------------------ the reconciler's points
-    def begin(self, client: Client, ctx: Ctx, job: dict[str, Any]) -> None:
+    def begin(self, writes: Writes, ctx: Ctx, job: dict[str, Any]) -> None:
         """Set `ctx.run` and make `ctx.job` the run's job; `job` is the job as read (not defaulted)."""
         data, hashed = self.shape(ctx, job)
         owned = self.owned(ctx)
@@ -113,76 +113,73 @@ class RunRevisions:
         ended = current is not None and bool(rv.annotation(current, rv.ENDED))
         if current is None or (ended and rv.hash_of(current) != hashed):
             carried = rv.attempt_of(current) if current is not None else 0
-            current = self._start(client, ctx, owned, data=data, hashed=hashed, attempt=carried)
+            current = self._start(writes, ctx, owned, data=data, hashed=hashed, attempt=carried)
         elif ended:  # a new run of the same shape: nothing is held
-            current = self._patch(client, current, {rv.ENDED: None, rv.ANNOUNCED: None})
+            current = self._patch(writes, current, {rv.ENDED: None, rv.ANNOUNCED: None})
         elif rv.hash_of(current) != hashed:
-            current = self._announce(client, ctx, current, data, state=rv.HELD)
+            current = self._announce(writes, ctx, current, data, state=rv.HELD)
         ctx.run = Run(current)
         ctx.job = rv.run_job(job, ctx.kind, current["data"])
 
-    def suspended(self, client: Client, ctx: Ctx) -> None:
+    def suspended(self, writes: Writes, ctx: Ctx) -> None:
         """The run ends with the suspension: recorded on its revision before its pods go, so the
         next pass that finds the job resumed starts a new run, whatever the status shows (a
         status write can be held or lost in a crash; this mark cannot be missed)."""
         current = self.current(ctx)
         if current is not None and not rv.annotation(current, rv.ENDED):
-            self._patch(client, current, {rv.ENDED: rv.SUSPENDED})
+            self._patch(writes, current, {rv.ENDED: rv.SUSPENDED})
 
-    def finished(self, client: Client, ctx: Ctx, job: dict[str, Any]) -> None:
+    def finished(self, writes: Writes, ctx: Ctx, job: dict[str, Any]) -> None:
         """A finished job whose spec differs from its last run's: one Event, nothing runs."""
         current = self.current(ctx)
         if current is None:  # finished before any run of ours (a refused job, or an older controller)
             return
         data, hashed = self.shape(ctx, job)
         if hashed != rv.hash_of(current):
-            self._announce(client, ctx, current, data, state=rv.FINISHED)
+            self._announce(writes, ctx, current, data, state=rv.FINISHED)
 
-    def commit_attempt(self, client: Client, ctx: Ctx, *, attempt: int, cause: str) -> None:
+    def commit_attempt(self, writes: Writes, ctx: Ctx, *, attempt: int, cause: str) -> None:
         """Record attempt `attempt` on the run's revision, guarded by its resourceVersion: a pass
         on a stale copy loses (409, retried) instead of counting the restart twice."""
         assert ctx.run is not None
-        written = self._patch(client, ctx.run.revision, {rv.ATTEMPT: str(attempt), rv.RESTART_CAUSE: cause})
+        written = self._patch(writes, ctx.run.revision, {rv.ATTEMPT: str(attempt), rv.RESTART_CAUSE: cause})
         ctx.run = Run(written)
 
     # ------------------------------------------------------------------ writes
-    def _start(self, client: Client, ctx: Ctx, owned: list[dict[str, Any]], *, data: dict[str, Any], hashed: str,
+    def _start(self, writes: Writes, ctx: Ctx, owned: list[dict[str, Any]], *, data: dict[str, Any], hashed: str,
                attempt: int) -> dict[str, Any]:
         newest = max((rv.number(r) for r in owned), default=0) + 1
         again = next((r for r in owned if rv.hash_of(r) == hashed), None)
         if again is not None:  # a shape the job ran before: that revision is current again
-            written = self._patch(client, again, {rv.ATTEMPT: str(attempt), rv.ANNOUNCED: None, rv.ENDED: None},
+            written = self._patch(writes, again, {rv.ATTEMPT: str(attempt), rv.ANNOUNCED: None, rv.ENDED: None},
                                   number=newest)
         else:
             body = rv.body(ctx.job, ctx.kind, data=data, hashed=hashed, number=newest, attempt=attempt)
-            try:
-                written = client.create(rv.CONTROLLERREVISIONS, ctx.namespace, body)
-            except errors.AlreadyExists as exc:  # ours, not in the cache yet (its watch event requeues the job)
+            created = writes.create_unexpected(rv.CONTROLLERREVISIONS, body)
+            if created is None:  # ours, not in the cache yet (its watch event requeues the job)
                 raise errors.Conflict("create", rv.CONTROLLERREVISIONS.kind, ctx.namespace, body["metadata"]["name"],
-                                      f"exists but is not in the cache yet: {exc.reason}") from exc
-            self.informer.remember(written)
+                                      "exists but is not in the cache yet")
+            self.informer.remember(created)
+            written = created
         for old in owned:
             if old is not again:
-                self._prune(client, old)
+                self._prune(writes, old)
         return written
 
-    def _prune(self, client: Client, old: dict[str, Any]) -> None:
+    def _prune(self, writes: Writes, old: dict[str, Any]) -> None:
         """A superseded run's revision: deleted (the garbage collector would, with the job); a
         failure is logged and left, the current revision being the highest number anyway."""
-        meta = old["metadata"]
         try:
-            client.delete(rv.CONTROLLERREVISIONS, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
-        except errors.NotFound:
-            pass
+            writes.delete_unexpected(rv.CONTROLLERREVISIONS, old)
         except errors.ApiError as exc:
             log.warning("could not delete the superseded revision: %s", exc)
 
-    def _announce(self, client: Client, ctx: Ctx, current: dict[str, Any], data: dict[str, Any], *,
+    def _announce(self, writes: Writes, ctx: Ctx, current: dict[str, Any], data: dict[str, Any], *,
                   state: str) -> dict[str, Any]:
         mark = f"{state}:{rv.digest(data)}"
         if rv.annotation(current, rv.ANNOUNCED) == mark:
             return current
-        written = self._patch(client, current, {rv.ANNOUNCED: mark})  # first: a lost Event beats a repeated one
+        written = self._patch(writes, current, {rv.ANNOUNCED: mark})  # first: a lost Event beats a repeated one
         change = spec_changes.describe(current["data"], data, replica_specs=ctx.kind.facts.replica_specs)
         if state == rv.HELD:
             ctx.event("Warning", why=HELD_REASON, message=(
@@ -197,7 +194,7 @@ class RunRevisions:
                 " To run it, delete the job and create it again"))
         return written
 
-    def _patch(self, client: Client, revision: dict[str, Any], annotations: dict[str, Any], *,
+    def _patch(self, writes: Writes, revision: dict[str, Any], annotations: dict[str, Any], *,
                number: int | None = None) -> dict[str, Any]:
         """A merge patch of the revision's annotations (None removes one) and number, with its
         resourceVersion as precondition."""
@@ -205,6 +202,6 @@ class RunRevisions:
         body: dict[str, Any] = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": annotations}}
         if number is not None:
             body["revision"] = number
-        written = client.patch(rv.CONTROLLERREVISIONS, meta.get("namespace"), meta["name"], body)
+        written = writes.patch(rv.CONTROLLERREVISIONS, revision, body)
         self.informer.remember(written)
         return self.informer.get(meta.get("namespace"), meta["name"]) or written

@@ -46,8 +46,8 @@ def problems(job: dict[str, Any], kind: Kind) -> list[str]:
     """Every shape problem of the job's replica specs (empty: the controller can read it).
 
     The answer is kept per (uid, generation): the spec changes only with its generation, and
-    the walk costs ~0.4 ms for a nine-replica job (measured on a loaded 2-core machine), on
-    every pass of every job otherwise."""
+    the walk would otherwise cost every pass of every job (bench/README.md, "Figures the
+    controller's code cites")."""
     meta = job.get("metadata") or {}
     key = (meta.get("uid"), meta.get("generation"))
     if key[0] is None or key[1] is None:

@@ -3,7 +3,10 @@
 `update(ctx)` is upstream's per-kind `UpdateJobStatus` (semantics §6) rewritten as data in,
 data out: it reads the replica counts already put in `ctx.status` by the pod pass and
 adds conditions, `startTime`, `completionTime` and `selector`, and collects the Events
-upstream records alongside. No I/O happens here, so every rule is unit-tested directly.
+upstream records alongside. The seven kinds' rules are one loop over the replica types; how
+a kind's differs (which types decide, its messages, which policy restarts) is its adapter's
+`StatusRule` (compiler/frameworks/operator.py), so this module names no kind and no replica
+type. No I/O happens here, so every rule is unit-tested directly.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from controller.jobs import conditions as cond
 from controller.jobs.conditions import FAILED, RESTARTING, RUNNING, SUCCEEDED
+from compiler.frameworks.operator import StatusRule
 from controller.jobs.kinds import Kind
 from schemas.upstream import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, TYPE_LABEL
 
@@ -69,14 +73,15 @@ class Ctx:
         self.status.setdefault("completionTime", cond.timestamp(self.now))
 
 
-def count(pods: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """active/succeeded/failed by phase; a Running pod being deleted counts as failed, as upstream
-    (a suspended run's pods, deleted by the controller, never get here: controller.jobs.runs)."""
+def count(pods: Iterable[dict[str, Any]], *, phase_only: bool = False) -> dict[str, int]:
+    """active/succeeded/failed by phase; a Running pod being deleted counts as failed, as upstream's
+    replica pass counts it, unless `phase_only` (upstream's MPIJob pass counts by phase alone). A
+    suspended run's pods, deleted by the controller, never get here (controller.jobs.runs)."""
     out = {"active": 0, "succeeded": 0, "failed": 0}
     for pod in pods:
         phase = (pod.get("status") or {}).get("phase")
         if phase == "Running":
-            out["failed" if pod["metadata"].get("deletionTimestamp") else "active"] += 1
+            out["failed" if pod["metadata"].get("deletionTimestamp") and not phase_only else "active"] += 1
         elif phase == "Succeeded":
             out["succeeded"] += 1
         elif phase == "Failed":
@@ -113,22 +118,12 @@ def _numbers(ctx: Ctx, replica_type: str) -> tuple[int, int, int, int]:
     return replicas, int(rs.get("succeeded", 0)), int(rs.get("active", 0)), int(rs.get("failed", 0))
 
 
-def _ordered(ctx: Ctx, order: Iterable[str] | None = None) -> list[str]:
-    order = list(order or ctx.kind.facts.replica_types)
-    present = [t for t in order if t in ctx.replicas]
+def _visited(ctx: Ctx, rule: StatusRule) -> list[str]:
+    """The job's replica types in the rule's order (its own list only), else the kind's and then the rest sorted."""
+    if rule.visit is not None:
+        return [t for t in rule.visit if t in ctx.replicas]
+    present = [t for t in ctx.kind.facts.replica_types if t in ctx.replicas]
     return present + sorted(t for t in ctx.replicas if t not in present)
-
-
-def _fail_or_restart(ctx: Ctx, replica_type: str, *, failed: int, restart: bool, prefix: str) -> None:
-    if restart:
-        msg = f"{prefix} {ctx.name} is restarting because {failed} {replica_type} replica(s) failed."
-        ctx.event("Warning", why="Restarting", message=msg)
-        ctx.set(RESTARTING, why="Restarting", message=msg)
-    else:
-        msg = f"{prefix} {ctx.name} is failed because {failed} {replica_type} replica(s) failed."
-        ctx.event("Normal", why="Failed", message=msg)
-        ctx.complete()
-        ctx.set(FAILED, why="Failed", message=msg)
 
 
 def _succeed(ctx: Ctx, message: str) -> None:
@@ -137,54 +132,50 @@ def _succeed(ctx: Ctx, message: str) -> None:
     ctx.set(SUCCEEDED, why="Succeeded", message=message)
 
 
-def _master_style(ctx: Ctx, *, elastic_success: bool) -> None:
-    """PyTorchJob and PaddleJob: Master decides if present, else the workers."""
-    kind, ns_name = ctx.kind.name, f"{ctx.namespace}/{ctx.name}"
-    has_master = "Master" in ctx.replicas
-    for rtype in _ordered(ctx):
-        replicas, succeeded, running, failed = _numbers(ctx, rtype)
-        expected = replicas - succeeded
-        if has_master and rtype == "Master":
-            if running > 0:
-                ctx.set(RUNNING, why="Running", message=f"{kind} {ctx.name} is running.")
-            if expected == 0:
-                _succeed(ctx, f"{kind} {ctx.name} is successfully completed.")
-                return
-        elif not has_master and rtype == "Worker":
-            elastic = elastic_success and ctx.job["spec"].get("elasticPolicy") is not None and succeeded > 0
-            if expected == 0 or elastic:
-                _succeed(ctx, f"{kind} {ns_name} successfully completed.")
-            elif running > 0:
-                ctx.set(RUNNING, why="Running", message=f"{kind} {ns_name} is running.")
-        if failed > 0 and replicas > succeeded + running:
-            policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed=failed, restart=policy != "Never", prefix=kind)
+def _fail_or_restart(ctx: Ctx, rule: StatusRule, replica_type: str, *, failed: int, restart: bool) -> None:
+    """A replica type's failure: Restarting, or Failed (with the rule's reason and words)."""
+    subject = rule.failure_subject or ctx.kind.name
+    if restart:
+        msg = f"{subject} {ctx.name} is restarting because {failed} {replica_type} replica(s) failed."
+        ctx.event("Warning", why="Restarting", message=msg)
+        ctx.set(RESTARTING, why="Restarting", message=msg)
+        return
+    if rule.namespaced:
+        msg = f"{subject} {ctx.namespace}/{ctx.name} has failed because {failed} {replica_type} replica(s) failed."
+    else:
+        msg = f"{subject} {ctx.name} is failed because {failed} {replica_type} replica(s) failed."
+    ctx.event("Normal", why="Failed", message=msg)
+    ctx.complete()
+    ctx.set(FAILED, why=rule.failed_reason, message=msg)
 
 
-def _pytorch(ctx: Ctx) -> None:
-    _master_style(ctx, elastic_success=True)
+def _restarts(rule: StatusRule, policy: Any) -> bool:
+    if rule.restart == "unless-never":
+        return policy != "Never"
+    return rule.restart == "exit-code" and policy == "ExitCode"
 
 
-def _paddle(ctx: Ctx) -> None:
-    _master_style(ctx, elastic_success=False)
+def _sole(ctx: Ctx, rule: StatusRule) -> bool:
+    """The job is one replica of `rule.sole` and none of `rule.sole_unless`."""
+    counts = {t: int(ctx.replicas[t].get("replicas", 1)) for t in ctx.replicas}
+    return rule.sole is not None and counts.get(rule.sole, 0) == 1 and not any(counts.get(t, 0) for t in rule.sole_unless)
 
 
-def _jax(ctx: Ctx) -> None:
-    ns_name = f"{ctx.namespace}/{ctx.name}"
-    for rtype in _ordered(ctx):
-        replicas, succeeded, running, failed = _numbers(ctx, rtype)
-        if rtype == "Worker":
-            if replicas - succeeded == 0:
-                _succeed(ctx, f"JAXJob {ns_name} successfully completed.")
-            elif running > 0:
-                ctx.set(RUNNING, why="Running", message=f"JAXJob {ns_name} is running.")
-        if failed > 0 and replicas > succeeded + running:
-            policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed=failed, restart=policy != "Never", prefix=ctx.kind.name)
+def _early_success(ctx: Ctx, rule: StatusRule, succeeded: int) -> bool:
+    """The workers have succeeded before all of them are done (StatusRule.early_success)."""
+    if rule.early_success == "elastic":
+        return ctx.job["spec"].get("elasticPolicy") is not None and succeeded > 0
+    if rule.early_success == "worker-0":
+        unless = rule.early_success_unless
+        if unless is not None and ctx.job["spec"].get(unless[0]) == unless[1]:
+            return False
+        return _first_completed(ctx, rule.workers)
+    return False
 
 
-def _worker0_completed(ctx: Ctx) -> bool:
-    for pod in ctx.pods.get("Worker", []):
+def _first_completed(ctx: Ctx, replica_type: str | None) -> bool:
+    """Index 0 of `replica_type` succeeded with exit code 0 in the kind's container."""
+    for pod in ctx.pods.get(replica_type or "", []):
         if pod["metadata"].get("labels", {}).get(INDEX_LABEL) == "0":
             phase = (pod.get("status") or {}).get("phase")
             if phase == "Succeeded" and exit_code(pod, ctx.kind.facts.container) == 0:
@@ -192,101 +183,39 @@ def _worker0_completed(ctx: Ctx) -> bool:
     return False
 
 
-def _tensorflow(ctx: Ctx) -> None:
-    ns_name = f"{ctx.namespace}/{ctx.name}"
-    restarting = cond.get(ctx.status, RESTARTING)
+def _apply(ctx: Ctx, rule: StatusRule) -> None:
+    """Upstream's UpdateJobStatus conditions for the kind whose rule `rule` is (StatusRule)."""
+    kind, ns_name = ctx.kind.name, f"{ctx.namespace}/{ctx.name}"
+    named = ns_name if rule.namespaced else ctx.name
+    done = f"{kind} {ns_name} successfully completed." if rule.namespaced else f"{kind} {ctx.name} is successfully completed."
+    restarting = cond.get(ctx.status, RESTARTING) if rule.keeps_restarting else None
     saved = (restarting.get("reason"), restarting.get("message")) if restarting else None
-    chief_or_master = any(t in ctx.replicas for t in ("Chief", "Master"))
-    worker0_done = _worker0_completed(ctx) if "Worker" in ctx.replicas else True
-    for rtype in [t for t in ("Chief", "Evaluator", "Master", "PS", "Worker") if t in ctx.replicas]:
+    deciders = {*rule.deciders, *([rule.sole] if rule.sole is not None and _sole(ctx, rule) else [])}
+    has_decider = any(t in ctx.replicas for t in rule.deciders)
+    for rtype in _visited(ctx, rule):
         replicas, succeeded, running, failed = _numbers(ctx, rtype)
-        expected = replicas - succeeded
-        if chief_or_master and rtype in ("Chief", "Master"):
+        if rtype in deciders:
             if running > 0:
-                ctx.set(RUNNING, why="Running", message=f"TFJob {ns_name} is running.")
-            if expected == 0:
-                _succeed(ctx, f"TFJob {ns_name} successfully completed.")
-        elif not chief_or_master and rtype == "Worker":
-            all_workers = ctx.job["spec"].get("successPolicy") == "AllWorkers"
-            if expected == 0 or (worker0_done and not all_workers):
-                _succeed(ctx, f"TFJob {ns_name} successfully completed.")
+                ctx.set(RUNNING, why="Running", message=f"{kind} {named} is running.")
+            if replicas - succeeded == 0:
+                if rule.running_with_outcome:
+                    ctx.set(RUNNING, why="Running", message=f"{kind} {named} is running.")
+                _succeed(ctx, done)
+                if rule.stops:
+                    return
+        elif not has_decider and rtype == rule.workers:
+            if replicas - succeeded == 0 or _early_success(ctx, rule, succeeded):
+                _succeed(ctx, f"{kind} {ns_name} successfully completed.")
             elif running > 0:
-                ctx.set(RUNNING, why="Running", message=f"TFJob {ns_name} is running.")
-        if failed > 0:
-            if saved is not None:
-                cond.set_condition(ctx.status, RESTARTING, state="True", reason=saved[0], message=saved[1], now=ctx.now)
-            elif ctx.job["spec"].get("enableDynamicWorker") and rtype == "Worker":
-                continue
-            else:
-                msg = f"TFJob {ns_name} has failed because {failed} {rtype} replica(s) failed."
-                ctx.event("Normal", why="Failed", message=msg)
-                ctx.complete()
-                ctx.set(FAILED, why="Failed", message=msg)
-
-
-def _xgboost(ctx: Ctx) -> None:
-    running_msg = f"XGBoostJob {ctx.name} is running."
-    for rtype in _ordered(ctx):
-        replicas, succeeded, running, failed = _numbers(ctx, rtype)
-        if rtype == "Master":
-            if running > 0:
-                ctx.set(RUNNING, why="Running", message=running_msg)
-            if replicas - succeeded == 0:
-                ctx.set(RUNNING, why="Running", message=running_msg)
-                _succeed(ctx, f"XGBoostJob {ctx.name} is successfully completed.")
-                return
-        if failed > 0:
-            ctx.set(RUNNING, why="Running", message=running_msg)
-            policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed=failed, restart=policy == "ExitCode", prefix=ctx.kind.name)
-
-
-def _mpi(ctx: Ctx) -> None:
-    for rtype in _ordered(ctx):
-        replicas, succeeded, running, failed = _numbers(ctx, rtype)
-        if rtype == "Launcher":
-            if running > 0:
-                ctx.set(RUNNING, why="Running", message=f"MPIJob {ctx.name} is running.")
-            if replicas - succeeded == 0:
-                _succeed(ctx, f"MPIJob {ctx.name} is successfully completed.")
-                return
-        if failed > 0:
-            if ctx.replicas[rtype].get("restartPolicy") == "ExitCode":
-                _fail_or_restart(ctx, rtype, failed=failed, restart=True, prefix=ctx.kind.name)
-            else:
-                msg = f"MPIJob {ctx.name} is failed because {failed} {rtype} replica(s) failed."
-                ctx.event("Normal", why="Failed", message=msg)
-                ctx.complete()
-                # upstream applies the Kind prefix twice here: reason "MPIJobMPIJobFailed"
-                ctx.set(FAILED, why="MPIJobFailed", message=msg)
-
-
-def _mxnet(ctx: Ctx) -> None:
-    counts = {t: int(ctx.replicas[t].get("replicas", 1)) for t in ctx.replicas}
-    single = counts.get("Scheduler", 0) == 0 and counts.get("Server", 0) == 0 and counts.get("Worker", 0) == 1
-    for rtype in _ordered(ctx):
-        replicas, succeeded, running, failed = _numbers(ctx, rtype)
-        if rtype == "Scheduler" or (single and rtype == "Worker"):
-            if running > 0:
-                ctx.set(RUNNING, why="Running", message=f"MXJob {ctx.name} is running.")
-            if replicas - succeeded == 0:
-                _succeed(ctx, f"MXJob {ctx.name} is successfully completed.")
-                return
-        if failed > 0:
-            policy = ctx.replicas[rtype].get("restartPolicy")
-            _fail_or_restart(ctx, rtype, failed=failed, restart=policy == "ExitCode", prefix="mxjob")
-
-
-# upstream's UpdateJobStatus rules, by the name a kind's adapter gives (`Operator.status_rule`)
-RULES: dict[str, Callable[[Ctx], None]] = {
-    "master-elastic": _pytorch,
-    "tensorflow": _tensorflow,
-    "xgboost": _xgboost,
-    "master": _paddle,
-    "jax": _jax,
-    "launcher": _mpi,
-    "mxnet": _mxnet,
-}
+                ctx.set(RUNNING, why="Running", message=f"{kind} {ns_name} is running.")
+        if failed == 0 or (rule.failures_while_short and replicas <= succeeded + running):
+            continue
+        if rule.running_with_outcome:
+            ctx.set(RUNNING, why="Running", message=f"{kind} {named} is running.")
+        if saved is not None:
+            cond.set_condition(ctx.status, RESTARTING, state="True", reason=saved[0], message=saved[1], now=ctx.now)
+        elif not (rule.dynamic_workers and ctx.job["spec"].get(rule.dynamic_workers) and rtype == rule.workers):
+            _fail_or_restart(ctx, rule, rtype, failed=failed, restart=_restarts(rule, ctx.replicas[rtype].get("restartPolicy")))
 
 
 def update(ctx: Ctx) -> None:
@@ -297,4 +226,4 @@ def update(ctx: Ctx) -> None:
         entry = statuses.setdefault(rtype, {})
         if ctx.kind.operator.fills_selector:
             entry["selector"] = selector(ctx, rtype)
-    RULES[ctx.kind.operator.status_rule](ctx)
+    _apply(ctx, ctx.kind.operator.status)

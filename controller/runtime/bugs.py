@@ -92,11 +92,6 @@ class Bugs:
         with self._lock:
             self._by_key.pop(key, None)
 
-    def failing(self) -> int:
-        """Keys whose last bug has not been followed by a clean reconcile."""
-        with self._lock:
-            return len(self._by_key)
-
 
 def job_of(key: str, informers: dict[str, Any]) -> dict[str, Any] | None:
     """The cached job of `Kind/namespace/name`, or None (gone, or a key we cannot read)."""

@@ -4,9 +4,9 @@ burst is over.
 
 Why: on a busy API server pods/s is bounded by the server CPU each pod brings along
 (bench/server_cost.py). Upstream's pass sends a pod's Service and the job's status write
-in the same pass as the pods, so a burst of 100 jobs pays for 464 Services and 100 status
-writes before its last pod exists (6.0 ms of kube-apiserver + etcd CPU per pod against
-2.7 ms for the pod alone). The pods are what the scheduler, the image pulls and
+in the same pass as the pods, so a burst of jobs pays for their Services and status writes
+before its last pod exists, about twice the server CPU of the pods alone (bench/README.md,
+"Figures the controller's code cites"). The pods are what the scheduler, the image pulls and
 eventually the training wait for; the Services are only resolved once the containers
 run, and the status records what has happened. So with this mode a pass sends its pods
 as usual and hands the rest to `Held`, which lets it go once no pod create has been
@@ -66,6 +66,7 @@ class Held:
         self._statuses: dict[str, _Status] = {}
         self._sending = 0
         self._closed = False
+        self.rounds = 0  # times the sender looked for what is due (what a test waits on to see one did not go)
         self._pool = ThreadPoolExecutor(max_workers=senders, thread_name_prefix="held")
         self._thread = threading.Thread(target=self._run, name="pods-first", daemon=True)
         self._thread.start()
@@ -92,8 +93,8 @@ class Held:
         """In a burst, or its held creates not all sent yet: what the Event senders wait out.
 
         Jobs wait for their held Services (their expectations) before they can go Running, and
-        nothing waits for an Event, so Events go last: sent beside the Services, they held
-        "pods Running -> all jobs Running" at 3.4 s against 1.9 s (bench, interleaved medians)."""
+        nothing waits for an Event, so Events go last: sent beside the Services, they slowed
+        "pods Running -> all jobs Running" (bench/README.md, "Pods first")."""
         with self._cond:
             return self._in_burst() or bool(self._creates) or self._sending > 0
 
@@ -163,6 +164,7 @@ class Held:
         while True:
             with self._cond:
                 due = self._due()
+                self.rounds += 1
                 if not due:
                     if self._closed:
                         return

@@ -7,7 +7,8 @@ server could take them at once. Here, while a pass has a `Batch` open,
 creates in flight for the whole controller, in the order asked) and the pass waits for
 them all at its end, or before it deletes anything (a delete never overtakes a create
 that upstream's order puts first). What stays upstream's: each expectation is recorded
-before its request; AlreadyExists counts as created (the second guard: names are
+before its request (by `Writes`, which hands the batch the request to make: the batch never
+touches the expectations); AlreadyExists counts as created (the second guard: names are
 deterministic); each object's outcome is its own Event, in upstream's order; the first
 failure in that order fails the pass (retried with backoff); and once a create has
 failed, creates of the pass not yet started are not sent, as upstream stops at the
@@ -19,17 +20,17 @@ from __future__ import annotations
 import threading
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
 from controller.runtime import errors
 from controller.runtime.burst import Held
-from controller.runtime.expectations import Expectations
 from controller.runtime.kube import PODS, Client, Resource
-from controller.runtime.writes import (
-    created_event,
-    expectation_item,
-    failed_create_event,
-)
+from controller.runtime.writes import created_event, failed_create_event
+
+# (skip) -> None: the create's request (controller.runtime.writes.Writes._send), raising what the
+# API server answered; with skip=True it is not sent (an earlier create of the batch failed)
+Send = Callable[..., None]
 
 _SKIPPED = object()  # not sent: an earlier create of the pass failed
 
@@ -42,8 +43,8 @@ class CreatePool:
         self.held = held  # --pods-first: told when a pod create starts and is answered (controller.runtime.burst)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="create")
 
-    def batch(self, expectations: Expectations, key: str, events: list[Any]) -> Batch:
-        return Batch(self, expectations, key, events)
+    def batch(self, events: list[Any]) -> Batch:
+        return Batch(self, events)
 
     def submit(self, fn: Any, *args: Any) -> Future[Any]:
         return self._executor.submit(fn, *args)
@@ -55,26 +56,26 @@ class CreatePool:
 class Batch:
     """The creates one pass started: `add` sends, `wait` collects outcomes into the Events."""
 
-    def __init__(self, pool: CreatePool, expectations: Expectations, key: str, events: list[Any]) -> None:
-        self.pool, self.expectations, self.key, self.events = pool, expectations, key, events
+    def __init__(self, pool: CreatePool, events: list[Any]) -> None:
+        self.pool, self.events = pool, events
         self._started: list[tuple[Resource, str, int, Future[Any]]] = []  # (res, name, event slot, outcome)
         self._failed = threading.Event()
 
-    def add(self, res: Resource, obj: dict[str, Any]) -> None:
-        name, namespace = obj["metadata"]["name"], obj["metadata"]["namespace"]
-        self.expectations.expect_create(self.key, [expectation_item(res, name)])
+    def add(self, res: Resource, obj: dict[str, Any], send: Send) -> None:
+        """Start `send`, the request that creates `obj` (its expectation already raised)."""
         self.events.append(None)  # this create's Event goes here, whenever its answer comes
         burst = self.pool.held if res is PODS else None
         if burst is not None:
             burst.pod_started()
-        future = self.pool.submit(self._send, res, namespace, obj, burst)
-        self._started.append((res, name, len(self.events) - 1, future))
+        future = self.pool.submit(self._send, send, burst)
+        self._started.append((res, obj["metadata"]["name"], len(self.events) - 1, future))
 
-    def _send(self, res: Resource, namespace: str, obj: dict[str, Any], burst: Held | None) -> Any:
+    def _send(self, send: Send, burst: Held | None) -> Any:
         try:
             if self._failed.is_set():
+                send(skip=True)
                 return _SKIPPED
-            self.pool.client.create(res, namespace, obj, answer=False)
+            send()
         except errors.AlreadyExists as exc:
             return exc
         except errors.ApiError as exc:
@@ -94,7 +95,6 @@ class Batch:
             if outcome is None:
                 self.events[slot] = created_event(res, name)
                 continue
-            self.expectations.created(self.key, expectation_item(res, name))  # the watch will show no new object of ours
             if outcome is _SKIPPED or isinstance(outcome, errors.AlreadyExists):
                 continue
             if isinstance(outcome, errors.ApiError):

@@ -5,12 +5,10 @@ Upstream records an Event for every pod/service created or deleted, every restar
 terminal transition through client-go's recorder: an EventCorrelator (an identical Event
 within 10 min PATCHes count/lastTimestamp; past 10 similar messages on an object, type and
 reason, one "(combined from similar events)" Event; a spam filter of 25 per object then one
-per 5 min) in front of a 1,000-event channel that drops what does not fit. 1,000 8-pod
-PyTorchJobs applied at once (`make bench-scale`) overflow it: upstream wrote 7.4 Event
-requests per job where 17+ were due, and ours, which dropped identical repeats and dropped
-when its 8,192-event queue was full, wrote 16.4 per job and still lost most pod-create
-Events at 2,000 jobs (5,371 of 16,000 recorded). A lost Event is a `kubectl describe`
-that shows nothing.
+per 5 min) in front of a 1,000-event channel that drops what does not fit. A thousand 8-pod
+PyTorchJobs applied at once (`make bench-scale`) overflow it, and so did an earlier queue of
+ours that dropped when full: most pod-create Events were lost (bench/README.md, "Figures
+the controller's code cites"). A lost Event is a `kubectl describe` that shows nothing.
 
 So the queue holds writes, not events: an ordered map from an Event's key to a `Pending`
 write, and `controller.runtime.event_correlator` decides which key an event joins (its own; an
@@ -19,9 +17,9 @@ event never waits for a request of its own when one is already due for its key: 
 into it (count + 1, lastTimestamp, and for a combined Event its message is listed). When
 `fold_at` writes (128) are pending, i.e. the senders are behind, a new event joins its
 object's combined Event instead of adding a write: a burst costs one write per (job, type,
-reason) while it lasts, not one per event, and the counts stay right (`make bench-scale` at
-150 jobs x 8 pods: 8.9 Event writes per job against upstream's 13.9, and 17 of the 17
-distinct pod/Service-create and Succeeded Events per job recorded against its 11.5). A sender takes the
+reason) while it lasts, not one per event, and the counts stay right (fewer Event writes per
+job than upstream's recorder, and every distinct Event recorded: `make bench-scale`,
+bench/README.md). A sender takes the
 oldest pending write and POSTs it (a new Event, the caller's message unchanged unless
 combined) or PATCHes the Event its key wrote (count, lastTimestamp, message); one key is
 never in flight twice, so a repeat PATCHes instead of racing a second POST. Memory is
@@ -70,17 +68,13 @@ from controller.runtime.kube import EVENTS, Client, timestamp
 
 log = logging.getLogger(__name__)
 
-# controller/install/clusterrole.yaml grants `patch` on events (its ablation is in
-# tests/controller/test_install_rbac.py)
-PATCH_EVENTS = True
-
 
 class EventRecorder:
     def __init__(self, client: Client, *, dedupe_seconds: float = 600.0, burst: int = 25, refill_per_second: float = 1 / 10,
                  clock: Callable[[], float] = time.monotonic, max_keys: int = 4096, queue_size: int = 8192,
                  fold_at: int = 128, similar: int = 10, full_wait: float = 5.0,
                  backlog_step: int = 512, max_senders: int = 4, pod_burst: Any = None,
-                 patch: bool = PATCH_EVENTS) -> None:
+                 patch: bool = True) -> None:
         self.client = client
         self.correlator = Correlator(window=dedupe_seconds, similar=similar, burst=burst, refill=refill_per_second,
                                      cache_size=max_keys, clock=clock)
@@ -199,8 +193,8 @@ class EventRecorder:
         "settling" until they are sent. With the queue full (5,000 8-pod jobs applied at once are
         10,000 pod/Service-create keys, more than its 8,192 slots) they wait for a slot while the
         senders waited for them: one write per `max_hold`, every caller dropping after `full_wait`,
-        the controller idle with 1,759 of 5,000 jobs never given a status (`make bench-curve`,
-        2026-11-27). A full queue is back-pressure, so it is sent at once."""
+        the controller idle with jobs never given a status (`make bench-curve`, bench/README.md).
+        A full queue is back-pressure, so it is sent at once."""
         if self.pod_burst is None:
             return
         until = time.monotonic() + self.pod_burst.max_hold

@@ -8,9 +8,9 @@ otherwise make it act twice. Names are deterministic, so entries are the exact
 
 A create held back until a pod burst is over (controller.runtime.burst) is expected `held`:
 its wait has no deadline until `sent` starts it, because its request has not gone yet. With
-the deadline taken at hold time, the held Services of a 705 s burst (`make bench-curve`,
-10,000 jobs) outlived the 5 min, the next pass created them again, and 24,242 of 104,242
-Service creates answered AlreadyExists.
+the deadline taken at hold time, the held Services of a burst longer than the timeout
+(`make bench-curve` at 10,000 jobs) outlived it, the next pass created them again, and
+about a quarter of the Service creates answered AlreadyExists (bench/README.md).
 """
 
 from __future__ import annotations

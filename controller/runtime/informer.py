@@ -116,7 +116,7 @@ class Informer:
                 self._watch()
                 failures = 0
             except errors.Expired:
-                log.info("%s: watch expired (410), relisting", self.resource.plural)
+                log.debug("%s: watch expired (410), relisting", self.resource.plural)
                 self._rv = None
             except errors.ApiError as exc:
                 if self._stop.is_set():

@@ -8,7 +8,8 @@ controller label is the job kind, lower case, as upstream's `pytorchjob-controll
 the suffix); the queue is `workqueue_*{name}`; leadership
 is client-go's `leader_election_master_status{name}`. API requests carry what our
 `kube.Client` knows and client-go's metric does not: `trainforge_api_requests_total
-{verb,resource,code}`. Everything lives in one `CollectorRegistry` per `Metrics`, so
+{verb,resource,code}`; pods stuck past their threshold (controller.jobs.stuck) are
+`trainforge_stuck_pods{controller,reason}`. Everything lives in one `CollectorRegistry` per `Metrics`, so
 several managers in one test process never collide on the global registry.
 
 `MeteredQueue` adds client-go's queue measurements to `WorkQueue` from the outside:
@@ -100,6 +101,10 @@ class Metrics:
         """Expose each informer's relist count and sync state (read at scrape time)."""
         self.registry.register(_InformerCollector(informers))
 
+    def watch_stuck(self, counts: Callable[[], dict[tuple[str, str], int]]) -> None:
+        """Expose the pods stuck now, by job kind and reason (controller.jobs.stuck; read at scrape time)."""
+        self.registry.register(_StuckCollector(counts))
+
 
 class _InformerCollector:
     def __init__(self, informers: Callable[[], Iterable[Any]]) -> None:
@@ -116,6 +121,18 @@ class _InformerCollector:
             synced.add_metric([resource], 1 if informer.synced else 0)
         yield relists
         yield synced
+
+
+class _StuckCollector:
+    def __init__(self, counts: Callable[[], dict[tuple[str, str], int]]) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterable[Any]:
+        stuck = GaugeMetricFamily("trainforge_stuck_pods", "Pods of running jobs waiting past the stuck threshold for "
+                                  "a reason they cannot get past without help.", labels=["controller", "reason"])
+        for (controller, reason), n in sorted(self.counts().items()):
+            stuck.add_metric([controller, reason], n)
+        yield stuck
 
 
 class MeteredQueue(WorkQueue):

@@ -12,8 +12,8 @@ watch showed its creates, minutes after the next event settled the job).
 
 Workers and the timer thread wait on two conditions of one lock, and a new key wakes one
 worker (client-go's `cond.Signal`): with a single condition and `notify_all`, every add
-woke all workers and the timer, and all but one went back to sleep: 19% of the
-controller's GIL-holding py-spy samples in `make bench-scale` at 200 jobs x 8 pods.
+woke all workers and the timer, and all but one went back to sleep: the largest single cost
+in a py-spy profile of `make bench-scale` (bench/README.md, "controller at scale").
 """
 
 from __future__ import annotations

@@ -1,20 +1,26 @@
-"""The one write path for a job's children: pods, services, PodGroups, MPI's helpers, HPAs.
+"""The one write path of the reconciler: every request it makes that changes the cluster.
 
-Every create and delete a reconcile makes goes through `Writes`, so upstream's rules for them
-hold everywhere, written once (semantics §6): the expectation is recorded before the request
-(a pass never acts on a cache that has not seen its own writes); AlreadyExists counts as
-created and NotFound as deleted (names are deterministic: the watch will show the object,
+A job's children (pods, services, PodGroups, MPI's helpers, HPAs) are created and deleted
+here, on upstream's rules, written once (semantics §6): the expectation is raised before the
+request (a pass never acts on a cache that has not seen its own writes); AlreadyExists counts
+as created and NotFound as deleted (names are deterministic: the watch will show the object,
 or its absence); another error lowers the expectation again, is recorded as a Failed Event
-when the object's kind is announced, and fails the pass (retried with backoff); success of
-an announced kind is its `SuccessfulCreate{Kind}` / `SuccessfulDelete{Kind}` Event.
+when the object's kind is announced, and fails the pass (retried with backoff); success of an
+announced kind is its `SuccessfulCreate{Kind}` / `SuccessfulDelete{Kind}` Event. And so are the
+reconciler's own writes: the job's `/status`, its deletion when its TTL has passed, the
+adoption of an orphan, a pod's suspension mark, and the runs' ControllerRevisions.
+
+Expectations are raised in one place (`_expect`) and lowered in one (`_unexpect`, when a request
+will bring no watch event), whichever way a create travels: at once; inside a pod pass with a
+batch open, concurrently (controller.runtime.creates: the batch calls `_send` on its threads, so
+it never touches the expectations); or, with --pods-first, held until the pod burst is over
+(controller.runtime.burst), its Event emitted when it is answered. The watch lowers them on the
+other side (the manager's handlers).
 
 What differs between children is data, given per call: whether the kind is announced with
 Events (pods, services, PodGroup deletes: as upstream; MPI's helpers and PodGroup creates:
-not), whether an expectation is kept (an HPA has none: nothing waits for its watch), the
-noun of its Event message. Where a create is sent is decided here too: inside a pod pass
-with a batch open, pods and services go out concurrently (controller.runtime.creates); with
---pods-first a service waits out the pod burst (controller.runtime.burst) and its Event is emitted
-when it is answered.
+not), whether an expectation is kept (an HPA, a revision, the job itself have none: nothing
+waits for their watch), the noun of its Event message.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.runtime import errors
 from controller.runtime.burst import Held
-from controller.runtime.expectations import Expectations
+from controller.runtime.expectations import Expectations, Item
 from controller.runtime.kube import PODS, SERVICES, Client, Resource
 
 if TYPE_CHECKING:
@@ -46,7 +52,7 @@ def key_of(ctx: Any) -> str:
     return job_key(ctx.kind.name, ctx.namespace, ctx.name)
 
 
-def expectation_item(res: Resource, name: str) -> tuple[str, str]:
+def expectation_item(res: Resource, name: str) -> Item:
     """What the expectations count for a child: its resource and name (the watch reports both)."""
     return (res.plural, name)
 
@@ -59,9 +65,13 @@ def failed_create_event(res: Resource, exc: errors.ApiError) -> Event:
     return ("Warning", f"FailedCreate{res.kind}", f"Error creating: {exc.reason}")
 
 
+def _written(answer: Any) -> dict[str, Any] | None:
+    return answer if isinstance(answer, dict) and answer.get("metadata") else None
+
+
 @dataclass
 class Writes:
-    """Creates, deletes and updates of a job's children, on upstream's rules (module docstring).
+    """Creates, deletes, updates and patches the reconciler makes (module docstring).
 
     `emit` records Events on a job outside a pass (a held create answered later); `retry`
     queues a job again with backoff (a held create that failed)."""
@@ -72,7 +82,22 @@ class Writes:
     retry: Callable[[str], None]
     held: Held | None = None
 
-    # ------------------------------------------------------------------ creates
+    # ------------------------------------------------------------------ expectations: the one place
+    def _expect(self, key: str, item: Item, *, delete: bool = False, held: bool = False) -> None:
+        """Before the request: the job's next passes wait until the watch shows it done."""
+        if delete:
+            self.expectations.expect_delete(key, [item])
+        else:
+            self.expectations.expect_create(key, [item], held=held)
+
+    def _unexpect(self, key: str, item: Item, *, delete: bool = False) -> None:
+        """The request brings no watch event (refused, AlreadyExists/NotFound, or never sent)."""
+        if delete:
+            self.expectations.deleted(key, item)
+        else:
+            self.expectations.created(key, item)
+
+    # ------------------------------------------------------------------ a job's children: creates
     def create(self, ctx: Any, res: Resource, obj: dict[str, Any], *, announce: bool = True) -> str:
         """Create `obj` for the job of `ctx`; CREATED, or EXISTED when AlreadyExists (also when
         the create was only started: a batch or a held create answers later)."""
@@ -81,14 +106,16 @@ class Writes:
                 return EXISTED  # a previous run's pod still holds the name, or any pod (controller.jobs.runs)
             if ctx.run is not None:
                 ctx.run.stamp(obj)  # the run's revision (and attempt) on the pod (controller.jobs.run_revisions)
-        key = key_of(ctx)
+        key, item = key_of(ctx), expectation_item(res, obj["metadata"]["name"])
         if res is SERVICES and self.held is not None and self.held.in_burst():
+            self._expect(key, item, held=True)
             self._hold(key, ctx, res, obj)
             return CREATED
+        self._expect(key, item)
         if ctx.creates is not None and res in (PODS, SERVICES):
-            ctx.creates.add(res, obj)  # answered, and its Event filled in, when the pass waits
+            # answered, and its Event filled in, when the pass waits
+            ctx.creates.add(res, obj, lambda skip=False: self._send(key, res, obj, skip=skip))
             return CREATED
-        self.expectations.expect_create(key, [expectation_item(res, obj["metadata"]["name"])])
         try:
             self._send(key, res, obj)
         except errors.AlreadyExists:
@@ -101,25 +128,27 @@ class Writes:
             ctx.events.append(created_event(res, obj["metadata"]["name"]))
         return CREATED
 
-    def _send(self, key: str, res: Resource, obj: dict[str, Any]) -> None:
-        """Create `obj`, already expected; AlreadyExists and other errors lower the expectation
-        and propagate."""
+    def _send(self, key: str, res: Resource, obj: dict[str, Any], *, skip: bool = False) -> None:
+        """Create `obj`, already expected (`skip`: not sent after all, an earlier create of its
+        batch failed); AlreadyExists and other errors propagate."""
         item = expectation_item(res, obj["metadata"]["name"])
+        if skip:
+            self._unexpect(key, item)
+            return
         try:
             self.client.create(res, obj["metadata"]["namespace"], obj, answer=False)
-        except errors.ApiError:
-            self.expectations.created(key, item)  # the watch will show no new object of ours
+        except Exception:
+            self._unexpect(key, item)  # the watch will show no new object of ours
             raise
 
     def _hold(self, key: str, ctx: Any, res: Resource, obj: dict[str, Any]) -> None:
-        """Expect the create now, send it once the pod burst is over (controller.runtime.burst)."""
+        """Send the (held-expected) create once the pod burst is over (controller.runtime.burst)."""
         assert self.held is not None
         job, kind = ctx.job, ctx.kind
         item = expectation_item(res, obj["metadata"]["name"])
-        self.expectations.expect_create(key, [item], held=True)
 
         def send() -> None:
-            self.expectations.sent(key, item)
+            self.expectations.sent(key, item)  # its wait's deadline starts with its request
             try:
                 self._send(key, res, obj)
             except errors.AlreadyExists:
@@ -134,7 +163,7 @@ class Writes:
 
         self.held.create(send)
 
-    # ------------------------------------------------------------------ deletes
+    # ------------------------------------------------------------------ a job's children: deletes
     def delete(self, ctx: Any, res: Resource, obj: dict[str, Any], *, announce: bool = True,
                noun: str | None = None) -> None:
         """Delete `obj` (by uid) for the job of `ctx`; its Event names it `{noun}: name`
@@ -143,14 +172,14 @@ class Writes:
             ctx.creates.wait()  # the creates upstream's order puts first land first (or fail the pass)
         key, meta = key_of(ctx), obj["metadata"]
         item = expectation_item(res, meta["name"])
-        self.expectations.expect_delete(key, [item])
+        self._expect(key, item, delete=True)
         try:
             self.client.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
         except errors.NotFound:
-            self.expectations.deleted(key, item)
+            self._unexpect(key, item, delete=True)
             return
         except errors.ApiError as exc:
-            self.expectations.deleted(key, item)
+            self._unexpect(key, item, delete=True)
             if announce:
                 ctx.events.append(("Warning", f"FailedDelete{res.kind}", f"Error deleting: {exc.reason}"))
             raise
@@ -158,24 +187,33 @@ class Writes:
             ctx.events.append(("Normal", f"SuccessfulDelete{res.kind}",
                                f"Deleted {noun or res.kind.lower()}: {meta['name']}"))
 
-    # ------------------------------------------------------------------ unexpected writes
+    # ------------------------------------------------------------------ writes nothing waits for
     def create_unexpected(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """Create a child nothing waits for (an HPA: no pass depends on its watch); None when
-        it exists already (its ADDED event requeues the job)."""
+        """Create an object no pass waits for (an HPA, a run's revision); the written object, or
+        None when it exists already (its ADDED event requeues the job)."""
         try:
-            return self.client.create(res, obj["metadata"]["namespace"], obj)
+            return _written(self.client.create(res, obj["metadata"]["namespace"], obj))
         except errors.AlreadyExists:
             return None
 
     def delete_unexpected(self, res: Resource, obj: dict[str, Any]) -> None:
+        """Delete `obj` by its uid (an HPA, a superseded revision, the job past its TTL); gone is done."""
         meta = obj["metadata"]
         try:
             self.client.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
         except errors.NotFound:
             pass
 
-    def update(self, res: Resource, body: dict[str, Any]) -> dict[str, Any] | None:
-        """PUT `body` with the resourceVersion of the cached copy it came from: a stale copy
-        fails with 409 (retried) instead of overwriting what another writer changed."""
-        written = self.client.update(res, body)
-        return written if isinstance(written, dict) and written.get("metadata") else None
+    def update(self, res: Resource, body: dict[str, Any], *, sub: str | None = None) -> dict[str, Any] | None:
+        """PUT `body` (or its `sub`resource: the job's status) with the resourceVersion of the
+        cached copy it came from: a stale copy fails with 409 (retried) instead of overwriting
+        what another writer changed."""
+        return _written(self.client.update(res, body, sub=sub))
+
+    def patch(self, res: Resource, obj: dict[str, Any], body: dict[str, Any], *,
+              content_type: str = "application/merge-patch+json") -> dict[str, Any]:
+        """PATCH `obj` with `body` (a merge patch unless said otherwise): a pod's mark, an orphan's
+        adoption, a revision's annotations; the object as written. Its preconditions are the
+        body's (a uid, a resourceVersion); errors propagate for the caller to judge."""
+        meta = obj["metadata"]
+        return self.client.patch(res, meta.get("namespace"), meta["name"], body, content_type=content_type)

@@ -100,8 +100,9 @@ def apply(world: World, *sources: Path, manager: str = ENGINE) -> None:
 
 
 @contextmanager
-def train_controller(world: World, namespace: str) -> Iterator[TrainController]:
-    part = TrainController(namespace, workers=2, name=f"train-controller-{uuid.uuid4().hex[:6]}")
+def train_controller(world: World, namespace: str, *args: str) -> Iterator[TrainController]:
+    """train-controller as a process for `namespace`, with `args` besides (e.g. its flags)."""
+    part = TrainController(namespace, workers=2, name=f"train-controller-{uuid.uuid4().hex[:6]}", extra_args=args)
     part.start(world)
     try:
         yield part

@@ -1,7 +1,9 @@
 """`train-compile status` on jobs train-controller made pods for, each pod stuck for one
 reason a user hits: produced for real (kube-scheduler finds no node with 8 B200 GPUs;
 kwok's kubelet stages for a pull back-off, a missing Secret, a crash loop), one
-namespace and one controller for the module."""
+namespace and one controller for the module. The controller runs with a stuck threshold of
+1 s, so each stuck pod is also said on its job: one Warning Event, which `status` lists
+among the job's last Warning Events, and one INFO line in the controller's log."""
 
 from __future__ import annotations
 
@@ -35,22 +37,31 @@ def stuck(pod_world, tmp_path_factory) -> Any:
     jobs = project(tmp_path_factory.mktemp("repo"), ns)
     for name, body in STUCK_JOBS.items():
         write(jobs, f"{name}.yaml", body)
-    with train_controller(pod_world, ns):
+    with train_controller(pod_world, ns, f"--stuck-pod-threshold={THRESHOLD}") as controller:
         apply(pod_world, jobs)
         deadline = time.monotonic() + 120
-        while True:  # until every stuck pod says why and the healthy job runs: what the tests read
+        while True:  # until every stuck pod says why, on its pod and its job, and the healthy job runs
             outcome = cli(pod_world, "status", jobs, "--format", "json")
             doc = outcome.json
             reasons = {w["reason"] for j in doc["jobs"] for w in j.get("waiting", [])}
+            said = {j["name"] for j in doc["jobs"] if any(e["reason"] == STUCK_REASON for e in j.get("events", []))}
             running = next(j for j in doc["jobs"] if j["name"] == "healthy")["state"] == "Running"
             refused = next(j for j in doc["jobs"] if j["name"] == "unclassed").get("events")
             if running and refused and {"ImagePullBackOff", "CreateContainerConfigError", "CrashLoopBackOff",
-                            "Unschedulable"} <= reasons:
+                                        "Unschedulable"} <= reasons and said >= set(STUCK_PODS):
                 break
             assert time.monotonic() < deadline, outcome.stdout
             time.sleep(0.5)
+        CONTROLLER_LOG[:] = [controller.log_path]
         yield jobs, ns, outcome
     pod_world.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+THRESHOLD = "1s"
+STUCK_REASON = "PyTorchJobPodStuck"
+STUCK_PODS = {"pulls": "ImagePullBackOff", "secretless": "CreateContainerConfigError", "crashes": "CrashLoopBackOff",
+              "too-big": "Unschedulable"}
+CONTROLLER_LOG: list[Any] = []  # the path of the module's controller's log
 
 
 def job(doc: dict[str, Any], name: str) -> dict[str, Any]:
@@ -135,3 +146,32 @@ def test_each_job_names_its_spec_by_its_path_from_the_repository_root(stuck):
     _, _, outcome = stuck
     assert {(j["name"], j["source"], j["line"]) for j in outcome.json["jobs"]} == {
         (n, f"jobs/{n}.yaml", 1) for n in STUCK_JOBS}
+
+
+@pytest.mark.parametrize("name", sorted(STUCK_PODS), ids=lambda n: f"the {n} job")
+def test_a_stuck_pod_is_one_warning_event_on_its_job_that_status_shows(pod_world, stuck, name):
+    """What the controller says is what `status` read from the pod: the pod, its reason, its message."""
+    jobs, ns, outcome = stuck
+    entry = job(outcome.json, name)
+    [waiting] = entry["waiting"]
+    [event] = [e for e in entry["events"] if e["reason"] == STUCK_REASON]
+    assert event["message"] == (f"Pod {name}-master-0 is stuck in {STUCK_PODS[name]} for more than {THRESHOLD}: "
+                                f"{waiting['message']}"), event
+    assert entry["state"] in ("Created", "Running")  # the conditions stay upstream's
+    block = _block(cli(pod_world, "status", jobs).stdout.splitlines(), f"{ns}/{name}")
+    assert "  warning events:" in block
+    assert any(line.endswith(f"{STUCK_REASON}: {event['message']}") for line in block), block
+
+
+def test_a_healthy_job_and_a_job_without_pods_say_nothing_stuck(stuck):
+    _, _, outcome = stuck
+    for name in ("healthy", "unclassed"):
+        assert not [e for e in job(outcome.json, name)["events"] if e["reason"] == STUCK_REASON]
+
+
+def test_the_controllers_info_log_says_each_stuck_pod_once_with_the_jobs_key(stuck):
+    _, ns, _ = stuck  # each pod's Event is on its job by now, and the line is logged before its Event is sent
+    log = CONTROLLER_LOG[0].read_text().splitlines()
+    for name, reason in STUCK_PODS.items():
+        said = [line for line in log if f" INFO controller.jobs.journal: PyTorchJob/{ns}/{name}: pod " in line]
+        assert len(said) == 1 and f"pod {name}-master-0 stuck in {reason} for more than 1s: " in said[0], said

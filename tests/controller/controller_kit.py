@@ -85,11 +85,13 @@ PODS_FIRST = os.environ.get("TRAINFORGE_TEST_UPSTREAM_ORDER") != "1"
 
 @contextmanager
 def running_manager(kubeconfig: str, namespace: str, *, pool_size: int, pods_first: bool,
-                    quiet: float | None = None) -> Iterator[Manager]:
+                    quiet: float | None = None, stuck_after: float | None = None) -> Iterator[Manager]:
     """The controller, in this process, watching only `namespace`, stopped afterwards;
-    `quiet` overrides how long --pods-first waits after the last pod create."""
+    `quiet` overrides how long --pods-first waits after the last pod create, `stuck_after`
+    the --stuck-pod-threshold (seconds)."""
     client = Client.connect(kubeconfig, pool_size=pool_size)
-    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60, pods_first=pods_first)
+    mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60, pods_first=pods_first,
+                  **({"stuck_after": stuck_after} if stuck_after is not None else {}))
     if quiet is not None:
         assert mgr.held is not None
         mgr.held.quiet = quiet

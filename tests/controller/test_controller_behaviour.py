@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from controller_kit import job, wait_for
+from controller_kit import job, settled, wait_for
 
 from controller.runtime.kube import (
     CONFIGMAPS,
@@ -84,9 +84,11 @@ def test_job_being_deleted_is_left_alone_and_a_deleted_job_is_forgotten(cluster,
     # foreground deletion leaves the job with a deletionTimestamp (no GC here to finish it)
     from controller.jobs.kinds import KINDS, job_resource
 
+    since = manager.reconciles
     cluster.client.delete(job_resource(KINDS["PyTorchJob"]), cluster.namespace, "gone", propagation="Foreground")
     cluster.client.delete(PODS, cluster.namespace, "gone-worker-0")
-    time.sleep(1.0)
+    wait_for(lambda: "gone-worker-0" not in cluster.pods(), what="the worker gone")
+    settled(manager, since)  # the job's passes after both deletions are done
     assert set(cluster.pods()) == {"gone-master-0"}, "no pod is recreated for a job being deleted"
     key = job_key("PyTorchJob", cluster.namespace, "gone")
     assert manager.reconciler.reconcile(key) is None
@@ -139,7 +141,7 @@ def test_bad_object_fails_with_a_clear_condition_and_no_retry_loop(cluster, mana
     assert ("Warning", f"{kind}FailedValidation", condition["message"]) in events_of(cluster, "bad")
     assert cluster.pods() == {}
     before = manager.reconciles
-    time.sleep(1.0)
+    settled(manager, 0)  # a job retried in a loop would never let the controller go quiet
     assert manager.reconciles - before <= 2, "no hot retry"
     assert manager.errors == 0
 
@@ -159,7 +161,7 @@ def test_invalid_mpijob_gets_an_event_and_backs_off(cluster, manager) -> None:
     cluster.apply(body)
     message = "MPIJob failed validation because MPIReplicaSpec is not valid: Master ReplicaSpec must be present"
     wait_for(lambda: ("Warning", "MPIJobFailedValidation", message) in events_of(cluster, "bad"), what="event")
-    time.sleep(1.5)
+    settled(manager, 0)  # quiet once a backoff step outlasts settled's quiet time: never, in a hot loop
     assert manager.errors <= 12, "exponential backoff, not a hot loop"
     assert (cluster.get_job("MPIJob", "bad").get("status") or {}).get("conditions") is None  # upstream writes none
     assert cluster.pods() == {}
@@ -201,6 +203,6 @@ def test_pod_the_api_server_refuses_gets_a_warning_event_and_backoff(cluster, ma
     found = wait_for(lambda: [e for e in events_of(cluster, "refused") if e[1] == "FailedCreatePod"], what="FailedCreatePod")
     assert found[0][0] == "Warning"
     assert "spec.containers[0].resources.requests: Invalid value" in found[0][2]
-    time.sleep(1.5)
+    settled(manager, 0)  # quiet once a backoff step outlasts settled's quiet time: never, in a hot loop
     assert 1 <= manager.errors <= 12, "retried with exponential backoff, not in a hot loop"
     assert cluster.pods() == {}

@@ -1,19 +1,23 @@
-"""A pass's creates (controller.runtime.creates): sent concurrently, expectations first, outcomes as
-Events in upstream's order, AlreadyExists a second guard, the first failure fails the pass
-and creates not yet started after it are not sent."""
+"""A pass's creates (controller.runtime.creates, through the one write path controller.runtime.writes):
+sent concurrently, expectations first, outcomes as Events in upstream's order, AlreadyExists a
+second guard, the first failure fails the pass and creates not yet started after it are not sent."""
 
 from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 
+from controller.jobs.kinds import KINDS
+from controller.jobs.status import Ctx
 from controller.runtime import errors
 from controller.runtime.creates import CreatePool
 from controller.runtime.expectations import Expectations
 from controller.runtime.kube import PODS, SERVICES
+from controller.runtime.writes import Writes
 
 KEY = "PyTorchJob/ns/j"
 
@@ -53,12 +57,29 @@ def invalid(name: str) -> errors.Invalid:
     return errors.Invalid("create", "Pod", "ns", name, f'Pod "{name}" is invalid', code=422)
 
 
+class Pass:
+    """A pass of job ns/j (KEY) with a batch open, creating through `Writes` as the reconciler does."""
+
+    def __init__(self, client: FakeClient, expectations: Expectations, pool: CreatePool, events: list[Any]) -> None:
+        self.writes = Writes(client, expectations, emit=lambda job, kind, events: None,  # type: ignore[arg-type]
+                             retry=lambda key: None)
+        self.ctx = Ctx(kind=KINDS["PyTorchJob"], job={"metadata": {"name": "j", "namespace": "ns"}, "spec": {}},
+                       status={}, pods={}, now=datetime.now(timezone.utc), events=events)
+        self.ctx.creates = pool.batch(events)
+
+    def add(self, res: Any, body: dict[str, Any]) -> None:
+        self.writes.create(self.ctx, res, body)
+
+    def wait(self) -> None:
+        self.ctx.creates.wait()
+
+
 def test_creates_go_out_together_and_their_events_keep_the_order_asked() -> None:
     client, expectations = FakeClient(delay=0.05), Expectations()
     client.expectations = expectations
     pool = CreatePool(client, size=8)  # type: ignore[arg-type]
     events: list[Any] = [("Normal", "ExitedWithCode", "before")]
-    batch = pool.batch(expectations, KEY, events)
+    batch = Pass(client, expectations, pool, events)
     started = time.monotonic()
     for i in range(4):
         batch.add(PODS, obj(f"j-worker-{i}"))
@@ -81,7 +102,7 @@ def test_already_exists_is_a_second_guard_not_an_error() -> None:
     client, expectations = FakeClient(answers={"j-worker-0": exists}), Expectations()
     pool = CreatePool(client, size=2)  # type: ignore[arg-type]
     events: list[Any] = []
-    batch = pool.batch(expectations, KEY, events)
+    batch = Pass(client, expectations, pool, events)
     batch.add(PODS, obj("j-worker-0"))
     batch.wait()
     assert events == [] and expectations.satisfied(KEY)
@@ -93,7 +114,7 @@ def test_the_first_failure_fails_the_pass_and_later_creates_are_not_sent() -> No
     expectations = Expectations()
     pool = CreatePool(client, size=1)  # one at a time: what has not started when worker-1 fails is skipped
     events: list[Any] = []
-    batch = pool.batch(expectations, KEY, events)
+    batch = Pass(client, expectations, pool, events)
     for i in range(5):
         batch.add(PODS, obj(f"j-worker-{i}"))
     with pytest.raises(errors.Invalid) as raised:

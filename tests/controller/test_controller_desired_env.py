@@ -186,7 +186,7 @@ def test_mpi_launcher_env_for_gpu_launcher_and_user_bootstrap():
     pod = mpi.launcher_pod(out, KINDS["MPIJob"], options=desired.Options(mpi_kubectl_delivery_image="img"))
     assert env(pod) == [("I_MPI_HYDRA_BOOTSTRAP", "ssh"), ("OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"),
                         ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC", "/etc/mpi/kubexec.sh")]
-    data = mpi.config_data(out, ["m-worker-1", "m-worker-0"])
+    data = mpi.config_data(out, KINDS["MPIJob"], ["m-worker-1", "m-worker-0"])
     assert data["hostfile"] == "m-launcher slots=4\nm-worker-0 slots=4\nm-worker-1 slots=4\n"
     assert data["discover_hosts.sh"] == "#!/bin/sh\necho m-launcher:4\n\necho m-worker-0:4\necho m-worker-1:4"
 

@@ -8,7 +8,6 @@ controller runs there: the test scales the job as the HPA would)."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from controller_kit import env_of, job, settled, wait_for
@@ -178,10 +177,11 @@ def test_a_suspended_job_gets_no_hpa_and_someone_elses_hpa_is_left_alone(cluster
                        "minReplicas": 1, "maxReplicas": 9, "metrics": [CPU]}}
     cluster.client.create(HPAS, cluster.namespace, theirs)
     wait_for(lambda: manager.reconciler.job_steps["PyTorchJob"].informer.get(cluster.namespace, "mine"), what="the controller sees it")
+    since = manager.reconciles
     cluster.apply(elastic("mine", minReplicas=1, maxReplicas=2, metrics=[CPU]))
     cluster.wait_condition("PyTorchJob", "off", "Suspended")
     cluster.wait_pods(names("mine", 2))
-    time.sleep(0.5)
+    settled(manager, since)
     assert set(cluster.objects(HPAS)) == {"mine"}
     assert hpa_of(cluster, "mine")["spec"]["maxReplicas"] == 9 and "ownerReferences" not in hpa_of(cluster, "mine")["metadata"]
     used = manager.client.snapshot()

@@ -6,7 +6,6 @@ writing the group's `status.phase`."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -235,13 +234,14 @@ def test_podgroup_follows_the_job_and_goes_when_it_finishes(cluster, start) -> N
     cluster.wait_pods({"fin-master-0", "fin-worker-0", "fin-worker-1", "fin-worker-2"})
     assert mgr.client.snapshot()[("update", "scheduling.volcano.sh/podgroups")] == 1
 
+    since = mgr.reconciles
     cluster.set_phase("fin-master-0", "Succeeded")
     cluster.wait_condition("PyTorchJob", "fin", "Succeeded")
     wait_for(lambda: group(cluster, VOLCANO, "fin") is None, what="PodGroup deleted")
     wait_for(lambda: {("Normal", "JobTerminated", "Job has been terminated. Deleting PodGroup"),
                       ("Normal", "SuccessfulDeletePodGroup", "Deleted PodGroup: fin")} <= set(events_of(cluster, "fin")),
              what="PodGroup events")
-    time.sleep(0.4)
+    settled(mgr, since)
     assert mgr.client.snapshot()[("delete", "scheduling.volcano.sh/podgroups")] == 1
 
 
@@ -267,7 +267,7 @@ def test_a_running_jobs_edit_leaves_its_podgroup_as_its_run_began(cluster, start
 
 
 def test_suspend_deletes_the_podgroup_and_resume_waits_for_admission_again(cluster, start) -> None:
-    start("volcano")
+    mgr = start("volcano")
     cluster.apply(pytorch("sus", Worker=sized("PyTorchJob", 2)))
     wait_for(lambda: group(cluster, VOLCANO, "sus"), what="PodGroup")
     set_group_phase(cluster, "sus", "Inqueue")
@@ -279,9 +279,10 @@ def test_suspend_deletes_the_podgroup_and_resume_waits_for_admission_again(clust
     deleted = ("Normal", "SuccessfulDeletePodGroup", "Deleted PodGroup: sus")
     wait_for(lambda: deleted in events_of(cluster, "sus"), what="its Event")  # Events are sent after the pass
 
+    since = mgr.reconciles
     cluster.client.patch(PT, cluster.namespace, "sus", {"spec": {"runPolicy": {"suspend": False}}})
     wait_for(lambda: group(cluster, VOLCANO, "sus"), what="PodGroup recreated")
-    time.sleep(0.5)
+    settled(mgr, since)
     assert cluster.pods() == {}  # a new group has no phase: wait for Volcano again
     set_group_phase(cluster, "sus", "Running")
     cluster.wait_pods({"sus-worker-0", "sus-worker-1"})
@@ -340,9 +341,10 @@ def test_a_podgroup_shipped_by_gitops_is_used_and_left_alone_when_it_agrees(clus
     cluster.client.create(VOLCANO, cluster.namespace, shipped("git", cluster.namespace, {
         "minMember": 2, "minResources": {"cpu": "2000m"}, "priorityClassName": "system-cluster-critical"}))
     wait_for(lambda: mgr.reconciler.gang.podgroups.get(cluster.namespace, "git"), what="the controller sees it")
+    since = mgr.reconciles
     cluster.apply(pytorch("git", policy=policy, Worker=sized("PyTorchJob", 2, requests={"cpu": "1"})))
     cluster.wait_condition("PyTorchJob", "git", "Created")
-    time.sleep(0.5)
+    settled(mgr, since)
     assert cluster.pods() == {}  # still waits for Volcano's verdict on the shipped group
     set_group_phase(cluster, "git", "Inqueue")
     cluster.wait_pods({"git-worker-0", "git-worker-1"})

@@ -105,8 +105,8 @@ def test_first_candidate_creates_the_lease_and_renews_it(cluster, candidates) ->
     assert first["leaseDurationSeconds"] == 2
     assert first["leaseTransitions"] == 0
     assert MICRO.match(first["acquireTime"]) and first["renewTime"] == first["acquireTime"]
-    time.sleep(0.8)
-    later = lease(cluster)
+    later = wait_for(lambda: (lambda now: now if now["renewTime"] > first["renewTime"] else None)(lease(cluster)),
+                     what="a renewal")
     assert later["acquireTime"] == first["acquireTime"]
     assert later["renewTime"] > first["renewTime"]
 
@@ -114,8 +114,10 @@ def test_first_candidate_creates_the_lease_and_renews_it(cluster, candidates) ->
 def test_standby_waits_while_the_leader_renews_and_takes_over_at_once_on_release(cluster, candidates) -> None:
     a = candidates("a")
     assert a.wait_leading()
+    joined = time.monotonic()
     b = candidates("b")
-    time.sleep(3.0)  # longer than the lease: only renewals keep b out
+    # b has watched the Lease for longer than its duration (2 s): only a's renewals keep it out
+    wait_for(lambda: b.elector._observed_at - joined > 2.5, what="b watching for a whole lease")  # noqa: SLF001
     assert not b.elector.is_leader
     acquired = lease(cluster)["acquireTime"]
     a.elector.stop(release=True)
@@ -131,7 +133,7 @@ def test_standby_takes_over_when_the_leader_stops_renewing(cluster, candidates) 
     a = candidates("a")
     assert a.wait_leading()
     b = candidates("b")
-    time.sleep(0.7)
+    wait_for(lambda: b.elector._observed_at > 0, what="b has seen a's Lease")  # noqa: SLF001
     died = time.monotonic()
     a.elector.stop(release=False)  # as SIGKILL: no release, the Lease must expire
     assert b.wait_leading(5.0)

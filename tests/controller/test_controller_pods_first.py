@@ -8,13 +8,12 @@ server and read the order of the creates from the server's audit log.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from controller_kit import job, running_manager, wait_for
+from controller_kit import job, running_manager, settled, wait_for
 
 from controller.manager import Manager
 from controller.runtime import errors
@@ -80,7 +79,8 @@ def test_a_later_status_replaces_the_held_one_keeps_its_place_and_is_what_the_ne
         assert h.held_status("PyTorchJob/ns/a") == {"v": 2} and h.pending() == 2
         clock.now += 1.1  # a's first hold is 5.1 s old: its job is queued; b waits
         wait_for(lambda: released == ["PyTorchJob/ns/a"], timeout=5)
-        time.sleep(0.2)
+        rounds = h.rounds
+        wait_for(lambda: h.rounds >= rounds + 2, timeout=5)  # the sender looked twice more
         assert released == ["PyTorchJob/ns/a"]  # released once, not again on every tick
         # until the job's pass writes it, the held status is what that pass starts from
         assert h.held_status("PyTorchJob/ns/a") == {"v": 2} and h.pending() == 2
@@ -89,8 +89,9 @@ def test_a_later_status_replaces_the_held_one_keeps_its_place_and_is_what_the_ne
         clock.now += 4.0  # b's hold kept its place (held at +4.0 s, now +9.1 s): released too
         wait_for(lambda: released == ["PyTorchJob/ns/a", "PyTorchJob/ns/b"], timeout=5)
         h.status("PyTorchJob/ns/b", {"v": 3}, released.append)  # held again by a pass inside a burst:
-        time.sleep(0.3)  # a released hold starts afresh, so no release loop while the burst lasts
-        assert released == ["PyTorchJob/ns/a", "PyTorchJob/ns/b"]
+        rounds = h.rounds
+        wait_for(lambda: h.rounds >= rounds + 2, timeout=5)  # a released hold starts afresh, so the
+        assert released == ["PyTorchJob/ns/a", "PyTorchJob/ns/b"]  # sender's next looks release nothing
     finally:
         h.close()
     assert h.pending() == 0  # a stopping controller forgets held statuses (the next leader recomputes)
@@ -209,7 +210,7 @@ def test_a_burst_creates_every_pod_before_any_service_then_everything_upstream_w
     for n in names:
         cluster.wait_condition("PyTorchJob", n, "Running")
     wait_for(lambda: pods_first.held.pending() == 0 and len(pods_first.queue) == 0, what="nothing held")
-    time.sleep(0.5)
+    settled(pods_first, 0)
     before = pods_first.client.writes()
     for n in names:
         pods_first.process(job_key("PyTorchJob", cluster.namespace, n))

@@ -53,11 +53,12 @@ def test_exit_code_below_128_fails_the_job_permanently(cluster, manager) -> None
     pods = cluster.wait_pods({"ec-master-0", "ec-worker-0"})
     cluster.run_all(*pods)
     cluster.wait_condition("PyTorchJob", "ec", "Running")
+    since = manager.reconciles
     cluster.set_phase("ec-worker-0", "Failed", exit_code=3)
     failed = cluster.wait_condition("PyTorchJob", "ec", "Failed")
     assert last(failed) == ("Failed", "True", "PyTorchJobFailed", 'job "ec" is failing because "Worker" replica(s) failed.')
     assert failed["status"]["completionTime"]
-    time.sleep(0.5)
+    settled(manager, since)
     assert cluster.pods()["ec-worker-0"]["metadata"]["uid"] == pods["ec-worker-0"]["metadata"]["uid"]  # kept (cleanPodPolicy None)
 
 
@@ -124,7 +125,7 @@ def test_ttl_deletes_the_finished_job(cluster, manager) -> None:
     completed = parse_time(done["status"]["completionTime"])
     wait_for(lambda: cluster.get_job("PyTorchJob", "ttl") is None, timeout=20, what="job deleted by TTL")
     assert time.time() >= completed.timestamp() + 4
-    time.sleep(0.3)
+    settled(manager, 0)  # the deleting pass and any the deletion queued are done
     assert manager.errors == 0  # no status write is attempted on the job it just deleted
 
 
@@ -138,7 +139,7 @@ def test_clean_pod_policy_on_success(cluster, manager, policy, left) -> None:
     cluster.set_phase("cp-master-0", "Succeeded")
     cluster.wait_condition("PyTorchJob", "cp", "Succeeded")
     wait_for(lambda: set(cluster.pods()) == left and set(cluster.objects(SERVICES)) == left, what=f"pods {left}")
-    time.sleep(0.3)
+    settled(manager, 0)
     assert set(cluster.pods()) == left
 
 
@@ -181,15 +182,16 @@ def test_suspend_removes_children_and_resume_resets_start_time(cluster, manager)
 def test_created_suspended_job_makes_no_pods_until_resumed(cluster, manager) -> None:
     cluster.apply(job("PyTorchJob", "cs", Master=1, run_policy={"suspend": True}))
     cluster.wait_condition("PyTorchJob", "cs", "Suspended")
-    time.sleep(0.3)
+    settled(manager, 0)
     assert cluster.pods() == {}
     cluster.client.patch(PT, cluster.namespace, "cs", {"spec": {"runPolicy": {"suspend": False}}})
     cluster.wait_pods({"cs-master-0"})
 
 
 def test_job_managed_by_another_controller_is_skipped(cluster, manager) -> None:
+    since = manager.reconciles
     cluster.apply(job("PyTorchJob", "mk", Master=1, run_policy={"managedBy": "kueue.x-k8s.io/multikueue"}))
-    time.sleep(1.0)
+    settled(manager, since)  # the job's ADDED was reconciled (and left alone)
     assert cluster.pods() == {}
     assert (cluster.get_job("PyTorchJob", "mk").get("status") or {}) == {}
 
@@ -198,9 +200,10 @@ def test_pod_deleted_behind_our_back_is_recreated_once(cluster, manager) -> None
     cluster.apply(job("PyTorchJob", "del", Master=1, Worker=1))
     pods = cluster.wait_pods({"del-master-0", "del-worker-0"})
     creates = manager.client.snapshot()[("create", "/pods")]
+    since = manager.reconciles
     cluster.client.delete(PODS, cluster.namespace, "del-worker-0")
     recreated(cluster, "del-worker-0", pods["del-worker-0"]["metadata"]["uid"])
-    time.sleep(0.5)
+    settled(manager, since)
     assert manager.client.snapshot()[("create", "/pods")] == creates + 1
 
 

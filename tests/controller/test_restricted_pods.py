@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -183,9 +182,11 @@ def test_upstream_init_containers_are_refused_where_the_compiler_says(pod_world,
         cluster.wait_condition("JAXJob", "r-jax", "Succeeded", timeout=120)  # the rest of the world works
         wait_for(lambda: refused(cluster, "r-pytorch-worker-0", "r-pytorch-worker-1", "r-mpi-launcher"),
                  timeout=60, what=f"PodSecurity to refuse the worker and launcher pods ({refusals(cluster)})")
-        time.sleep(1)  # any pod that should not exist would be there by now
-        pods = cluster.pods()
-    assert {"r-pytorch-master-0", "r-mpi-worker-0", "r-mpi-worker-1"} <= set(pods)
+        # the refusals are the signal: those pods were asked for and refused; the rest were admitted
+        admitted = {"r-pytorch-master-0", "r-mpi-worker-0", "r-mpi-worker-1"}
+        pods = wait_for(lambda: (lambda now: now if admitted <= set(now) else None)(cluster.pods()),
+                        what="the admitted pods")
+    assert admitted <= set(pods)
     assert not {n for n in pods if n.startswith("r-pytorch-worker") or n == "r-mpi-launcher"}
 
 

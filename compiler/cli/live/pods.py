@@ -6,13 +6,10 @@ index; Kubeflow Trainer's pods come from a JobSet, whose labels name the JobSet 
 TrainJob's name), the replicated job and the Job's completion index. `POD_LABELS` holds
 both, by the job's API group.
 
-Why a pod waits, as a person needs it: the scheduler's verdict when it has none
-(`PodScheduled` False, `Unschedulable` with its message: which nodes and why), else the
-first container (init containers first) whose state is `waiting` with its reason and
-message (the kubelet's `ImagePullBackOff`, `CrashLoopBackOff`,
-`CreateContainerConfigError` ...), else how a finished pod ended. `STUCK` are the reasons
-a pod does not get past without a person: a wrong image, a missing Secret, a program
-that keeps crashing, no node that fits.
+Why a pod waits, as a person needs it, is `schemas.podstate` (train-controller reads the same
+to report a pod stuck on its job): the scheduler's verdict when it has none, else the first
+waiting container's reason and message, else how a finished pod ended; `STUCK` are the
+reasons a pod does not get past without a person.
 """
 
 from __future__ import annotations
@@ -22,11 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from schemas import upstream
+from schemas.podstate import STUCK, why
 
-STUCK = frozenset({
-    "Unschedulable", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
-    "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
-})
+__all__ = ["STUCK", "PodView", "labels_for", "ordered", "phases", "pod_view"]
 
 
 @dataclass(frozen=True)
@@ -79,42 +74,16 @@ def pod_view(pod: dict[str, Any], labels: PodLabels, *, replica_types: tuple[str
     raw = str(own.get(labels.replica, ""))
     replica = next((rt for rt in replica_types if rt.lower() == raw.lower()), raw)
     index = next((int(own[k]) for k in labels.index if str(own.get(k, "")).isdigit()), None)
-    containers = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
     phase = "Terminating" if meta.get("deletionTimestamp") else str(status.get("phase") or "Pending")
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
     ready = (conditions.get("Ready") or {}).get("status") == "True"
     since = max((str(c.get("lastTransitionTime")) for c in conditions.values() if c.get("lastTransitionTime")),
                 default=status.get("startTime") or meta.get("creationTimestamp"))
-    reason, message, container = _why(status, containers, conditions=conditions)
+    said = why(pod)
+    reason, message, container = said.reason, said.message, said.container
     return PodView(str(meta.get("name")), replica, index, phase, ready,
                    sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
                    str(spec.get("nodeName") or ""), reason, message, container, since, meta.get("creationTimestamp"))
-
-
-def _why(status: dict[str, Any], containers: list[dict[str, Any]], *,
-         conditions: dict[str, dict[str, Any]]) -> tuple[str, str, str]:
-    scheduled = conditions.get("PodScheduled") or {}
-    if scheduled.get("status") == "False":
-        return str(scheduled.get("reason") or "Unscheduled"), _one_line(scheduled.get("message")), ""
-    for c in containers:
-        waiting = (c.get("state") or {}).get("waiting")
-        if waiting and waiting.get("reason") not in (None, "ContainerCreating", "PodInitializing"):
-            message = _one_line(waiting.get("message"))
-            last = (c.get("lastState") or {}).get("terminated")
-            if last:  # a crash loop: how the last run ended is what to look at
-                message += f"{'; ' if message else ''}last run exited {last.get('exitCode')} ({last.get('reason')})"
-            return str(waiting["reason"]), message, str(c.get("name") or "")
-    if status.get("phase") == "Failed":
-        for c in containers:
-            ended = (c.get("state") or {}).get("terminated") or {}
-            if int(ended.get("exitCode") or 0):
-                return (str(ended.get("reason") or "Error"), f"exit code {ended['exitCode']}", str(c.get("name") or ""))
-        return str(status.get("reason") or "Failed"), _one_line(status.get("message")), ""
-    return "", "", ""
-
-
-def _one_line(text: Any) -> str:
-    return " ".join(str(text or "").split())
 
 
 def phases(views: list[PodView], replica_types: tuple[str, ...] = ()) -> dict[str, Counter[str]]:

@@ -1,0 +1,117 @@
+"""Pods stuck where they cannot get past without a person, said on their job (issue 37).
+
+A pod that cannot pull its image, lacks a Secret, crash-loops or fits on no node leaves its job
+`Created` or `Running`, exactly as upstream's operator does: the conditions stay upstream's (the
+Kubeflow SDK, Argo CD and Flux read them), so what is wrong is said beside them. Once a pod of
+a running job has waited longer than `threshold` for one of `schemas.podstate.STUCK` (measured
+from when the wait began: `schemas.podstate`), the reconciler gets the pod, its reason and its
+message from `stuck` and says so once: a Warning Event on the job, reason `{Kind}PodStuck` (the
+recorder folds repeats and, past 10 on a job, combines them, as client-go's correlator), an INFO
+log line with the job's key, and the `trainforge_stuck_pods{controller,reason}` gauge
+(controller.runtime.metrics). A pod still short of the threshold gives the pass the seconds
+until it will be past it, so the job is queued then (`add_after`); nothing polls.
+
+Not reported: the pods of a job that has finished, is suspended or is between two attempts of
+a whole-job restart (the reconciler asks only in a running pass), pods being deleted, and a
+pod once reported for a reason (`Reported`: one Event per pod and reason for the life of the
+process; a restarted controller or a new leader says it once more).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from controller.jobs import conditions as cond
+from schemas.podstate import why
+
+REASON = "PodStuck"  # the Event's reason, after the kind's name
+KEPT = 65536  # (pod uid, reason) pairs remembered as reported (the oldest forgotten past it)
+
+
+@dataclass(frozen=True)
+class Stuck:
+    pod: str
+    uid: str
+    reason: str
+    message: str
+    waited: float  # seconds since the wait began
+
+
+def duration(seconds: float) -> str:
+    """`3m`, `90s` -> `1m30s`, `2h`: how the threshold reads in a message."""
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    return "".join(parts) or "0s"
+
+
+def stuck(pods: list[dict[str, Any]], *, now: datetime, threshold: float) -> tuple[list[Stuck], float | None]:
+    """(the pods stuck past `threshold` s, by name; the seconds until the next waiting pod will be)."""
+    found: list[Stuck] = []
+    wake: float | None = None
+    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            continue
+        said = why(pod)
+        if not said.stuck:
+            continue
+        began = cond.parse_time(said.since)
+        waited = (now - began).total_seconds() if began is not None else threshold
+        if waited >= threshold:
+            found.append(Stuck(meta["name"], str(meta.get("uid", "")), said.reason, said.message, waited))
+        else:
+            wake = min(threshold - waited, wake if wake is not None else threshold)
+    return found, wake
+
+
+def event_message(pod: Stuck, threshold: float) -> str:
+    text = f"Pod {pod.pod} is stuck in {pod.reason} for more than {duration(threshold)}"
+    return f"{text}: {pod.message}" if pod.message else text
+
+
+class Reported:
+    """Which (pod, reason) have been said, and how many pods of each job are stuck now (the gauge)."""
+
+    def __init__(self, *, kept: int = KEPT) -> None:
+        self._lock = threading.Lock()
+        self._said: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._now: dict[str, list[Stuck]] = {}  # job key -> its pods stuck now
+        self.kept = kept
+
+    def news(self, key: str, pods: list[Stuck]) -> list[Stuck]:
+        """Record `pods` as the job's stuck pods now; returns those not said before."""
+        out = []
+        with self._lock:
+            if pods:
+                self._now[key] = pods
+            else:
+                self._now.pop(key, None)
+            for pod in pods:
+                said = (pod.uid or pod.pod, pod.reason)
+                if said not in self._said:
+                    self._said[said] = None
+                    out.append(pod)
+                    while len(self._said) > self.kept:
+                        self._said.popitem(last=False)
+        return out
+
+    def forget(self, key: str) -> None:
+        """The job finished, was suspended or is gone: none of its pods counts as stuck now."""
+        with self._lock:
+            self._now.pop(key, None)
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """(controller, reason) -> pods stuck now; controller is the kind in lower case (the metrics')."""
+        out: dict[tuple[str, str], int] = {}
+        with self._lock:
+            for key, pods in self._now.items():
+                controller = key.split("/", 1)[0].lower()
+                for pod in pods:
+                    out[(controller, pod.reason)] = out.get((controller, pod.reason), 0) + 1
+        return out
