@@ -200,6 +200,9 @@ class Manager:
         pods = res is PODS
 
         def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            if etype == "DELETED":
+                for key in self.namesake_keys(old, owners=owners(old)):
+                    self.queue.add(key)
             for key in {*owners(old), *owners(new)}:
                 item = expectation_item(res, (new or old)["metadata"]["name"])  # type: ignore[index]
                 if etype == "ADDED":
@@ -227,6 +230,19 @@ class Manager:
         if kind is not None and labels.get(JOB_NAME_LABEL):
             return [job_key(kind.name, ns, labels[JOB_NAME_LABEL])]
         return []
+
+    def namesake_keys(self, obj: dict[str, Any] | None, *, owners: list[str]) -> list[str]:
+        """The jobs of other kinds named as a deleted child's job: a framework or target switch
+        (a PyTorchJob replaced by an XGBoostJob of the same name) leaves the old job's pods and
+        Services holding the new job's names (`x-master-0`) until they are gone, and their
+        deletion is the old job's event, not the new one's. Upstream retries the refused create
+        with backoff; here the name coming free queues the new job, so nothing polls."""
+        labels = (obj or {}).get("metadata", {}).get("labels") or {}
+        name, ns = labels.get(JOB_NAME_LABEL), (obj or {}).get("metadata", {}).get("namespace", "")
+        if not name:
+            return []
+        return [key for kind, informer in self.job_informers.items()
+                if (key := job_key(kind, ns, name)) not in owners and informer.get(ns, name) is not None]
 
     def podgroup_keys(self, obj: dict[str, Any] | None) -> list[str]:
         """A PodGroup's owner, else (one shipped by GitOps, no owner) the jobs of its name."""

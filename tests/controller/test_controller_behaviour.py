@@ -94,6 +94,33 @@ def test_job_being_deleted_is_left_alone_and_a_deleted_job_is_forgotten(cluster,
     assert manager.reconciler.reconcile(key) is None
 
 
+def test_a_framework_switch_gets_its_pods_as_soon_as_the_old_job_lets_go_of_their_names(cluster, manager) -> None:
+    """A PyTorchJob replaced by an XGBoostJob of the same name (a framework switch in git): the
+    old job's pod and Service (left here: no garbage collector) hold `sw-master-0`, so the new
+    job's creates are refused; their deletion, the old job's event, queues the new job too.
+    Without that it waited for its expectation's timeout (minutes) while upstream retried."""
+    from controller.jobs.kinds import KINDS, job_resource
+
+    cluster.apply(job("PyTorchJob", "sw", Master=1))
+    cluster.wait_pods({"sw-master-0"})
+    wait_for(lambda: "sw-master-0" in cluster.objects(SERVICES), what="the old Service")
+    cluster.client.delete(job_resource(KINDS["PyTorchJob"]), cluster.namespace, "sw")
+    since = manager.reconciles
+    new = cluster.apply(job("XGBoostJob", "sw", Master=1))
+    settled(manager, since)  # the new job's pass has met the names taken
+    owners = {p["metadata"]["ownerReferences"][0]["kind"] for p in cluster.pods().values()}
+    assert owners == {"PyTorchJob"}
+
+    cluster.client.delete(PODS, cluster.namespace, "sw-master-0")
+    cluster.client.delete(SERVICES, cluster.namespace, "sw-master-0")
+
+    def mine(objects: dict) -> bool:
+        obj = objects.get("sw-master-0")
+        return obj is not None and obj["metadata"]["ownerReferences"][0]["uid"] == new["metadata"]["uid"]
+    wait_for(lambda: mine(cluster.pods()) and mine(cluster.objects(SERVICES)), timeout=30,
+             what="the XGBoostJob's own pod and Service (not after an expectation timeout)")
+
+
 def events_of(cluster, name: str) -> list[tuple[str, str, str]]:
     items = cluster.client.list(EVENTS, namespace=cluster.namespace)["items"]
     return [(e["type"], e["reason"], e["message"]) for e in items if e["involvedObject"]["name"] == name]
