@@ -177,10 +177,16 @@ class TrainerV2:
     integer `processesPerNode` (`auto` leaves it to the runtime)."""
 
     runtime: str
-    ml_policy: str
     program_jobs: tuple[str, ...] = ("node",)
     reserved_env: tuple[str, ...] = ()
     processes: Optional[Callable[["TrainJobSpec"], Optional[int]]] = None
+
+    @property
+    def ml_policy(self) -> str:
+        """The mlPolicy source of its stock runtime (a fact of the Trainer release)."""
+        from compiler.frameworks.stock_runtimes import STOCK_RUNTIMES
+
+        return STOCK_RUNTIMES[self.runtime].ml_policy
 
     def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]:
         if self.processes is not None:

@@ -55,7 +55,7 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 
 ADAPTER = Adapter(
     facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
-    trainer_v2=TrainerV2(runtime="jax-distributed", ml_policy="jax"),
+    trainer_v2=TrainerV2(runtime="jax-distributed"),
     operator=Operator(StatusRule(deciders=(), workers="Worker", failures_while_short=True), first_of_each,
                       fills_selector=True, webhook=WebhookRules()),
 )

@@ -115,7 +115,6 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 # slotsPerWorker.
 TRAINER_V2 = TrainerV2(
     runtime="deepspeed-distributed",
-    ml_policy="mpi",
     program_jobs=("launcher", "node"),
     reserved_env=(
         "OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames",

@@ -155,7 +155,6 @@ ADAPTER = Adapter(
     facts=FACTS, plan=plan, job_fields=job_fields, rendezvous_env=rendezvous_env,
     trainer_v2=TrainerV2(
         runtime="torch-distributed",
-        ml_policy="torch",
         reserved_env=("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"),
     ),
     # Worker pods wait for the Master in init-pytorch; elastic jobs have no Master, so no wait

@@ -66,7 +66,6 @@ ADAPTER = Adapter(
     facts=FACTS, plan=plan, rendezvous_env=rendezvous_env,
     trainer_v2=TrainerV2(
         runtime="xgboost-distributed",
-        ml_policy="xgboost",
         reserved_env=("DMLC_TRACKER_URI", "DMLC_TRACKER_PORT", "DMLC_TASK_ID", "DMLC_NUM_WORKER"),
     ),
     operator=Operator(

@@ -17,6 +17,7 @@ from compiler.plan import hazards as table
 from compiler.plan.aspects import Aspects
 from compiler.plan.hazards import Effect
 from compiler.plan.model import HAZARDS
+from schemas.upstream import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
 
 SCOPE_DOES = {"job": "restarts the whole job as one attempt (every pod, one new attempt)",
               "pod": "restarts on its own beside the running pods"}
@@ -122,10 +123,10 @@ def _shape(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_sus
         return
     if changes_suspend:
         return  # suspended now (no pods to mix) or resumed (the new run takes the new spec)
-    scale_only = (a.elastic is not None and set(a.replicas) <= {"Worker"} and not a.templates and not a.job_fields
-                  and not a.scheduling_policy and not a.restart_scope)
+    scale_only = (a.elastic is not None and set(a.replicas) <= {SCALED_REPLICA_TYPE} and not a.templates
+                  and not a.job_fields and not a.scheduling_policy and not a.restart_scope)
     if scale_only and "elastic-scale" in rules:
-        v.add(rules["elastic-scale"], state, workers=a.replicas["Worker"][1])
+        v.add(rules["elastic-scale"], state, workers=a.replicas[SCALED_REPLICA_TYPE][1])
         return
     if a.restart_scope and "restart-scope" in rules:
         scope = a.restart_scope[1]

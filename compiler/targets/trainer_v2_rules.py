@@ -12,22 +12,21 @@ remove it for this environment, or move it into a runtime of your own (`spec.run
 Whole-job restarts (`restartScope: job`) are the one policy the compiler moves into a
 runtime itself (`trainer_v2_restarts`); what they cannot be is an error here too.
 
-Stock runtimes are facts of the Trainer v2.3.0 release (the `*-distributed`
-ClusterTrainingRuntimes in `shared/reference/crds/trainer-v2.3.0/runtimes`; a test holds
-this table to those files): which mlPolicy they carry, which containers their jobs have
-and that none has a `podGroupPolicy`. A runtime of the team's own is not visible at
+Stock runtimes are facts of the Trainer v2.3.0 release, kept with the adapters that name
+them (`compiler.frameworks.stock_runtimes`): which mlPolicy they carry, which containers
+their jobs have and that none has a `podGroupPolicy`. A runtime of the team's own is not visible at
 compile time: gang scheduling there is the runtime's business, reported as a notice.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.frameworks import adapter as adapter_for
 from compiler.frameworks.base import TrainerV2Capable
+from compiler.frameworks.stock_runtimes import STOCK_RUNTIMES, StockRuntime
 from compiler.reading.resolve import Target
 from schemas.bundle import JsonObject
 from schemas.loader import Loc
@@ -55,20 +54,6 @@ NAME = "trainer-v2"
 OWN_RUNTIME = "or move it into a runtime of your own and name it with spec.runtime"
 
 
-@dataclass(frozen=True)
-class StockRuntime:
-    ml_policy: str  # torch | mpi | jax | xgboost
-    node_image: str  # the image of its `node` job (MPI: the launcher gets trainer.image)
-    pod_group_policy: bool = False  # none of the v2.3.0 stock runtimes gang-schedules
-
-
-STOCK_RUNTIMES: dict[str, StockRuntime] = {
-    "torch-distributed": StockRuntime("torch", "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"),
-    "deepspeed-distributed": StockRuntime("mpi", "ghcr.io/kubeflow/trainer/deepspeed-runtime"),
-    "mlx-distributed": StockRuntime("mpi", "ghcr.io/kubeflow/trainer/mlx-runtime"),
-    "jax-distributed": StockRuntime("jax", "nvcr.io/nvidia/jax:25.10-py3"),
-    "xgboost-distributed": StockRuntime("xgboost", "ghcr.io/kubeflow/trainer/xgboost-runtime"),
-}
 
 # podTemplate keys a runtimePatches pod template may carry (v2.3 PodTemplatePatch); None: any value
 _CONTAINER_KEYS = {"name": None, "env": None, "securityContext": None, "volumeMounts": None}

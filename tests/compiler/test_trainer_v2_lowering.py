@@ -394,7 +394,7 @@ def _release_runtimes() -> dict[str, dict[str, Any]]:
 
 
 def test_the_stock_runtime_table_matches_the_v2_3_0_release_files():
-    from compiler.targets.trainer_v2_rules import STOCK_RUNTIMES
+    from compiler.frameworks.stock_runtimes import STOCK_RUNTIMES
 
     release = _release_runtimes()
     assert set(STOCK_RUNTIMES) == set(release)
