@@ -67,15 +67,15 @@ def health_check_exprs() -> list[dict[str, str]]:
 
 
 def job_patches() -> list[dict[str, Any]]:
-    """One strategic-merge patch per kind that marks its jobs create-only."""
+    """One strategic-merge patch per job kind (Trainer v2's TrainJob too) that marks its jobs create-only."""
     from compiler.emit import serialize
 
     out = []
-    for kind, adapter in BY_KIND.items():
-        body = {"apiVersion": adapter.facts.api_version, "kind": kind,
+    for api_version, kind in health.kinds():
+        group, _, version = api_version.rpartition("/")
+        body = {"apiVersion": api_version, "kind": kind,
                 "metadata": {"name": "any", "annotations": {SSA_ANNOTATION: "IfNotPresent"}}}
-        out.append({"target": {"group": health.GROUP, "version": "v1", "kind": kind},
-                    "patch": serialize.dump(body)})
+        out.append({"target": {"group": group, "version": version, "kind": kind}, "patch": serialize.dump(body)})
     return out
 
 
