@@ -10,7 +10,9 @@ None of those kinds has an Argo CD health check, so wave -1 is done as soon as i
 (`compiler.emit.namespaces`) go in wave -1 too: Argo CD orders by wave before kind, so a
 Namespace left in wave 0 would come after the ServiceAccount that needs it ("namespaces
 ... not found"); within wave -1 Argo CD applies Namespaces first. Flux needs no waves:
-it applies Namespaces (and CRDs) in a stage of their own before everything else.
+it applies Namespaces (and CRDs) in a stage of their own before everything else; a job's own
+TrainingRuntime, which it would dry-run with the TrainJob, gets a Kustomization of its own
+(`compiler.emit.prerequisites`).
 
 PersistentVolumeClaims deliberately stay in wave 0 with the job. Argo CD reports a
 Pending claim as Progressing, and a claim of a `WaitForFirstConsumer` storage class (the

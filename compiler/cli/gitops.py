@@ -11,7 +11,7 @@ else is imported inside the commands, keeping `train-compile --help` fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
@@ -22,6 +22,9 @@ from compiler.cli.common import (
     sources_argument,
 )
 
+if TYPE_CHECKING:
+    from compiler.pipeline import Result
+
 _out = click.option(
     "-o", "--output", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
     help="Folder to write the generated objects into.",
@@ -31,13 +34,18 @@ _prefix = click.option("--prefix", default="trainforge", show_default=True,
                        help="Name prefix of the generated objects (<prefix>-<env>).")
 
 
-def _environments(sources: tuple[Path, ...], env: Optional[str]) -> dict[str, str]:
-    """Each environment to compile -> the namespace its jobs land in when they name none."""
-    from compiler.reading.resolve import DEFAULT_NAMESPACE
-
+def _compile(sources: tuple[Path, ...], env: Optional[str]) -> "Result":
+    """Compile valid sources without lowering (diagnostics printed; an invalid spec ends the run)."""
     result = compile_or_usage_error(sources, env, lower_jobs=False)
     report(result, "text")
     fail_if_invalid(result)
+    return result
+
+
+def _environments(result: "Result") -> dict[str, str]:
+    """Each environment to compile -> the namespace its jobs land in when they name none."""
+    from compiler.reading.resolve import DEFAULT_NAMESPACE
+
     project = result.project
     return {name: project.environment(name).namespace or project.defaults.namespace or DEFAULT_NAMESPACE
             for name in result.environments}
@@ -92,7 +100,7 @@ def argocd(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_url: O
     """Argo CD Applications per environment, health checks and the plugin, into OUT."""
     from compiler.gitops import argocd as gen
 
-    envs = _environments(sources, env)
+    envs = _environments(_compile(sources, env))
     repo_url = repo_url or _origin_url()
     if not repo_url:
         raise click.UsageError("no --repo-url given and no git remote 'origin' to take it from")
@@ -125,11 +133,12 @@ def flux(sources: tuple[Path, ...], out: Path, env: Optional[str], repo_path: st
     """Flux Kustomizations per environment with health checks for the job kinds, into OUT."""
     from compiler.gitops import flux as gen
 
-    envs = _environments(sources, env)
+    result = _compile(sources, env)
+    envs = result.environments
     target = gen.Target(path=repo_path, source_kind=source_kind, source_name=source_name,
                         namespace=namespace, prefix=prefix, interval=interval, timeout=timeout,
                         create_only=create_only)
-    _write(out, gen.files(target, envs), owned=(".",))
+    _write(out, gen.files(target, envs, runtimes=gen.job_runtimes(result.project, envs)), owned=(".",))
 
 
 def register(main: click.Group) -> None:

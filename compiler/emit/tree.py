@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from compiler.emit import namespaces, serialize
+from compiler.emit import namespaces, prerequisites, serialize
 from compiler.emit.source import source_of, stamped
 from compiler.pipeline import Result
 from schemas import patching
@@ -109,6 +109,8 @@ def files(result: Result) -> dict[str, str]:
         out.update({f"{env}/{namespaces.path(n)}": serialize.dump(n) for n in spaces})
         for bundle in bundles:
             out.update({f"{env}/{path}": text for path, text in bundle_files(bundle).items()})
+        for path, lists in prerequisites.kustomizations(result, env, bundles, spaces).items():  # Flux's, not listed
+            out[f"{env}/{path}"] = serialize.dump({"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", **lists})
     return dict(sorted(out.items()))
 
 

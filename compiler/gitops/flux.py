@@ -20,15 +20,31 @@ progress and Failed when a job fails; its `timeout` bounds how long one reconcil
 waits. `prune: true` deletes a job removed from git with background propagation (what
 kustomize-controller always uses), so no controller sees the job linger while the
 garbage collector deletes its pods (see `compiler.gitops.argocd`).
+
+An environment whose target lets a job bring its own runtime (trainer-v2: `restartScope:
+job`) gets a second Kustomization, `<prefix>-<env>-prerequisites`, over the tree's
+`_prerequisites` folder (the environment's Namespaces and job-owned TrainingRuntimes:
+`compiler.emit.prerequisites` says why); the environment's Kustomization `dependsOn` it and
+deletes those kinds from its own output with `$patch: delete` patches, so each object has one
+owner and no TrainJob is dry-run before its runtime exists. Its objects are Current once
+applied, so the dependency costs one requeue of the environment's Kustomization per revision
+(kustomize-controller's `--requeue-dependency`, 30s stock).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
+from compiler.emit.prerequisites import FOLDER as PREREQUISITES
 from compiler.frameworks import BY_KIND
 from compiler.gitops import health, kueue
+from compiler.targets import api
+from compiler.targets.base import JobRuntime
+
+if TYPE_CHECKING:
+    from schemas.project import Project
 
 API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
 SSA_ANNOTATION = "kustomize.toolkit.fluxcd.io/ssa"
@@ -51,15 +67,15 @@ def health_check_exprs() -> list[dict[str, str]]:
 
 
 def job_patches() -> list[dict[str, Any]]:
-    """One strategic-merge patch per kind that marks its jobs create-only."""
+    """One strategic-merge patch per job kind (Trainer v2's TrainJob too) that marks its jobs create-only."""
     from compiler.emit import serialize
 
     out = []
-    for kind, adapter in BY_KIND.items():
-        body = {"apiVersion": adapter.facts.api_version, "kind": kind,
+    for api_version, kind in health.kinds():
+        group, _, version = api_version.rpartition("/")
+        body = {"apiVersion": api_version, "kind": kind,
                 "metadata": {"name": "any", "annotations": {SSA_ANNOTATION: "IfNotPresent"}}}
-        out.append({"target": {"group": health.GROUP, "version": "v1", "kind": kind},
-                    "patch": serialize.dump(body)})
+        out.append({"target": {"group": group, "version": version, "kind": kind}, "patch": serialize.dump(body)})
     return out
 
 
@@ -69,6 +85,25 @@ def ignore_rules() -> list[dict[str, Any]]:
         {"paths": list(kueue.TRAINJOB_POINTERS), "target": dict(kueue.TRAINJOB_QUEUED)}]
 
 
+def handed_over(runtime: JobRuntime) -> list[dict[str, Any]]:
+    """Patches deleting what the prerequisites' Kustomization owns from an environment's output."""
+    from compiler.emit import serialize
+
+    out = []
+    for api_version, kind in (("v1", "Namespace"), (runtime.api_version, runtime.kind)):
+        group, _, version = api_version.rpartition("/")
+        body = {"$patch": "delete", "apiVersion": api_version, "kind": kind, "metadata": {"name": "any"}}
+        out.append({"target": {**({"group": group} if group else {}), "version": version, "kind": kind},
+                    "patch": serialize.dump(body)})
+    return out
+
+
+def job_runtimes(project: "Project", envs: list[str]) -> dict[str, JobRuntime]:
+    """The environments whose target lets jobs bring a runtime of their own, and that runtime."""
+    found = {env: api(project.target_for(env)).job_runtime for env in envs}
+    return {env: runtime for env, runtime in found.items() if runtime is not None}
+
+
 def _path(target: Target, env: str) -> str:
     base = target.path.rstrip("/") or "."
     if not base.startswith("./") and base != ".":
@@ -76,7 +111,21 @@ def _path(target: Target, env: str) -> str:
     return f"{base}/{env}"
 
 
-def kustomization(target: Target, env: str) -> dict[str, Any]:
+def _metadata(target: Target, env: str, name: str) -> dict[str, Any]:
+    return {"name": name, "namespace": target.namespace,
+            "labels": {"app.kubernetes.io/part-of": target.prefix, "trainforge.dev/environment": env}}
+
+
+def prerequisites(target: Target, env: str) -> dict[str, Any]:
+    """The Kustomization of an environment's `_prerequisites` folder."""
+    spec = {"interval": target.interval, "path": f"{_path(target, env)}/{PREREQUISITES}", "prune": True,
+            "sourceRef": {"kind": target.source_kind, "name": target.source_name}, "wait": True,
+            "timeout": target.timeout}
+    return {"apiVersion": API_VERSION, "kind": "Kustomization",
+            "metadata": _metadata(target, env, f"{target.prefix}-{env}-prerequisites"), "spec": spec}
+
+
+def kustomization(target: Target, env: str, runtime: Optional[JobRuntime] = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "interval": target.interval,
         "path": _path(target, env),
@@ -86,27 +135,31 @@ def kustomization(target: Target, env: str) -> dict[str, Any]:
         "timeout": target.timeout,
         "healthCheckExprs": health_check_exprs(),
     }
-    if target.create_only:
-        spec["patches"] = job_patches()
-    else:
+    patches = job_patches() if target.create_only else []
+    if not target.create_only:
         spec["ignore"] = ignore_rules()
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Kustomization",
-        "metadata": {
-            "name": f"{target.prefix}-{env}",
-            "namespace": target.namespace,
-            "labels": {"app.kubernetes.io/part-of": target.prefix, "trainforge.dev/environment": env},
-        },
-        "spec": spec,
-    }
+    if runtime is not None:
+        spec["dependsOn"] = [{"name": prerequisites(target, env)["metadata"]["name"]}]
+        patches += handed_over(runtime)
+    if patches:
+        spec["patches"] = patches
+    return {"apiVersion": API_VERSION, "kind": "Kustomization", "metadata": _metadata(target, env, f"{target.prefix}-{env}"),
+            "spec": spec}
 
 
-def files(target: Target, envs: list[str]) -> dict[str, str]:
+def files(target: Target, envs: list[str], *, runtimes: Optional[Mapping[str, JobRuntime]] = None) -> dict[str, str]:
+    """`<env>.yaml` per environment (with its prerequisites' Kustomization when `runtimes` names
+    it) and a kustomization.yaml listing them."""
     from compiler.emit import serialize
     from compiler.emit.tree import KUSTOMIZE_API
 
-    out = {f"{env}.yaml": serialize.dump(kustomization(target, env)) for env in envs}
+    runtimes = runtimes or {}
+    out = {}
+    for env in envs:
+        docs = [kustomization(target, env, runtimes.get(env))]
+        if env in runtimes:
+            docs.insert(0, prerequisites(target, env))
+        out[f"{env}.yaml"] = serialize.dump_all(docs)
     out["kustomization.yaml"] = serialize.dump(
         {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization", "resources": sorted(out)})
     return dict(sorted(out.items()))

@@ -25,6 +25,16 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class JobRuntime:
+    """An object of a job's own that admission needs before the job: `component` is the job
+    folder's component holding it. Flux must sync it first (compiler.emit.prerequisites)."""
+
+    component: str
+    api_version: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class TargetApi:
     name: str  # as written in trainforge.yaml: kubeflow-v1 | trainer-v2
     supports: Callable[[str], bool]  # framework name -> can this target run it
@@ -53,6 +63,8 @@ class TargetApi:
     # the job carries runPolicy.schedulingPolicy (PriorityClass, gang) and the pods their
     # scheduler; False: the runtime decides both (Trainer v2's podGroupPolicy)
     scheduling_policy: bool = True
+    # a job may bring its own runtime that must exist before the job (trainer-v2: restartScope: job)
+    job_runtime: Optional[JobRuntime] = None
 
 
 def gpus_in(resources: dict[str, Any]) -> int:

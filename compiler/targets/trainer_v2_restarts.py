@@ -20,7 +20,8 @@ files) with, for every replicated job:
   JobSet on that reason, with no restart), 128-255 restart the whole job.
 
 The TrainJob then names that runtime. Trainer's webhook refuses a TrainJob whose runtime does
-not exist yet, so the runtime goes in the prerequisite sync wave (`overlays.waves`).
+not exist yet, so the runtime goes in the prerequisite sync wave (`overlays.waves`) and, for
+Flux, into the environment's `_prerequisites` too (`compiler.emit.prerequisites`).
 """
 
 from __future__ import annotations

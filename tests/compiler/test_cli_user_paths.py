@@ -376,6 +376,7 @@ def test_a_job_left_out_of_an_environment_with_null_exists_in_the_others_only(tm
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*.yaml")) == [
         "dev/default/namespace.yaml", "dev/default/pt/kustomization.yaml", "dev/default/pt/pytorchjob.yaml",
         "dev/default/tf/kustomization.yaml", "dev/default/tf/tfjob.yaml", "dev/kustomization.yaml",
+        "prod/_prerequisites/kustomization.yaml", "prod/default/kustomization.yaml",  # what Flux syncs first
         "prod/default/namespace.yaml", "prod/default/pt/kustomization.yaml", "prod/default/pt/trainjob.yaml",
         "prod/kustomization.yaml",
     ]

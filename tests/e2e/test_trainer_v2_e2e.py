@@ -8,13 +8,19 @@ The scenarios run in order on one repository, each a commit, for both engines at
 1. examples/project-v2's `prod` (trainer-v2) environment, one job per stock runtime
    (torch, deepspeed/MPI, jax, xgboost), plus a job whose quantities are not in canonical
    form: all Complete; t5-jax, suspended in git, waits until Kueue (emulated: no Kueue in
-   this world) flips `spec.suspend`, then completes.
+   this world) flips `spec.suspend`, then completes. Beside them `whole-job`
+   (`restartScope: job`: a TrainingRuntime of its own, which Trainer's webhook needs before
+   the TrainJob, dry runs included) Completes too, in a namespace git creates: under stock
+   kustomize-controller flags the environment's prerequisites Kustomization applies the
+   Namespace and the runtime, and the environment's Kustomization, which depends on it,
+   the TrainJob.
 2. a re-sync of the finished jobs with an edit of a mutable field (an annotation): both
    engines apply it with no drift and no refusal, and nothing runs again. Before the
    compiler wrote quantities as Trainer's webhook stores them, this commit was refused:
    `spec.trainer: Invalid value: "object": field is immutable`.
 3. a failing TrainJob: Failed; Argo CD Degraded with the job's message, Flux names it.
-4. the failed TrainJob removed from git is pruned with its JobSet, and a TrainJob created
+4. the failed TrainJob and `whole-job` removed from git are pruned with their JobSets (and
+   `whole-job`'s runtime, by the prerequisites' Kustomization), and a TrainJob created
    suspended from git (Argo CD: Suspended; Flux: in progress until its timeout), then
    resumed from git: it runs to Complete.
 
@@ -34,8 +40,8 @@ from pathlib import Path
 
 import pytest
 from e2e_kit import running
-from trainer_v2_kit import (JOBSETS, PROJECT, SOLO, TRAINJOBS, active, condition, get, make_world, pods_of,
-                            project_sources, storage_for, wait_trainjobs)
+from trainer_v2_kit import (JOBSETS, NAMESPACES, PROJECT, RUNTIMES, SOLO, TRAINJOBS, active, condition, get,
+                            make_world, pods_of, project_sources, storage_for, wait_trainjobs)
 
 from testworld import gitops
 from testworld.watching import Missing, wait_for
@@ -45,6 +51,8 @@ ENGINES = gitops.ENGINES
 EXAMPLE = {"llm-finetune", "allreduce-mpi", "fraud-xgboost", "t5-jax"}  # one per stock runtime
 APP = KUSTOMIZATION = "v2-prod"
 SOLO_APP = "solo-e2e"
+PREREQUISITES = "solo-e2e-prerequisites"  # the Flux Kustomization of the solo environment's runtimes
+OWNER = "kustomize.toolkit.fluxcd.io/name"
 
 
 def complete(job: dict) -> bool:
@@ -83,9 +91,10 @@ def sources(tmp_path_factory) -> dict[str, dict[str, Path]]:
     return out
 
 
-def wait_pruned(world: World, namespace: str, name: str, timeout: float = 180) -> None:
-    """The TrainJob is gone, and so is its JobSet (none re-created: the last word of a watch)."""
-    for res in (TRAINJOBS, JOBSETS):
+def wait_pruned(world: World, namespace: str, name: str, timeout: float = 180, *, runtime: bool = False) -> None:
+    """The TrainJob is gone, and so is its JobSet (none re-created: the last word of a watch),
+    and with ``runtime`` its own TrainingRuntime."""
+    for res in (TRAINJOBS, JOBSETS, *([RUNTIMES] if runtime else [])):
         wait_for(world.client, res, lambda objects, res=res: Missing(f"{res.kind} {namespace}/{name} still there")
                  if (namespace, name) in objects else True, namespace=namespace, timeout=timeout,
                  what=f"{res.kind} {namespace}/{name} pruned")
@@ -111,7 +120,9 @@ def test_the_examples_trainer_v2_environment_runs_every_stock_runtime_to_complet
 
     for engine in ENGINES:
         wait_trainjobs(world, f"{engine}-ml", complete, EXAMPLE - {"t5-jax"}, "Complete")
-        wait_trainjobs(world, f"{engine}-v2", complete, {"quantities"}, "Complete")
+        wait_trainjobs(world, f"{engine}-v2", complete, {"quantities", "whole-job"}, "Complete")
+        jobset = world.client.get(JOBSETS, f"{engine}-v2", "whole-job")  # built from the job's own runtime
+        assert jobset["spec"]["failurePolicy"]["maxRestarts"] == 1, (engine, jobset["spec"].get("failurePolicy"))
         held = wait_trainjobs(world, f"{engine}-ml", lambda j: "Suspended" in active(j), {"t5-jax"}, "Suspended")
         assert not pods_of(world, f"{engine}-ml", "t5-jax"), engine
         assert held["t5-jax"]["spec"]["suspend"] is True
@@ -121,6 +132,14 @@ def test_the_examples_trainer_v2_environment_runs_every_stock_runtime_to_complet
                     "t5-jax": "Suspended"}, jobs
     loop.wait_argocd(SOLO_APP, STATE.sha)
     loop.wait_flux("solo-e2e", STATE.sha, ready="True")
+    loop.wait_flux(PREREQUISITES, STATE.sha, ready="True")
+    # stock kustomize-controller: no --custom-apply-stage-kinds gives TrainingRuntimes a stage of their own
+    assert [c.extra for c in loop.flux.procs if c.name == "kustomize-controller"] == [[]]
+    # one owner each: the runtime and the namespace git created are the prerequisites' Kustomization's
+    runtime = world.client.get(RUNTIMES, "flux-v2", "whole-job")
+    namespace = world.client.get(NAMESPACES, None, "flux-v2")
+    assert runtime["metadata"]["labels"][OWNER] == namespace["metadata"]["labels"][OWNER] == PREREQUISITES
+    assert get(world, "flux-v2", "whole-job")["metadata"]["labels"][OWNER] == "solo-e2e"
 
     # What Kueue does on admission (no Kueue here): resume the job; the engines leave
     # spec.suspend of a queued job to Kueue.
@@ -183,11 +202,13 @@ def test_a_failing_trainjob_is_failed_degraded_in_argocd_and_named_by_flux(world
 def test_a_trainjob_suspended_in_git_is_held_then_resumed_from_git(world, loop, sources):
     for engine in ENGINES:
         (sources[engine]["solo"] / "fails.yaml").unlink()
+        (sources[engine]["solo"] / "whole-job.yaml").unlink()
         (sources[engine]["solo"] / "paused.yaml").write_text((SOLO / "paused.yaml").read_text())
     publish(loop, sources)
-    STATE.sha = loop.commit("trainer-v2: drop fails, a suspended job")
+    STATE.sha = loop.commit("trainer-v2: drop fails and whole-job, a suspended job")
     for engine in ENGINES:
         wait_pruned(world, f"{engine}-v2", "fails")
+        wait_pruned(world, f"{engine}-v2", "whole-job", runtime=True)
         wait_trainjobs(world, f"{engine}-v2", lambda j: "Suspended" in active(j), {"paused"}, "Suspended")
         assert not pods_of(world, f"{engine}-v2", "paused"), engine
     loop.wait_argocd(SOLO_APP, STATE.sha, health="Suspended")

@@ -34,6 +34,7 @@ PROJECT = REPO_ROOT / "examples" / "project-v2"
 SOLO = JOBS / "trainer-v2"
 TRAINJOBS = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
 JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
+RUNTIMES = Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime")
 PVS = Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False)
 PVCS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")

@@ -1,8 +1,10 @@
 """`train-compile flux`: Kustomizations that kustomize renders, whose `healthCheckExprs`
 (read back from the generated YAML) give the Lua check's answer in a CEL evaluator, whose
 `.spec.ignore` names Kueue's fields, and whose `--create-only` patches make jobs
-create-only when kustomize applies them. The real kustomize-controller runs them in
-tests/e2e."""
+create-only when kustomize applies them; a trainer-v2 environment's second Kustomization
+(its `_prerequisites`) and the patches that hand those objects over to it. The real
+kustomize-controller runs them in tests/e2e (test_trainer_v2_e2e.py: a job's own runtime
+synced before its TrainJob under stock flags)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,11 @@ from compiler.gitops import flux, health
 from health_eval import ARGO_TO_FLUX, run_cel, run_lua
 
 
-def generate(out: Path, *extra: str) -> Path:
-    run(tool("train-compile"), "flux", str(FIXTURES / "project"), "-o", str(out), "--path", "deploy", *extra)
+RESTARTS = Path(__file__).resolve().parents[2] / "examples" / "whole-job-restarts"  # dev kubeflow-v1, prod trainer-v2
+
+
+def generate(out: Path, *extra: str, src: Path = FIXTURES / "project") -> Path:
+    run(tool("train-compile"), "flux", str(src), "-o", str(out), "--path", "deploy", *extra)
     return out
 
 
@@ -104,3 +109,52 @@ def test_jobs_are_create_only_and_nothing_else_is(tmp_path, project_tree):
 def test_apply_updates_is_the_default(tmp_path):
     (k, *_) = kustomize(generate(tmp_path / "flux", "--apply-updates"))
     assert "patches" not in k["spec"] and k["spec"]["ignore"] == flux.ignore_rules()
+
+
+@pytest.fixture(scope="module")
+def restarts_tree(tmp_path_factory) -> Path:
+    """examples/whole-job-restarts built: prod's two jobs each have a TrainingRuntime of their own."""
+    out = tmp_path_factory.mktemp("restarts") / "deploy"
+    run(tool("train-compile"), "build", str(RESTARTS), "-o", str(out))
+    return out
+
+
+def restarts_kustomizations(out: Path, *extra: str) -> dict[str, dict]:
+    return {k["metadata"]["name"]: k for k in kustomize(generate(out, *extra, src=RESTARTS))}
+
+
+def test_a_trainer_v2_environment_depends_on_a_kustomization_of_its_prerequisites(tmp_path):
+    found = restarts_kustomizations(tmp_path / "flux")
+
+    assert sorted(found) == ["trainforge-dev", "trainforge-prod", "trainforge-prod-prerequisites"]
+    prod, first = found["trainforge-prod"]["spec"], found["trainforge-prod-prerequisites"]
+    assert prod["dependsOn"] == [{"name": "trainforge-prod-prerequisites"}]
+    assert first["metadata"]["labels"] == found["trainforge-prod"]["metadata"]["labels"]
+    assert first["spec"] == {"interval": "10m", "path": "./deploy/prod/_prerequisites", "prune": True,
+                             "sourceRef": {"kind": "GitRepository", "name": "flux-system"}, "timeout": "5m",
+                             "wait": True}
+    dev = found["trainforge-dev"]["spec"]
+    assert "dependsOn" not in dev and "patches" not in dev  # kubeflow-v1: one Kustomization, as before
+
+
+WRITES = [pytest.param((), id="applying updates"), pytest.param(("--create-only",), id="create-only")]
+
+
+def _ids(objects: list[dict]) -> list[tuple[str, str, str]]:
+    return sorted((o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects)
+
+
+@pytest.mark.parametrize("extra", WRITES)
+def test_every_object_of_a_trainer_v2_environment_has_exactly_one_kustomization(tmp_path, restarts_tree, extra):
+    spec = restarts_kustomizations(tmp_path / "flux", *extra)["trainforge-prod"]["spec"]
+
+    own = _apply_patches(tmp_path, restarts_tree / "prod", spec["patches"])
+    first = kustomize(restarts_tree / "prod" / "_prerequisites")
+
+    assert sorted(_ids(own) + _ids(first)) == _ids(kustomize(restarts_tree / "prod"))  # what Argo CD syncs, split
+    assert _ids(first) == [("Namespace", "", "ml"), ("TrainingRuntime", "ml", "llm-pretrain"),
+                           ("TrainingRuntime", "ml", "t5-jax")]
+    assert {o["kind"] for o in own} == {"TrainJob"}
+    for job in own:  # each names a runtime the first Kustomization applies
+        assert ("TrainingRuntime", "ml", job["spec"]["runtimeRef"]["name"]) in _ids(first)
+        assert (job["metadata"].get("annotations", {}).get(flux.SSA_ANNOTATION) == "IfNotPresent") == bool(extra)
