@@ -43,8 +43,9 @@ from .world import World, WorldError
 
 __all__ = ["UPSTREAM_CRD_DIRS", "shared_dir", "upstream_crd_dirs"]  # re-exported: tests import them from here
 
+# and the module worlds of tests/e2e and tests/parity, named ``world`` and ``parity_world`` there
 _FIXTURES = {"control_plane", "namespace", "k8s_client", "envtest_assets", "pod_world", "pod_namespace",
-             "world_factory"}
+             "world_factory", "world", "parity_world"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

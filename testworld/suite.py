@@ -52,10 +52,15 @@ def _clock(seconds: float) -> str:
 
 
 def _phase(label: str, args: list[str], env: dict[str, str], failed: list[str]) -> None:
-    """One pytest run; its label joins ``failed`` when it fails."""
+    """One pytest run; its label joins ``failed`` when it fails.
+
+    Each run also leaves a JUnit report (``logs/suite-<label>.xml`` in the cache), the time of
+    every test with its fixtures, so the files behind a slower ``make test`` can be summed.
+    """
     _say(f"--- {label}: pytest {' '.join(args)}")
     started = time.monotonic()
-    code = subprocess.call([*PYTEST, *args], cwd=REPO_ROOT, env=env)
+    junit = cache_root() / "logs" / f"suite-{label}.xml"
+    code = subprocess.call([*PYTEST, f"--junitxml={junit}", *args], cwd=REPO_ROOT, env=env)
     _say(f"--- {label}: exit {code} in {_clock(time.monotonic() - started)}")
     if code:
         failed.append(label)
