@@ -19,8 +19,9 @@ The repo server listens in plaintext, redis and both servers on free 127.0.0.1 p
 except one thing Argo CD does not let us choose: the application controller's metrics
 and health server binds ``0.0.0.0:<--metrics-port>`` (hard-coded), so it gets a free
 port but listens on every interface. GnuPG is off, and ``TMPDIR``/``HOME`` point into
-the world's dir (the repo server clones into ``$TMPDIR/_argocd-repo``), so worlds running
-side by side share nothing. Logs: ``<world dir>/argocd-*.log``.
+the world's dir (the repo server clones into ``$TMPDIR/_argocd-repo``), as does its git
+ask-pass socket (``ARGOCD_ASK_PASS_SOCK``), so worlds running side by side share nothing.
+Logs: ``<world dir>/argocd-*.log``.
 """
 
 from __future__ import annotations
@@ -160,6 +161,8 @@ class _ArgoProcess(ProcessPart):
         tmp.mkdir(exist_ok=True)
         kustomize = gobuild.build("kustomize")
         return {"KUBECONFIG": str(world.kubeconfig), "ARGOCD_FAKE_IN_CLUSTER": "true", "ARGOCD_GPG_ENABLED": "false",
+                # the repo server's git ask-pass socket, /tmp/reposerver-ask-pass.sock unless set
+                "ARGOCD_ASK_PASS_SOCK": str(world.dir / "argocd-ask-pass.sock"),
                 "HOME": str(home), "TMPDIR": str(tmp), "PATH": f"{kustomize}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
     def ready(self) -> bool:

@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from .world import World
 
 NAMESPACE = "flux-system"
+# A Kustomization whose dependsOn is not Ready yet is looked at again after this long (Flux's
+# default is 30s). Every trainer-v2 environment waits once per commit for its prerequisites
+# (``train-compile flux``), and the e2e tests make a few dozen such commits: at the default
+# that wait was 20-30 s each. The order Flux keeps is the same at any interval.
+REQUEUE_DEPENDENCY = "5s"
 VERSION = "v1.9.6"
 REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
 CONTROLLERS = ("source-controller", "kustomize-controller")
@@ -130,7 +135,7 @@ class Flux(Composite):
         addr = f"{LOOPBACK}:{free_port()}"
         for controller in (_Controller("source-controller", [f"--storage-path={storage}", f"--storage-addr={addr}",
                                                              f"--storage-adv-addr={addr}"]),
-                           _Controller("kustomize-controller")):
+                           _Controller("kustomize-controller", [f"--requeue-dependency={REQUEUE_DEPENDENCY}"])):
             self.procs.append(controller)
             controller.start(world)
 

@@ -16,7 +16,8 @@ upstream operator) are built in the background while those tests run:
    makes a build of a ``LATER`` part an error that names this module, warm cache or cold,
    so a test that needs one outside ``LATE_DIRS`` fails in every run instead of waiting on
    the background child past pytest's timeout in a cold one;
-4. once the child is done, the tests in ``LATE_DIRS`` run (phase "late").
+4. once the child is done, the tests in ``LATE_DIRS`` run (phase "late"), two files at a
+   time (``LATE_WORKERS``).
 
 A warm run builds nothing and only splits the suite in three pytest runs. The exit code
 is 1 if any phase or the background build failed; every test phase runs regardless, so one
@@ -41,6 +42,12 @@ LATER = ("training-operator", "source-controller", "kustomize-controller", "redi
 LATE_DIRS = ("tests/admission", "tests/bench", "tests/e2e", "tests/gitops", "tests/parity")
 # --durations: each phase names its ten slowest steps, where a slower `make test` shows first
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not fault", "--durations=10")
+# The late phase runs its files on two pytest-xdist workers, a file (so a module's world) to one
+# worker. Its tests wait on the engines' intervals, syncs and pods far more than they compute:
+# run alone, the late phase kept a load average of about 1 on two cores for 40 minutes.
+# Every world has its own control plane, ports, directories and fixed-path isolation, so two
+# run side by side as they already do within one process.
+LATE_WORKERS = ("-n", "2", "--dist", "loadfile")
 
 
 def _say(msg: str) -> None:
@@ -106,7 +113,7 @@ def run() -> int:
             failed.append("background build")
         _say(f"--- background build (exit {child.returncode}, waited {_clock(time.monotonic() - waited)}):\n"
              + log.read_text(errors="replace").rstrip())
-        _phase("late", list(LATE_DIRS), dict(os.environ), failed)
+        _phase("late", [*LATE_WORKERS, *LATE_DIRS], dict(os.environ), failed)
         return 1 if failed else 0
     finally:
         if child.poll() is None:  # interrupted: stop the builds (each renames into place only when done)
