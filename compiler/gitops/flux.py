@@ -68,15 +68,9 @@ def health_check_exprs() -> list[dict[str, str]]:
 
 def job_patches() -> list[dict[str, Any]]:
     """One strategic-merge patch per job kind (Trainer v2's TrainJob too) that marks its jobs create-only."""
-    from compiler.emit import serialize
-
-    out = []
-    for api_version, kind in health.kinds():
-        group, _, version = api_version.rpartition("/")
-        body = {"apiVersion": api_version, "kind": kind,
-                "metadata": {"name": "any", "annotations": {SSA_ANNOTATION: "IfNotPresent"}}}
-        out.append({"target": {"group": group, "version": version, "kind": kind}, "patch": serialize.dump(body)})
-    return out
+    return [_patch({"apiVersion": api_version, "kind": kind,
+                    "metadata": {"name": "any", "annotations": {SSA_ANNOTATION: "IfNotPresent"}}})
+            for api_version, kind in health.kinds()]
 
 
 def ignore_rules() -> list[dict[str, Any]]:
@@ -87,15 +81,17 @@ def ignore_rules() -> list[dict[str, Any]]:
 
 def handed_over(runtime: JobRuntime) -> list[dict[str, Any]]:
     """Patches deleting what the prerequisites' Kustomization owns from an environment's output."""
+    return [_patch({"$patch": "delete", "apiVersion": api_version, "kind": kind, "metadata": {"name": "any"}})
+            for api_version, kind in (("v1", "Namespace"), (runtime.api_version, runtime.kind))]
+
+
+def _patch(body: dict[str, Any]) -> dict[str, Any]:
+    """A Kustomization patch of `body`, aimed at every object of its apiVersion and kind."""
     from compiler.emit import serialize
 
-    out = []
-    for api_version, kind in (("v1", "Namespace"), (runtime.api_version, runtime.kind)):
-        group, _, version = api_version.rpartition("/")
-        body = {"$patch": "delete", "apiVersion": api_version, "kind": kind, "metadata": {"name": "any"}}
-        out.append({"target": {**({"group": group} if group else {}), "version": version, "kind": kind},
-                    "patch": serialize.dump(body)})
-    return out
+    group, _, version = body["apiVersion"].rpartition("/")
+    return {"target": {**({"group": group} if group else {}), "version": version, "kind": body["kind"]},
+            "patch": serialize.dump(body)}
 
 
 def job_runtimes(project: "Project", envs: list[str]) -> dict[str, JobRuntime]:
