@@ -58,6 +58,11 @@ def _clock(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60)} s"
 
 
+def _log(name: str) -> Path:
+    """A file of the suite's in the cache's logs folder (each run writes over the last)."""
+    return cache_root() / "logs" / name
+
+
 def _phase(label: str, args: list[str], env: dict[str, str], failed: list[str]) -> None:
     """One pytest run; its label joins ``failed`` when it fails.
 
@@ -66,7 +71,7 @@ def _phase(label: str, args: list[str], env: dict[str, str], failed: list[str]) 
     """
     _say(f"--- {label}: pytest {' '.join(args)}")
     started = time.monotonic()
-    junit = cache_root() / "logs" / f"suite-{label}.xml"
+    junit = _log(f"suite-{label}.xml")
     code = subprocess.call([*PYTEST, f"--junitxml={junit}", *args], cwd=REPO_ROOT, env=env)
     _say(f"--- {label}: exit {code} in {_clock(time.monotonic() - started)}")
     if code:
@@ -93,7 +98,7 @@ def run() -> int:
     from .cli import build_named
 
     started = time.monotonic()
-    log = cache_root() / "logs" / "suite-background-build.log"
+    log = _log("suite-background-build.log")
     child = _background(log)
     failed: list[str] = []
     try:
