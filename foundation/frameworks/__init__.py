@@ -7,8 +7,8 @@ Adapters are imported eagerly because they are tiny and pure.
 
 from __future__ import annotations
 
-from compiler.frameworks import jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
-from compiler.frameworks.base import Adapter
+from foundation.frameworks import jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
+from foundation.frameworks.base import Adapter
 
 ADAPTERS: dict[str, Adapter] = {
     module.ADAPTER.name: module.ADAPTER

@@ -394,7 +394,7 @@ def _release_runtimes() -> dict[str, dict[str, Any]]:
 
 
 def test_the_stock_runtime_table_matches_the_v2_3_0_release_files():
-    from compiler.frameworks.stock_runtimes import STOCK_RUNTIMES
+    from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
 
     release = _release_runtimes()
     assert set(STOCK_RUNTIMES) == set(release)
@@ -410,7 +410,7 @@ def test_the_stock_runtime_table_matches_the_v2_3_0_release_files():
 
 
 def test_each_v2_framework_patches_only_replicated_jobs_its_stock_runtime_has():
-    from compiler.frameworks import ADAPTERS
+    from foundation.frameworks import ADAPTERS
 
     release = _release_runtimes()
     for adapter in ADAPTERS.values():

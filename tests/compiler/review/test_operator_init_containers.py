@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS
 from compiler.targets import api
 
 CASES = [

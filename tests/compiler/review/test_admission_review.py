@@ -8,9 +8,9 @@ import itertools
 import pytest
 from compiler_builders import example_sets, job_doc, lowered
 
-from compiler.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS
 from compiler.pipeline import compile_sources
-from compiler.review import admission
+from foundation import admission
 
 WEBHOOK_KINDS = set(admission.KIND_RULES)
 

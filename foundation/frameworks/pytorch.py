@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import (
+from foundation.frameworks.base import (
     Adapter,
     Facts,
     OperatorInit,
@@ -18,7 +18,7 @@ from compiler.frameworks.base import (
     named_port,
     replica_count,
 )
-from compiler.frameworks.operator import (
+from foundation.frameworks.operator import (
     STRING,
     Operator,
     StatusRule,

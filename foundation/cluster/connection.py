@@ -1,7 +1,7 @@
 """How the controller reaches the API server: settings read from a kubeconfig or the
 in-cluster config, requests sent with urllib3 by us.
 
-The `kubernetes` package does one job here: its config loaders (`controller.runtime.kubelib`) turn
+The `kubernetes` package does one job here: its config loaders (`foundation.cluster.kubelib`) turn
 a kubeconfig, or a pod's service-account files, into a `Configuration`. We read only that
 object's documented settings (`host`, `ssl_ca_cert`, `cert_file`, `key_file`,
 `verify_ssl`, `assert_hostname`, `tls_server_name`, `proxy`, `proxy_headers`, `no_proxy`)
@@ -29,9 +29,9 @@ from urllib.request import proxy_bypass_environment
 
 import urllib3
 
-from controller.runtime.kubelib import LOAD_ERRORS
+from foundation.cluster.kubelib import LOAD_ERRORS
 
-log = logging.getLogger("controller.runtime.connection")
+log = logging.getLogger("foundation.cluster.connection")
 
 RENEW_INTERVAL = 5.0  # seconds: at most one reload per interval however many requests get a 401
 AUTH_TTL = 1.0  # seconds a credential header is reused before the Configuration is asked again (Connection.auth)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import (
+from foundation.frameworks.base import (
     Adapter,
     Facts,
     ReplicaPlan,
@@ -17,7 +17,7 @@ from compiler.frameworks.base import (
     replica_count,
     role_plan,
 )
-from compiler.frameworks.operator import (
+from foundation.frameworks.operator import (
     Operator,
     StatusRule,
     WebhookRules,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import (
+from foundation.frameworks.base import (
     Adapter,
     Facts,
     Launcher,
@@ -20,7 +20,7 @@ from compiler.frameworks.base import (
     env_var,
     template_part,
 )
-from compiler.frameworks.operator import (
+from foundation.frameworks.operator import (
     INT32,
     STRING,
     Operator,

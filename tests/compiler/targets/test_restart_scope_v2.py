@@ -20,7 +20,7 @@ from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_
 
 from compiler.emit import tree
 from compiler.targets.trainer_v2_restarts import PERMANENT_EXIT_CODES, STOCK_SPECS
-from compiler.frameworks.stock_runtimes import STOCK_RUNTIMES
+from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
 from schemas.marks import RESTART_SCOPE
 
 RELEASE = shared_dir() / "reference" / "crds" / "trainer-v2.3.0" / "runtimes"

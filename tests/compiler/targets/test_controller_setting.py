@@ -17,7 +17,7 @@ import pytest
 from compiler_builders import compile_docs, job_doc, project_doc
 
 from compiler.emit.render import rendered_objects
-from compiler.frameworks.base import INIT_SECURITY_CONTEXT
+from foundation.frameworks.base import INIT_SECURITY_CONTEXT
 from schemas.project import DEFAULT_PROJECT, ControllerName, Project
 
 RESTRICTED = {"podSecurity": "restricted", "podSecurityDefaults": True}

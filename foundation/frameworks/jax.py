@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import (
+from foundation.frameworks.base import (
     Adapter,
     Facts,
     ReplicaPlan,
@@ -13,7 +13,7 @@ from compiler.frameworks.base import (
     named_port,
     replica_count,
 )
-from compiler.frameworks.operator import Operator, StatusRule, WebhookRules, first_of_each
+from foundation.frameworks.operator import Operator, StatusRule, WebhookRules, first_of_each
 
 if TYPE_CHECKING:
     from schemas.trainjob import TrainJobSpec

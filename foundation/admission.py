@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.frameworks import BY_KIND
-from compiler.frameworks.operator import (
+from foundation.frameworks import BY_KIND
+from foundation.frameworks.operator import (
     DNS1035,
     DNS1035_ERROR,
     TOO_LONG,

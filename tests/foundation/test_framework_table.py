@@ -1,7 +1,7 @@
 """The framework names the spec accepts are the adapter table's.
 
 `schemas/trainjob.py` sits below the compiler (import-linter's schemas-is-the-bottom contract),
-so its `Framework` literal cannot be derived from `compiler/frameworks/__init__.py`'s ADAPTERS
+so its `Framework` literal cannot be derived from `foundation/frameworks/__init__.py`'s ADAPTERS
 and restates the names; this test is the tie. An adapter whose name the literal lacks (or a
 name without an adapter) fails here, as does another order: the literal's order is the one
 `use one of ...` lists the choices in, the table's the one every per-framework list follows.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typing
 
-from compiler.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS
 from schemas.trainjob import FRAMEWORKS, Framework, TrainJobSpec
 
 

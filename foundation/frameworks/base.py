@@ -1,13 +1,13 @@
 """The one small interface every framework adapter implements.
 
-An adapter is a module in `compiler/frameworks/` that declares facts about one Kubeflow
+An adapter is a module in `foundation/frameworks/` that declares facts about one Kubeflow
 kind (`Facts`: kind, replica-spec field, replica types, container, port, restart
 default) and two pure functions: `plan(spec)` turns the unified TrainJob spec into
 replica roles (the spec's role table), `job_fields(spec)` adds the kind's own top-level
 spec fields (nprocPerNode, elasticPolicy, slotsPerWorker, jobMode). The controller uses
 the same module for `rendezvous_env`, so the compiler and the controller can never
 disagree on a framework's shape. Adding a framework is one new module plus one line in
-`compiler/frameworks/__init__.py`.
+`foundation/frameworks/__init__.py`.
 
 A framework that Kubeflow Trainer v2 can run also declares `trainer_v2` (the optional
 `TrainerV2Capable` capability): its stock ClusterTrainingRuntime, the mlPolicy kind a
@@ -29,7 +29,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol
 
-from compiler.frameworks.operator import Operator
+from foundation.frameworks.operator import Operator
 
 if TYPE_CHECKING:
     from schemas.trainjob import Resources, TrainJobSpec
@@ -184,7 +184,7 @@ class TrainerV2:
     @property
     def ml_policy(self) -> str:
         """The mlPolicy source of its stock runtime (a fact of the Trainer release)."""
-        from compiler.frameworks.stock_runtimes import STOCK_RUNTIMES
+        from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
 
         return STOCK_RUNTIMES[self.runtime].ml_policy
 

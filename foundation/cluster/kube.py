@@ -5,7 +5,7 @@ pods into them is ~9x slower than parsing the JSON (controller-design.md), the c
 only needs dicts, and the generated request path changes signature between releases
 (`ApiClient.update_params_for_auth` did in kubernetes 37, and the controller could not
 start). So the `kubernetes` package only reads the kubeconfig or in-cluster config, and
-`controller.runtime.connection` sends the requests with urllib3 (TLS, proxy, credentials and their
+`foundation.cluster.connection` sends the requests with urllib3 (TLS, proxy, credentials and their
 renewal on a 401). `counts` tallies requests by (verb, group/resource) so tests can assert
 "a settled job makes zero writes" and the install ClusterRole can be compared with what
 the controller really uses; `observer` (set by `controller.runtime.metrics`) sees every request's
@@ -34,8 +34,8 @@ from urllib.parse import urlencode
 import orjson
 import urllib3
 
-from controller.runtime import errors, kubelib
-from controller.runtime.connection import Connection
+from foundation.cluster import errors, kubelib
+from foundation.cluster.connection import Connection
 
 
 def timestamp(now: datetime) -> str:

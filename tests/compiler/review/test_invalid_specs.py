@@ -460,7 +460,7 @@ CASES = [
      "13:48: error: spec.podTemplate.spec.containers[0].resources.limits.nvidia.com/gpu: nvidia.com/gpu request 8 and"
      " limit 4 in container 'pytorch' differ, and an extended resource's request must equal its limit; set the"
      " podTemplate's request and limit together (or change resources instead)"),
-    # --- pod security at the default level, baseline (every rule: tests/compiler/test_pod_security_admission.py)
+    # --- pod security at the default level, baseline (every rule: tests/compiler/review/test_pod_security_admission.py)
     ("a podTemplate adding SYS_ADMIN is refused at the default baseline level",
      job_text("podTemplate:\n  spec:\n    containers:\n      - name: pytorch\n        securityContext:\n"
               "          capabilities: {add: [SYS_ADMIN]}\n"),

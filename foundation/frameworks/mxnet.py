@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import (
+from foundation.frameworks.base import (
     Adapter,
     Facts,
     ReplicaPlan,
@@ -19,7 +19,7 @@ from compiler.frameworks.base import (
     role_plan,
     template_part,
 )
-from compiler.frameworks.operator import (
+from foundation.frameworks.operator import (
     STRING,
     Operator,
     StatusRule,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from compiler.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS
 from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_cli
 
 MANAGED = sorted(name for name, fw in ADAPTERS.items() if fw.facts.kueue_unmanaged is None)

@@ -46,7 +46,7 @@ def test_merging_twice_gives_equal_independent_results() -> None:
 def test_pod_template_hands_out_a_fresh_copy_of_the_merged_template(tmp_path) -> None:
     from compiler_builders import compile_docs, job_doc
 
-    from compiler.frameworks import adapter
+    from foundation.frameworks import adapter
     from compiler.targets.lowering import pod_template
 
     doc = job_doc("pytorch", nodes=2, podTemplate={"spec": {"containers": [

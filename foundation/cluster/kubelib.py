@@ -3,7 +3,7 @@
 The controller uses the package for one thing: its config loaders (`kubernetes.config`),
 the well-kept code that reads a kubeconfig (tokens, token files, client certificates, exec
 plugins, auth providers) or the in-cluster config into a `Configuration`
-(controller.runtime.connection reads that; the requests are ours). But `import kubernetes` runs `kubernetes/__init__.py`,
+(foundation.cluster.connection reads that; the requests are ours). But `import kubernetes` runs `kubernetes/__init__.py`,
 which imports every generated API and model class plus the dynamic client and its
 schema validator (~33 MB of RSS, 40% of an idle controller), and `kubernetes.config`
 itself imports `kubernetes.client`. So the packages `kubernetes`, `kubernetes.client`

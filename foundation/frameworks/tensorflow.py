@@ -10,7 +10,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import (
+from foundation.frameworks.base import (
     Adapter,
     Facts,
     ReplicaPlan,
@@ -18,7 +18,7 @@ from compiler.frameworks.base import (
     replica_count,
     role_plan,
 )
-from compiler.frameworks.operator import (
+from foundation.frameworks.operator import (
     BOOLEAN,
     STRING,
     Operator,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional
 from schemas.upstream import pod_spec
 
 if TYPE_CHECKING:
-    from compiler.frameworks.base import Facts
+    from foundation.frameworks.base import Facts
 
 # (replicas of the job, replica type, index) -> whether that pod gets job-role: master
 MasterRole = Callable[[Mapping[str, Any], str, int], bool]

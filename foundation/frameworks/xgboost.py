@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import (
+from foundation.frameworks.base import (
     Adapter,
     Facts,
     ReplicaPlan,
@@ -12,7 +12,7 @@ from compiler.frameworks.base import (
     env_var,
     named_port,
 )
-from compiler.frameworks.operator import Operator, StatusRule, WebhookRules, only
+from foundation.frameworks.operator import Operator, StatusRule, WebhookRules, only
 
 if TYPE_CHECKING:
     from schemas.trainjob import TrainJobSpec

@@ -3,7 +3,7 @@ behaviour a bug report depends on (the controller and the compiler each name the
 
 Read from the installed distributions' metadata (importlib.metadata), not by importing
 the libraries, and only when `--version` is given, so the CLIs' start-up stays as small as
-tests/compiler/test_cli_startup.py pins it.
+tests/compiler/cli/test_cli_startup.py pins it.
 """
 
 from __future__ import annotations
