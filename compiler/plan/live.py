@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from compiler.plan.judge import duration
+from foundation.rfc3339 import parse as _time
 from schemas.marks import SOURCE
 
 STATES = ("Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
@@ -38,15 +39,6 @@ class Live:
 
 
 ABSENT = Live("absent")
-
-
-def _time(text: Any) -> Optional[datetime]:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
 
 
 def state_of(obj: Optional[dict[str, Any]]) -> Live:

@@ -27,7 +27,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
@@ -37,10 +36,6 @@ import urllib3
 from foundation.cluster import errors, kubelib
 from foundation.cluster.connection import Connection
 
-
-def timestamp(now: datetime) -> str:
-    """metav1.Time's JSON form: RFC 3339, UTC, whole seconds."""
-    return now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 

@@ -11,18 +11,10 @@ import re
 from datetime import datetime, timezone
 from typing import Optional
 
+from foundation.rfc3339 import parse as parse_time
+
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _TERM = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-
-
-def parse_time(text: Optional[str]) -> Optional[datetime]:
-    """An RFC 3339 time from the API server (`...Z` or with fractions), None when absent."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def age(since: Optional[str], now: datetime) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from compiler.cli.live.clock import parse_time
+from foundation.rfc3339 import parse as parse_time
 
 TERMINAL = ("Succeeded", "Failed")
 # --wait CONDITION: the states that count as having reached it (Running is reached by a job

@@ -157,6 +157,10 @@ def test_the_reader_only_reads(repo, control_plane):
         {"type": "Running", "status": "False", "lastTransitionTime": "2026-01-01T02:00:00Z"},
         {"type": "Restarting", "status": "True", "lastTransitionTime": "2026-01-01T01:00:00Z"}]}}, "Restarting",
         id="the newest true condition wins over a newer false one"),
+    pytest.param({"kind": "PyTorchJob", "metadata": {}, "status": {"conditions": [
+        {"type": "Running", "status": "True", "lastTransitionTime": "2026-01-01T02:00:00.250Z"},
+        {"type": "Restarting", "status": "True", "lastTransitionTime": "2026-01-01T01:00:00+00:00"}]}}, "Running",
+        id="a time with fractions or an offset is read, not taken for the oldest"),
 ])
 def test_state_of(obj, state):
     assert state_of(obj).state == state
