@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import threading
 from collections.abc import Callable
@@ -26,6 +25,7 @@ import click
 
 from foundation.frameworks import ADAPTERS
 from foundation.versions import CONTROLLER_DEPS, version_option
+from schemas.durations import FLAG
 
 if TYPE_CHECKING:
     from controller.manager import Manager
@@ -42,13 +42,13 @@ SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 def duration(value: str | float) -> float:
-    """Seconds from a Go-style duration (`15s`, `1.5s`, `300ms`, `1m`) or a plain number."""
+    """Seconds from a Go duration (`15s`, `1.5s`, `300ms`, `1m30s`: `schemas.durations.FLAG`) or a plain number."""
     if isinstance(value, (int, float)):
         return float(value)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", value)
-    if match is None:
-        raise click.BadParameter(f"{value!r} is not a duration like 15s, 1.5s or 300ms")
-    return float(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+    seconds = FLAG.seconds(value)
+    if seconds is None:
+        raise click.BadParameter(f"{value!r} is not a duration like 15s, 1.5s, 300ms or 1m30s")
+    return seconds
 
 
 UPSTREAM_INIT_TEMPLATE_FILE = Path("/etc/config/initContainer.yaml")  # upstream's default, read when present

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
 
+from schemas import durations
 from schemas.quantity import (
     QUANTITY,  # every quantity in the spec is an amount: no minus sign
 )
@@ -20,11 +21,9 @@ from schemas.quantity import (
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DURATION = re.compile(r"^(\d+)([smhd]?)$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def _dns1035(value: str) -> str:
@@ -98,9 +97,9 @@ def _duration(value: object) -> object:
             raise ValueError(f"{value} is negative; durations are whole seconds >= 0")
         return value
     if isinstance(value, str):
-        match = DURATION.match(value)
-        if match:
-            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        seconds = durations.SPEC.seconds(value)
+        if seconds is not None:
+            return int(seconds)
     raise ValueError(f"'{value}' is not a duration; write 90s, 30m, 24h, 7d or whole seconds")
 
 
@@ -153,7 +152,7 @@ Quantity = Annotated[
 Seconds = Annotated[
     int,
     BeforeValidator(_duration),
-    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": DURATION.pattern}]}),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": durations.SPEC.pattern}]}),
 ]
 EnvName = Annotated[
     str, Field(strict=True, json_schema_extra={"pattern": ENV_NAME.pattern}), AfterValidator(_env_name)

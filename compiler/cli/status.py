@@ -108,7 +108,7 @@ def exit_code(found: "StatusReport") -> int:
 
 def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition: str, seconds: float) -> str:
     """Poll the jobs' states until all reached `condition`: "" then, else why the wait failed."""
-    from compiler.cli.live.clock import span
+    from schemas.durations import age, go
     from compiler.cli.live.gather import states
     from compiler.cli.live.state import REACHED
 
@@ -120,12 +120,12 @@ def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition
             return f"{_names(failed)} failed before reaching {condition}"
         waiting = [s for s in specs if s.key not in now or now[s.key].state not in REACHED[condition]]
         if not waiting:
-            click.echo(f"train-compile: every job reached {condition} ({span(time.monotonic() - started)})", err=True)
+            click.echo(f"train-compile: every job reached {condition} ({age(time.monotonic() - started)})", err=True)
             return ""
         if time.monotonic() - started >= seconds:
             where = ", ".join(f"{s.namespace}/{s.name} is {now[s.key].state if s.key in now else 'absent'}"
                               for s in waiting[:5])
-            return f"timed out after {span(seconds)} waiting for {condition}: {where}"
+            return f"timed out after {go(seconds)} waiting for {condition}: {where}"
         time.sleep(POLL_SECONDS)
 
 

@@ -88,7 +88,7 @@ def test_timings_that_could_let_two_leaders_overlap_are_refused(timings, message
         LeaderConfig("ns", "lease", "me", lease_duration=timings[0], renew_deadline=timings[1], retry_period=timings[2])
 
 
-@pytest.mark.parametrize("text,seconds", [("15s", 15), ("1.5s", 1.5), ("300ms", 0.3), ("2m", 120), ("7", 7)])
+@pytest.mark.parametrize("text,seconds", [("15s", 15), ("1.5s", 1.5), ("300ms", 0.3), ("2m", 120), ("7", 7), ("1m30s", 90)])
 def test_duration_flags_read_go_durations(text, seconds) -> None:
     assert duration(text) == pytest.approx(seconds)
 
