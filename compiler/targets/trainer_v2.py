@@ -41,7 +41,8 @@ from compiler.targets.lowering import (
 from compiler.targets.trainer_v2_rules import CONTAINER, capability, runtime_ref
 from overlays import waves
 from schemas import upstream
-from schemas.bundle import Bundle, Component, JsonObject, json_copy
+from schemas.bundle import Bundle, Component, JsonObject
+from schemas.jsoncopy import json_copy
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import Resources
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.bundle import JsonObject, json_copy
+from schemas.bundle import JsonObject
+from schemas.jsoncopy import json_copy
 
 GROUP_VERSION = "trainer.kubeflow.org/v1alpha1"
 KIND = "TrainingRuntime"
