@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from compiler.cli.cluster import Kind
+from foundation.cluster.resource import Resource
 from schemas.marks import SOURCE
 
 if TYPE_CHECKING:
@@ -59,16 +59,16 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
     return out
 
 
-def kind_of(api_version: str, kind: str) -> Kind:
+def kind_of(api_version: str, kind: str) -> Resource:
     from foundation.frameworks import BY_KIND
 
     group, _, version = api_version.rpartition("/")
     adapter = BY_KIND.get(kind)
     # the adapters state their plurals; Trainer's CRD names its TrainJob's `trainjobs`
-    return Kind(group, version, adapter.facts.plural if adapter else kind.lower() + "s", kind)
+    return Resource(group, version, adapter.facts.plural if adapter else kind.lower() + "s", kind)
 
 
-def job_kinds() -> list[Kind]:
+def job_kinds() -> list[Resource]:
     from compiler.gitops.health import RULES
 
     return [kind_of(rule.api_version, kind) for kind, rule in RULES.items()]
