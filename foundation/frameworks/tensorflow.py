@@ -23,7 +23,6 @@ from foundation.frameworks.operator import (
     STRING,
     Operator,
     StatusRule,
-    StatusRule,
     WebhookRules,
     master_or_worker0,
     standard_defaults,
