@@ -39,9 +39,6 @@ VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
-# --- Kubeflow Trainer v2 ------------------------------------------------------------------
-TRAINER_GROUP = "trainer.kubeflow.org"  # its TrainJob: what a trainer-v2 environment compiles to
-
 # --- Kueue and Argo CD --------------------------------------------------------------------
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

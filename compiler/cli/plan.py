@@ -36,8 +36,7 @@ def _words(value: str) -> set[str]:
 def _read_live(both: Any, kubeconfig: Optional[str], context: Optional[str]) -> dict[tuple[str, str, str], Any]:
     """Every job the plan names, as the cluster has it (one list per kind and namespace)."""
     from compiler.cli.cluster import ClusterError, connect
-    from foundation.cluster.resource import Resource
-    from foundation.frameworks import BY_KIND
+    from compiler.cli.live.specs import kind_of
     from compiler.plan import build, live
 
     wanted = build.wanted(both)
@@ -46,9 +45,7 @@ def _read_live(both: Any, kubeconfig: Optional[str], context: Optional[str]) -> 
     try:
         with connect(kubeconfig, context=context) as reader:
             for api, kind, namespace in groups:
-                group, _, version = api.rpartition("/")
-                plural = BY_KIND[kind].facts.plural if kind in BY_KIND else kind.lower() + "s"
-                for obj in reader.list(Resource(group, version, plural, kind), namespace=namespace) or []:
+                for obj in reader.list(kind_of(api, kind), namespace=namespace) or []:
                     found.append({**obj, "kind": kind})
     except ClusterError as exc:
         click.echo(f"train-compile: plan --live: {exc}", err=True)

@@ -21,8 +21,9 @@ from functools import lru_cache
 from importlib import resources
 
 from foundation.frameworks import BY_KIND
+from foundation.frameworks import stock_runtimes as trainer
+from foundation.frameworks.base import GROUP  # the kubeflow.org/v1 kinds' (health.GROUP to callers)
 
-GROUP = "kubeflow.org"
 SCRIPT = "kubeflow_health.lua"
 
 
@@ -46,7 +47,7 @@ class Rule:
 RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version) for kind, adapter in BY_KIND.items()}
 # Kubeflow Trainer v2 (the trainer-v2 target): a TrainJob ends Complete (its JobSet's
 # Completed) or Failed, and is Suspended while Kueue holds it (Trainer v2.3.0 API).
-RULES["TrainJob"] = Rule("trainer.kubeflow.org/v1alpha1", succeeded="Complete")
+RULES[trainer.TRAINJOB] = Rule(trainer.API_VERSION, succeeded="Complete")
 
 # Flux (fluxcd/pkg runtime/cel) evaluates inProgress, then failed, then current; the first
 # true one wins, none true is InProgress, and an evaluation error is Unknown with the

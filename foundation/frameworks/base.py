@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol
 
 from foundation.frameworks.operator import Operator
+from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES
 
 if TYPE_CHECKING:
     from schemas.trainjob import Resources, TrainJobSpec
@@ -177,15 +178,13 @@ class TrainerV2:
     integer `processesPerNode` (`auto` leaves it to the runtime)."""
 
     runtime: str
-    program_jobs: tuple[str, ...] = ("node",)
+    program_jobs: tuple[str, ...] = (NODE,)
     reserved_env: tuple[str, ...] = ()
     processes: Optional[Callable[["TrainJobSpec"], Optional[int]]] = None
 
     @property
     def ml_policy(self) -> str:
         """The mlPolicy source of its stock runtime (a fact of the Trainer release)."""
-        from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
-
         return STOCK_RUNTIMES[self.runtime].ml_policy
 
     def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]:

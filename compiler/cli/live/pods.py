@@ -18,6 +18,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from foundation.frameworks import stock_runtimes as trainer
+from foundation.frameworks.base import GROUP as V1_GROUP
 from schemas import upstream
 from schemas.podstate import STUCK, why
 
@@ -33,8 +35,8 @@ class PodLabels:
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 POD_LABELS = {
-    "kubeflow.org": PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
-    upstream.TRAINER_GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
+    V1_GROUP: PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
+    trainer.GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
                                       ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
 }
 

@@ -60,12 +60,14 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
 
 
 def kind_of(api_version: str, kind: str) -> Resource:
+    """The resource that serves `kind` of `api_version`: a kubeflow.org/v1 kind or Trainer's TrainJob."""
     from foundation.frameworks import BY_KIND
+    from foundation.frameworks import stock_runtimes as trainer
 
     group, _, version = api_version.rpartition("/")
     adapter = BY_KIND.get(kind)
-    # the adapters state their plurals; Trainer's CRD names its TrainJob's `trainjobs`
-    return Resource(group, version, adapter.facts.plural if adapter else kind.lower() + "s", kind)
+    plural = adapter.facts.plural if adapter else {trainer.TRAINJOB: trainer.TRAINJOBS}[kind]  # each states its own
+    return Resource(group, version, plural, kind)
 
 
 def job_kinds() -> list[Resource]:
