@@ -26,9 +26,6 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 TYPE_LABEL = "training.kubeflow.org/replica-type"
 INDEX_LABEL = "training.kubeflow.org/replica-index"
 ROLE_LABEL = "training.kubeflow.org/job-role"
-MASTER_ROLE = "master"  # ROLE_LABEL's one value, on the pods each kind's `master_role` picks
-# the replica type every scalable v1 kind's scale subresource scales (its CRD's specReplicasPath)
-SCALED_REPLICA_TYPE = "Worker"
 
 # --- gang scheduling: Volcano and scheduler-plugins (coscheduling) ----------------------
 VOLCANO_SCHEDULER = "volcano"  # the pods' schedulerName

@@ -1,7 +1,7 @@
 """Every fact about a Kubeflow kind lives in its adapter (`foundation/frameworks/`): a shipped
 module elsewhere that names a kind, its plural, its replica-spec field or a replica type in
 its code fails here, so a new kind keeps touching its adapter, its snapshots and what is
-generated from them, nothing else (README, "Architecture: layers and the one-adapter rule").
+generated from them, nothing else (docs/architecture.md, "One adapter per kind").
 Kubeflow Trainer v2's facts likewise live in `foundation/frameworks/stock_runtimes.py` (and the
 adapters that name a runtime) and the trainer-v2 target (`compiler/targets/trainer_v2*.py`):
 its API group (so its API version and labels), a stock runtime's name, or a replicated job its
@@ -43,16 +43,8 @@ TRAINER_WHOLE = {trainer.NODE, trainer.LAUNCHER}
 
 # (module, what it names) -> why it stays
 ALLOWED: dict[tuple[str, str], str] = {
-    ("schemas/upstream.py", "master"): "the job-role label's one value, the same for every kind (MASTER_ROLE)",
-    ("schemas/upstream.py", "Worker"): "the replica type the scale subresource of every scalable v1 CRD names "
-                                       "(SCALED_REPLICA_TYPE)",
-    ("foundation/admission.py", "Master"): "upstream's webhook rules, their messages and CEL: one table rendered "
-                                                "three ways; each adapter's WebhookRules flags say which rules its kind has",
-    ("foundation/admission.py", "Chief"): "the same table's one-Chief-or-Master rule (TFJob's WebhookRules flag)",
-    ("foundation/admission.py", "Worker"): "the same table's elastic rule (PyTorchJob's WebhookRules flag)",
     ("compiler/gitops/argocd.py", "server"): "an Argo CD Application's destination.server, not MXJob's Server",
     ("compiler/cli/live/render.py", "server"): "the API server's address in status' JSON, not MXJob's Server",
-    ("compiler/cli/logs.py", "Master"): "an example in the help of --replica, which takes any kind's type",
 }
 
 

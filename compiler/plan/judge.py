@@ -17,8 +17,8 @@ from compiler.plan import hazards as table
 from compiler.plan.aspects import Aspects
 from compiler.plan.hazards import Effect
 from compiler.plan.model import HAZARDS
+from foundation.frameworks.base import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
 from schemas.durations import prose
-from schemas.upstream import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
 
 SCOPE_DOES = {"job": "restarts the whole job as one attempt (every pod, one new attempt)",
               "pod": "restarts on its own beside the running pods"}

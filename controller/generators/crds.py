@@ -23,11 +23,10 @@ from typing import Any
 import click
 import yaml
 
-from foundation.frameworks.base import GROUP, VERSION
+from foundation.frameworks.base import GROUP, SCALED_REPLICA_TYPE, VERSION
 from foundation.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
 from controller.generators.files import write_or_check
 from controller.jobs.kinds import KINDS, Kind
-from schemas.upstream import SCALED_REPLICA_TYPE
 
 OUT = Path(__file__).parents[1] / "install" / "crds"
 INT64 = {"type": "integer", "format": "int64"}

@@ -32,7 +32,7 @@ from controller.jobs.kinds import Kind
 from foundation import jsondata
 from foundation.cluster.kube import Resource
 from schemas import marks
-from schemas.upstream import SCALED_REPLICA_TYPE
+from foundation.frameworks.base import SCALED_REPLICA_TYPE
 
 CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
 HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it

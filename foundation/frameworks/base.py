@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 GROUP = "kubeflow.org"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
+# the replica type a scalable kind's scale subresource scales (every such v1 CRD's specReplicasPath)
+SCALED_REPLICA_TYPE = "Worker"
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Facts:
     port: Optional[int]
     default_restart: str  # replica restartPolicy default
     operator_name: str  # training.kubeflow.org/operator-name value
-    scalable: bool = False  # CRD has the scale subresource (Worker replicas)
+    scalable: bool = False  # CRD has the scale subresource (SCALED_REPLICA_TYPE's replicas)
     allowed_roles: tuple[str, ...] = ()  # names accepted under spec.roles
     elastic: bool = False  # takes spec.elastic (the kind has an elastic policy)
     autoscaled: bool = False  # the operator keeps a HorizontalPodAutoscaler from elasticPolicy.metrics
