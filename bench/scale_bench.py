@@ -128,7 +128,7 @@ def distinct_events(client: Client, namespace: str, jobs: int, pods_per_job: int
     """(found, expected) distinct Events a user's `kubectl describe` of each job should show: one
     "Created pod: <pod>" and one "Created service: <pod>" per pod, as both controllers word them,
     and one {Kind}Succeeded per job; a combined Event counts for every message it lists.
-    ExitedWithCode is left out: how many exits a pass sees differs between the two (README)."""
+    ExitedWithCode is left out: how many exits a pass sees differs between the two (bench/README.md)."""
     found: set[tuple[str, str, str]] = set()
     for event in client.list(EVENTS, namespace=namespace)["items"]:
         ref = event.get("involvedObject") or {}

@@ -8,7 +8,8 @@ writes the admin kubeconfig to a *stable* path so ``export KUBECONFIG=...`` can
 be pasted once. The stable file is removed on exit because it would point at a
 dead server. ``assets`` prints the control plane binaries' dir (building them if
 needed); ``build [PART...]`` builds or finds the test world's binaries (testworld.gobuild),
-one progress line per part with its build time; ``suite`` is ``make test`` (testworld.suite).
+one progress line per part with its build time; ``suite`` is ``make test`` (testworld.suite);
+``docs serve|build`` is ``make docs`` and ``make docs-build`` (testworld.docsite).
 """
 
 from __future__ import annotations
@@ -151,6 +152,12 @@ def _demo_gitops(args: argparse.Namespace) -> int:
     return run(timeout=args.timeout)
 
 
+def _docs(args: argparse.Namespace) -> int:
+    from .docsite import run
+
+    return run(args.action)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m testworld", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,5 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                                               "the jobs go Created, Running, Succeeded; stop everything")
     demo.add_argument("--timeout", type=float, default=600, help="seconds to wait for every job (default 600)")
     demo.set_defaults(func=_demo_gitops)
+    docs = sub.add_parser("docs", help="the documentation site: serve it on 127.0.0.1:8000 (make docs) or build it "
+                                        "strictly into site/ (make docs-build); testworld/docsite.py")
+    docs.add_argument("action", choices=("serve", "build"))
+    docs.set_defaults(func=_docs)
     args = parser.parse_args(argv)
     return int(args.func(args))
