@@ -124,7 +124,8 @@ def _lease_namespace(flag: str | None) -> str:
               help="Gang scheduling: 'volcano', or the schedulerName of a scheduler-plugins (coscheduling) scheduler; empty: off.")
 @click.option("--pods-first/--no-pods-first", default=True, show_default=True,
               help="During a burst of pod creates, send the headless Services, plain status writes and Events once "
-                   "it is over (pods ~2x faster on a busy API server; those land up to one burst later). "
+                   "it is over (pods sooner on a busy API server, figures in bench/README.md; those land up "
+                   "to one burst later). "
                    "--no-pods-first: upstream's order, each pass's Services and status beside its pods.")
 @click.option("--stuck-pod-threshold", "stuck_pod_threshold", default="3m", show_default=True, type=duration,
               help="How long a pod of a running job may wait for a reason it cannot get past without help (image "

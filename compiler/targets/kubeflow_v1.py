@@ -97,8 +97,8 @@ def operator_init_containers(kind: str, replica_type: str, replica_types: set[st
 
 def pods(bundle: "Bundle") -> list[tuple[str, int, int]]:
     # the lowered job, not the rendered one: no overlay touches a replica count or a container's
-    # resources, and rendering every job (a copy and its patches) was ~10% of a build that prints
-    # its jobs table (measured at 1,000 specs)
+    # resources, and rendering every job (a copy and its patches) would cost a build that prints
+    # its jobs table for nothing (bench/README.md)
     replicas = bundle.job["spec"][bundle.adapter.facts.replica_specs]
     return [
         (rtype, int(r.get("replicas", 1)), sum(gpus_in(c.get("resources")) for c in r["template"]["spec"]["containers"]))
