@@ -13,6 +13,7 @@ RUN pip install --no-cache-dir "uv==${UV_VERSION}"
 WORKDIR /src
 COPY pyproject.toml uv.lock README.md ./
 COPY schemas schemas
+COPY foundation foundation
 COPY compiler compiler
 COPY overlays overlays
 COPY controller controller

@@ -48,7 +48,7 @@ from typing import Optional
 from bench import report, specs
 
 ENV = "prod"  # the one environment of the synthetic project
-PACKAGES = ("schemas", "compiler", "overlays")  # what train-compile runs, beside bench/
+PACKAGES = ("schemas", "foundation", "compiler", "overlays")  # what train-compile runs, beside bench/
 
 
 @dataclass(frozen=True)

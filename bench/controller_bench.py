@@ -38,7 +38,7 @@ from typing import Any, Optional
 
 from bench import kube_tools as kt
 from bench import report, restart_bench, server_cost
-from controller.runtime.kube import EVENTS, PODS, SERVICES, Client
+from foundation.cluster.kube import EVENTS, PODS, SERVICES, Client
 from testworld import upstream
 
 REPO = Path(__file__).resolve().parents[1]

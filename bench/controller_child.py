@@ -23,7 +23,7 @@ from typing import Any
 
 from controller.jobs.kinds import select
 from controller.manager import Manager, connection_pool_size
-from controller.runtime.kube import PODS, WRITE_VERBS, Client
+from foundation.cluster.kube import PODS, WRITE_VERBS, Client
 
 
 def _status_mb(field: str) -> float:

@@ -16,8 +16,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
-from controller.runtime import errors
-from controller.runtime.kube import PODS, Client, Resource, end_stream
+from foundation.cluster import errors
+from foundation.cluster.kube import PODS, Client, Resource, end_stream
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 SECRETS = Resource("", "v1", "secrets", "Secret")

@@ -26,8 +26,8 @@ from typing import Any, Optional
 
 from bench import kube_tools as kt
 from bench import report
-from controller.runtime import errors
-from controller.runtime.kube import PODS, Client
+from foundation.cluster import errors
+from foundation.cluster.kube import PODS, Client
 from schemas import marks
 
 ATTEMPT = "train-controller.trainforge.dev/attempt"

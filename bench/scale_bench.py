@@ -48,7 +48,7 @@ from bench.scale_controllers import (
 )
 from bench.scale_lifecycle import Lifecycle, Milestones, pytorch_job
 from controller.runtime.event_correlator import split_combined
-from controller.runtime.kube import EVENTS, Client
+from foundation.cluster.kube import EVENTS, Client
 
 REPO = Path(__file__).resolve().parents[1]
 USER = "trainforge-bench-controller"  # the controller's identity, the audit log's filter

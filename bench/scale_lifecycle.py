@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from bench import kube_tools as kt
-from controller.runtime.kube import PODS, Client
+from foundation.cluster.kube import PODS, Client
 from testworld.stages import EXIT_CODE, RUN_SECONDS
 
 

@@ -21,9 +21,9 @@ from typing import Any, Callable, Optional
 
 from bench import kube_tools as kt
 from bench import report
-from controller.runtime.kube import EVENTS, PODS, SERVICES, Client, Resource
+from foundation.cluster.kube import EVENTS, PODS, SERVICES, Client, Resource
 
-# request-count keys (controller.runtime.kube.Client.counts, as the child reports them) -> cost row
+# request-count keys (foundation.cluster.kube.Client.counts, as the child reports them) -> cost row
 KINDS = {
     "create /pods": "pod create",
     "create /services": "Service create",

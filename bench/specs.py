@@ -79,7 +79,7 @@ def job_yaml(i: int) -> str:
             "    - {name: ckpt, mountPath: /ckpt, size: 500Gi, storageClass: fast-rwx, accessMode: ReadWriteMany}\n"
         )
     gang = "true" if i % 3 else "{scheduler: volcano, timeoutSeconds: 600}"
-    from compiler.frameworks import adapter
+    from foundation.frameworks import adapter
 
     # no queue where Kueue would ignore it (the compiler refuses that: MPIJob, MXJob)
     queue = f"    queue: {team}-queue\n" if adapter(framework).facts.kueue_unmanaged is None else ""
@@ -98,7 +98,7 @@ def job_yaml(i: int) -> str:
 def _pod_template(framework: str) -> str:
     """A quarter of the jobs patch their pods, as teams past the examples do: a sidecar, a metrics
     port and a pull policy on the framework container, a toleration, an annotation."""
-    from compiler.frameworks import adapter
+    from foundation.frameworks import adapter
 
     return (
         "  podTemplate:\n"

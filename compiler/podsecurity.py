@@ -16,7 +16,7 @@ ports, AppArmor and seccomp `Unconfined`, custom SELinux type/user/role, a non-d
 `allowPrivilegeEscalation: false`, running as non-root, `runAsUser` not 0, a
 RuntimeDefault or Localhost seccomp profile and `drop: [ALL]`. Every control visits
 containers, initContainers and ephemeralContainers, as admission does. Whether this
-copy agrees with the real plugin is not taken on trust: tests/compiler/
+copy agrees with the real plugin is not taken on trust: tests/compiler/review/
 test_pod_security_admission.py sends the compiled pods to a real kube-apiserver.
 """
 

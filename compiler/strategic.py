@@ -15,7 +15,7 @@ map or as an item of a keyed list (`- $patch: replace`: the list is the patch's 
 `$retainKeys: [fields]` (the map keeps only those) and `$deleteFromPrimitiveList/finalizers`
 (the API server honours both, kustomize writes them out as fields). Everything else starting with `$` is refused by `problems`
 with the reason (kustomize and the API server disagree on it, or write it into the
-object), so nothing here is ever copied into the output. tests/compiler/
+object), so nothing here is ever copied into the output. tests/compiler/strategic/
 test_strategic_directives.py holds `merge` to `kubectl kustomize` and `kubectl patch`,
 test_strategic_merge_keys.py the key tables to the API server's OpenAPI.
 """

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from compiler.frameworks import ADAPTERS
-from compiler.versions import CONTROLLER_DEPS, version_option
+from foundation.frameworks import ADAPTERS
+from foundation.versions import CONTROLLER_DEPS, version_option
 
 if TYPE_CHECKING:
     from controller.manager import Manager
@@ -159,9 +159,9 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
     from controller.jobs.desired import Options, TemplateError, render_init_template
     from controller.jobs.gang import scheduler_for
     from controller.manager import Manager, connection_pool_size
-    from controller.runtime import errors
-    from controller.runtime.kube import Client
-    from controller.runtime.kubelib import LOAD_ERRORS
+    from foundation.cluster import errors
+    from foundation.cluster.kube import Client
+    from foundation.cluster.kubelib import LOAD_ERRORS
     from controller.runtime.leader import LeaderConfig, LeaderElector, default_identity
     from controller.runtime.metrics import Metrics
 

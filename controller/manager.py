@@ -36,13 +36,15 @@ from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
 from controller.jobs.restarts import ends_attempt
 from controller.jobs.revisions import CONTROLLERREVISIONS
 from controller.jobs.run_revisions import RunRevisions
-from controller.runtime import bugs, errors, jsondata
+from controller.runtime import bugs
+from foundation.cluster import errors
+from foundation import jsondata
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.informer import Informer
-from controller.runtime.kube import (
+from foundation.cluster.kube import (
     CONFIGMAPS,
     PODS,
     ROLEBINDINGS,

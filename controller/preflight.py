@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from controller.jobs.gang import Scheduler
 from controller.jobs.kinds import Kind, job_resource
-from controller.runtime import errors
-from controller.runtime.kube import Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import Client, Resource
 
 INSTALL_JOBS = "install them with `kubectl apply --server-side -k controller/install`, or leave the kind out of --frameworks"
 INSTALL_GANG = {

@@ -46,14 +46,14 @@ class KindFacts(Protocol):
 
 
 class LauncherFacts(Protocol):
-    """A launcher replica type (compiler.frameworks.base.Launcher): MPI's."""
+    """A launcher replica type (foundation.frameworks.base.Launcher): MPI's."""
 
     replica_type: str
     names: tuple[str, ...]  # suffixes of what the operator names after the job, the pod's first
 
 
 class FrameworkAdapter(Protocol):
-    """A framework adapter (compiler.frameworks.base.Adapter): the kind's facts."""
+    """A framework adapter (foundation.frameworks.base.Adapter): the kind's facts."""
 
     facts: KindFacts
     launcher: Optional[LauncherFacts]

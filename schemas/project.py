@@ -23,7 +23,7 @@ TtlSeverity = Literal["warning", "error"]
 DEFAULT_TTL_SEVERITY = "warning"
 TargetName = Literal["kubeflow-v1", "trainer-v2"]
 DEFAULT_TARGET = "kubeflow-v1"
-# compiler/frameworks/base.py INIT_SECURITY_CONTEXT says how each one's init containers are secured
+# foundation/frameworks/base.py INIT_SECURITY_CONTEXT says how each one's init containers are secured
 ControllerName = Literal["training-operator", "train-controller"]
 DEFAULT_CONTROLLER = "training-operator"
 CONTROLLER_HELP = (

@@ -4,7 +4,7 @@ Written docs drift from code; this page cannot: every object of the TrainJob and
 documents gets a table (field, type, default, description) read from the pydantic models
 through their JSON Schema, and a test fails when the committed page is stale
 (`make schema` rewrites it). The one table not read from the models, each framework's container,
-is the adapters' (`compiler/frameworks/`), which this bottom layer cannot import: the caller passes
+is the adapters' (`foundation/frameworks/`), which this bottom layer cannot import: the caller passes
 it in (`compiler/cli/reference.py`, what `make schema` runs).
 """
 
@@ -89,7 +89,7 @@ environment override):
   volumes and env by name, ports by number and protocol.
 
 Containers merge by name. Each framework runs the program in one container, named by its adapter
-(`compiler/frameworks/`): a podTemplate container of that name patches it, and `spec.image` sets its
+(`foundation/frameworks/`): a podTemplate container of that name patches it, and `spec.image` sets its
 image. A container of any other name is added beside it (a sidecar) and needs an `image` of its own:
 
 {containers}

@@ -37,8 +37,8 @@ from schemas.types import (
 )
 
 API_VERSION = "trainforge.dev/v1alpha1"
-# the adapter table's names (compiler/frameworks/__init__.py), which this layer cannot import:
-# tests/compiler/test_framework_table.py fails when the two differ
+# the adapter table's names (foundation/frameworks/__init__.py), which this layer cannot import:
+# tests/foundation/test_framework_table.py fails when the two differ
 Framework = Literal["pytorch", "tensorflow", "mpi", "xgboost", "paddle", "jax", "mxnet"]
 FRAMEWORKS: tuple[str, ...] = Framework.__args__  # type: ignore[attr-defined]
 

@@ -9,7 +9,7 @@ equal to its own, and `minResources` printed one way in git and another by the c
 was a diff every sync (`1048577Ki` against `1073742848` for one value).
 
 Facts about one Kubeflow kind (its replica types, container, plural) are not here: they
-belong to its adapter (`compiler/frameworks/`).
+belong to its adapter (`foundation/frameworks/`).
 """
 
 from __future__ import annotations

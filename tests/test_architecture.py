@@ -24,7 +24,7 @@ def test_import_contracts_hold():
 
 def test_no_shipped_module_is_over_400_lines():
     """A module past 400 lines holds more than one idea (the style guide's small modules)."""
-    long = {str(p.relative_to(ROOT)): n for package in ("schemas", "compiler", "overlays", "controller")
+    long = {str(p.relative_to(ROOT)): n for package in ("schemas", "foundation", "compiler", "overlays", "controller")
             for p in (ROOT / package).rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 400}
     assert not long, long

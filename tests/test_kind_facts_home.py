@@ -1,4 +1,4 @@
-"""Every fact about a Kubeflow kind lives in its adapter (`compiler/frameworks/`): a shipped
+"""Every fact about a Kubeflow kind lives in its adapter (`foundation/frameworks/`): a shipped
 module elsewhere that names a kind, its plural, its replica-spec field or a replica type in
 its code fails here, so a new kind keeps touching its adapter, its snapshots and what is
 generated from them, nothing else (docs/architecture.md, "One adapter per kind").
@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from compiler.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ("schemas", "compiler", "overlays", "controller")
-ADAPTERS_DIR = "compiler/frameworks/"
+SHIPPED = ("schemas", "foundation", "compiler", "overlays", "controller")
+ADAPTERS_DIR = "foundation/frameworks/"
 
 KINDS = {a.facts.kind for a in ADAPTERS.values()}
 FIELDS = {a.facts.replica_specs for a in ADAPTERS.values()} | {a.facts.plural for a in ADAPTERS.values()}
@@ -35,10 +35,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("schemas/upstream.py", "master"): "the job-role label's one value, the same for every kind (MASTER_ROLE)",
     ("schemas/upstream.py", "Worker"): "the replica type the scale subresource of every scalable v1 CRD names "
                                        "(SCALED_REPLICA_TYPE)",
-    ("compiler/review/admission.py", "Master"): "upstream's webhook rules, their messages and CEL: one table rendered "
+    ("foundation/admission.py", "Master"): "upstream's webhook rules, their messages and CEL: one table rendered "
                                                 "three ways; each adapter's WebhookRules flags say which rules its kind has",
-    ("compiler/review/admission.py", "Chief"): "the same table's one-Chief-or-Master rule (TFJob's WebhookRules flag)",
-    ("compiler/review/admission.py", "Worker"): "the same table's elastic rule (PyTorchJob's WebhookRules flag)",
+    ("foundation/admission.py", "Chief"): "the same table's one-Chief-or-Master rule (TFJob's WebhookRules flag)",
+    ("foundation/admission.py", "Worker"): "the same table's elastic rule (PyTorchJob's WebhookRules flag)",
     ("compiler/targets/trainer_v2_restarts.py", "launcher"): "Kubeflow Trainer v2's replicated job of that name in its "
                                                              "stock MPI runtime, not a kubeflow.org/v1 replica type",
     ("compiler/gitops/argocd.py", "server"): "an Argo CD Application's destination.server, not MXJob's Server",
@@ -86,7 +86,7 @@ def test_no_shipped_module_outside_the_adapters_names_a_kind_or_a_replica_type()
     hits = list(_hits())
     stray = sorted(f"{module}:{line}: {name} in {text[:80]!r}" for module, line, name, text in hits
                    if (module, name) not in ALLOWED)
-    assert not stray, "a kind's fact outside its adapter (compiler/frameworks/):\n" + "\n".join(stray)
+    assert not stray, "a kind's fact outside its adapter (foundation/frameworks/):\n" + "\n".join(stray)
     stale = sorted(set(ALLOWED) - {(module, name) for module, _, name, _ in hits})
     assert not stale, f"allowed but no longer found; remove these entries: {stale}"
 

@@ -576,10 +576,10 @@ class ControlPlane:
         (also for ``application/apply-patch+yaml``: JSON is YAML). ``kubeconfig``
         selects another identity (see :meth:`add_user`).
         """
-        # the controller's own connection (controller.runtime.connection): every kubeconfig credential,
+        # the controller's own connection (foundation.cluster.connection): every kubeconfig credential,
         # and no generated-client internals, whose signatures change between kubernetes releases
-        from controller.runtime.connection import Connection
-        from controller.runtime.kube import config_loader
+        from foundation.cluster.connection import Connection
+        from foundation.cluster.kube import config_loader
 
         key = str(kubeconfig or self.kubeconfig)
         conn = self._clients.get(key)

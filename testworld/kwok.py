@@ -38,7 +38,7 @@ from . import podlogs, stages
 from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
 
 if TYPE_CHECKING:
-    from controller.runtime.kube import Client
+    from foundation.cluster.kube import Client
 
     from .world import World
 
@@ -89,7 +89,7 @@ POD_WORLD_NODES: tuple[NodePool, ...] = (
 
 
 def _nodes_resource() -> Any:
-    from controller.runtime.kube import (
+    from foundation.cluster.kube import (
         Resource,  # lazy: the part table imports without the controller
     )
 

@@ -33,7 +33,7 @@ from . import gobuild
 from .part import PartError
 
 if TYPE_CHECKING:
-    from controller.runtime.kube import Client
+    from foundation.cluster.kube import Client
 
 MODULE, VERSION = "sigs.k8s.io/kwok", "v0.8.0"
 CRD_FILES = ("kustomize/crd/bases/kwok.x-k8s.io_logs.yaml", "kustomize/crd/bases/kwok.x-k8s.io_clusterlogs.yaml")
@@ -55,7 +55,7 @@ def crd_paths() -> tuple[Path, ...]:
 
 
 def _resource(plural: str, kind: str, *, namespaced: bool = True) -> Any:
-    from controller.runtime.kube import Resource  # lazy: the part table imports without the controller
+    from foundation.cluster.kube import Resource  # lazy: the part table imports without the controller
 
     return Resource("kwok.x-k8s.io", "v1alpha1", plural, kind, namespaced=namespaced)
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controller.runtime import errors
-from controller.runtime.kube import Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import Client, Resource
 
 from . import gobuild
 from .part import PartError, ProcessPart, free_port

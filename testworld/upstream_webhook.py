@@ -146,8 +146,8 @@ class WebhookOperator(Operator):
     def _serving(self) -> bool:
         """The webhook answers: a job with a name upstream refuses is refused in our namespace."""
         assert self.client is not None
-        from controller.runtime import errors
-        from controller.runtime.kube import Resource
+        from foundation.cluster import errors
+        from foundation.cluster.kube import Resource
 
         jobs = Resource("kubeflow.org", "v1", "jaxjobs", "JAXJob")
         probe = {"apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "metadata": {"name": "0-webhook-probe"},

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from controller.runtime import errors
-from controller.runtime.kube import Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import Client, Resource
 
 Key = tuple[str, str]
 

@@ -18,7 +18,7 @@ API::
         world.kubeconfig      # Path of the admin kubeconfig (system:masters)
         world.server          # https://127.0.0.1:PORT
         world.dir             # logs of every part (kwok.log, scheduler.log, ...) and the plane
-        world.client          # a controller.runtime.kube.Client (created on first use)
+        world.client          # a foundation.cluster.kube.Client (created on first use)
         world.plane           # the ControlPlane (kubectl(), request(), add_user(), audit_events())
         world.kubectl("get", "pods", "-A")
         world.install_crds([path, ...]) -> [crd names]
@@ -52,7 +52,7 @@ from .part import Part, PartError
 from .paths import upstream_crd_dirs
 
 if TYPE_CHECKING:
-    from controller.runtime.kube import Client
+    from foundation.cluster.kube import Client
 
 PARTS: dict[str, str | Callable[[], Part]] = {
     "scheduler": "testworld.scheduler:Scheduler",
@@ -223,7 +223,7 @@ class World:
     @property
     def client(self) -> Client:
         if self._client is None:
-            from controller.runtime.kube import (
+            from foundation.cluster.kube import (
                 Client,  # lazy: building parts needs no kubernetes client
             )
 

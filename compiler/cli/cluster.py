@@ -6,7 +6,7 @@ in `compiler`, only this module may import the controller's client or `kubernete
 
 The facade has no verb that writes: `Reader` sends GETs only (lists, gets, and the log
 stream, itself a GET). The requests go through the controller's own client
-(`controller.runtime.kube`: kubeconfig loading with exec plugins and token refresh, TLS,
+(`foundation.cluster.kube`: kubeconfig loading with exec plugins and token refresh, TLS,
 proxies, our error hierarchy), the one exception to "nothing imports controller", so
 trainforge has a single way of reaching an API server and a single set of its bugs.
 
@@ -66,8 +66,8 @@ def kubeconfig_path(given: str | None) -> str | None:
 def connect(kubeconfig: str | None = None, *, context: str | None = None, pool_size: int = 4) -> Reader:
     """A reader of the cluster that `kubeconfig` and `context` name (see the module's paragraph);
     `pool_size`: the connections kept open, one per stream read at once (`logs --follow`)."""
-    from controller.runtime.kube import Client  # the client loads only when a cluster is read
-    from controller.runtime.kubelib import LOAD_ERRORS
+    from foundation.cluster.kube import Client  # the client loads only when a cluster is read
+    from foundation.cluster.kubelib import LOAD_ERRORS
 
     path = kubeconfig_path(kubeconfig)
     if path is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -108,7 +108,7 @@ class Reader:
              field_selector: str | None = None) -> list[dict[str, Any]] | None:
         """Every object of `kind` (in `namespace`, or all), following `continue` pages;
         None when the server does not serve the kind (its CRD is not installed)."""
-        from controller.runtime import errors
+        from foundation.cluster import errors
 
         res = _resource(kind)
         items: list[dict[str, Any]] = []
@@ -129,7 +129,7 @@ class Reader:
 
     def get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
         """One object, or None when it (or its kind) does not exist."""
-        from controller.runtime import errors
+        from foundation.cluster import errors
 
         try:
             return self._client.get(_resource(kind), namespace, name)
@@ -151,7 +151,7 @@ class Reader:
                     query: dict[str, Any] | None = None) -> Stream:
         """A streaming GET whose reading another thread may end (`Stream.close`): a followed log
         is quiet for as long as its program prints nothing, so only closing it wakes its reader."""
-        from controller.runtime import errors
+        from foundation.cluster import errors
 
         res = _resource(kind)
         try:
@@ -168,7 +168,7 @@ class Reader:
 
     def _error(self, exc: Exception) -> ClusterError:
         """Our one-line error for an API failure: which server, what it said, what to check."""
-        from controller.runtime import errors
+        from foundation.cluster import errors
 
         where = f"the cluster at {self.server}" + (f" (context {self.context})" if self.context else "")
         if isinstance(exc, errors.Forbidden):
@@ -201,7 +201,7 @@ class Stream:
             self._resp.release_conn()
 
     def close(self) -> None:
-        from controller.runtime.kube import end_stream
+        from foundation.cluster.kube import end_stream
 
         self.closed = True
         if not self._released:
@@ -236,7 +236,7 @@ _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/name
 
 
 def _resource(kind: Kind) -> Any:
-    from controller.runtime.kube import Resource
+    from foundation.cluster.kube import Resource
 
     return Resource(kind.group, kind.version, kind.plural, kind.kind, namespaced=kind.namespaced)
 

@@ -161,14 +161,14 @@ def _follow(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], *, p
 
 
 def _replica_types(kind: str) -> tuple[str, ...]:
-    from compiler.frameworks import BY_KIND
+    from foundation.frameworks import BY_KIND
 
     adapter = BY_KIND.get(kind)
     return adapter.facts.replica_types if adapter else ()
 
 
 def _replica_specs(kind: str) -> Optional[str]:
-    from compiler.frameworks import BY_KIND
+    from foundation.frameworks import BY_KIND
 
     adapter = BY_KIND.get(kind)
     return adapter.facts.replica_specs if adapter else None

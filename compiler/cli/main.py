@@ -24,7 +24,7 @@ from compiler.cli.common import (
 )
 from compiler.cli.quickexit import QuickExitGroup, own_process
 from compiler.diagnostics import FORMATS
-from compiler.versions import COMPILER_DEPS, version_option
+from foundation.versions import COMPILER_DEPS, version_option
 
 if TYPE_CHECKING:
     from compiler.pipeline import Result

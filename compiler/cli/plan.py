@@ -36,7 +36,7 @@ def _words(value: str) -> set[str]:
 def _read_live(both: Any, kubeconfig: Optional[str], context: Optional[str]) -> dict[tuple[str, str, str], Any]:
     """Every job the plan names, as the cluster has it (one list per kind and namespace)."""
     from compiler.cli.cluster import ClusterError, Kind, connect
-    from compiler.frameworks import BY_KIND
+    from foundation.frameworks import BY_KIND
     from compiler.plan import build, live
 
     wanted = build.wanted(both)

@@ -2,7 +2,7 @@
 
 The page is generated from the spec models (`schemas/reference.py`) plus one table the models
 cannot hold: each framework's container, the one a podTemplate container of the same name
-patches. That name is a fact of the framework's adapter (`compiler/frameworks/`), and the
+patches. That name is a fact of the framework's adapter (`foundation/frameworks/`), and the
 schemas layer sits below the compiler, so the page is put together here, at the top.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS
 from schemas import reference
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reference.md"

@@ -34,7 +34,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 from compiler.gitops import health, kueue
 
 ARGOCD_NAMESPACE = "argocd"

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from compiler.emit.prerequisites import FOLDER as PREREQUISITES
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 from compiler.gitops import health, kueue
 from compiler.targets import api
 from compiler.targets.base import JobRuntime

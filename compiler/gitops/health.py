@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 
 GROUP = "kubeflow.org"
 SCRIPT = "kubeflow_health.lua"

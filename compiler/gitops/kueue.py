@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 from compiler.gitops.health import GROUP
 from schemas.upstream import QUEUE_LABEL
 

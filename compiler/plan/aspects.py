@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 from schemas.marks import RESTART_SCOPE, SOURCE
 from schemas.upstream import QUEUE_LABEL
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 from compiler.plan import fields as fieldsmod
 from compiler.plan import gpus as gpumod
 from compiler.plan import judge, live, revision, words

@@ -1,12 +1,12 @@
 """Upstream's admission rules applied to the job a spec compiles to, at review time.
 
 The Training Operator's webhook (and trainforge's ValidatingAdmissionPolicies, from the same
-table in `compiler/review/admission.py`) refuses a job at sync time, when Argo CD or Flux applies
+table in `foundation/admission.py`) refuses a job at sync time, when Argo CD or Flux applies
 it. Most rules cannot fail for a compiled job: the job name is a DNS-1035 label of at most
 63 characters (`schemas.types.Name`), the replica types, their counts (Master and Chief 1),
 XGBoost's Master, elastic PyTorch's Worker and `nprocPerNode` come from the framework
 adapters, and no spec field sets `managedBy` or the deprecated `elasticPolicy.nProcPerNode`
-(`tests/compiler/test_admission_review.py` holds every example to that). What a spec can
+(`tests/compiler/review/test_admission_review.py` holds every example to that). What a spec can
 break is the containers, through `podTemplate`: the framework's own container with its image
 emptied (`image: ""` or `null`). This rule merges the podTemplate as lowering does and runs
 the table (for MPIJob and MXJob, their reconcilers' checks), only when the podTemplate lists
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from compiler.diagnostics import Diagnostic
-from compiler.frameworks import adapter
+from foundation.frameworks import adapter
 from compiler.reading.resolve import Target
 from compiler.targets import api
 from compiler.targets.lowering import pod_template
@@ -72,7 +72,7 @@ def _problems(job: dict[str, Any], kind: str) -> list[str]:
     """Upstream's container rules for the job: the webhook table, or (MPIJob, MXJob) the reconciler's."""
     # imported here: building its rule table would cost every build CPU (bench/README.md),
     # and only a spec whose podTemplate lists containers gets this far
-    from compiler.review import admission
+    from foundation import admission
 
     if kind in admission.KIND_RULES:
         return [m for m in admission.errors(job, kind) if ".template.spec.containers" in m]

@@ -20,7 +20,7 @@ before any import: lowering alone cannot make those mistakes.
 
 Not a rule: a projected serviceAccountToken on a pod that names no ServiceAccount. Pod
 validation alone refuses it, but a cluster's ServiceAccount admission plugin gives such a pod
-`default` before validation, so it deploys (tests/compiler/test_pod_template_oracle.py judges
+`default` before validation, so it deploys (tests/compiler/review/test_pod_template_oracle.py judges
 against a server with the plugin on).
 """
 
@@ -66,7 +66,7 @@ def pods(target: Target) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _build(target: Target) -> list[tuple[str, dict[str, Any]]]:
-    from compiler.frameworks import adapter
+    from foundation.frameworks import adapter
     from compiler.targets.lowering import pod_template
 
     fw = adapter(target.spec.framework)
@@ -187,7 +187,7 @@ def _mounts(target: Target, template: dict[str, Any], pod: dict[str, Any]) -> It
 
 
 def _ports(target: Target, template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
-    from compiler.frameworks import adapter
+    from foundation.frameworks import adapter
 
     facts = adapter(target.spec.framework).facts
     named: dict[str, str] = {}

@@ -113,7 +113,7 @@ def _storage_collisions(target: Target) -> Iterator[Diagnostic]:
 
 
 def _framework_container(target: Target) -> str:
-    from compiler.frameworks import adapter
+    from foundation.frameworks import adapter
 
     return adapter(target.spec.framework).facts.container
 

@@ -12,7 +12,7 @@ protocol) are unique.
 
 Cost: jsonschema's import and the 270 kB schema are paid once per process, and only by a run
 whose spec has a podTemplate (`check` returns before touching either); the CLI's own import
-stays free of both (tests/compiler/test_cli_startup.py).
+stays free of both (tests/compiler/cli/test_cli_startup.py).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from typing import Any, Iterator
 
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
-from compiler.frameworks import adapter
-from compiler.frameworks.base import (
+from foundation.frameworks import adapter
+from foundation.frameworks.base import (
     INIT_SECURITY_CONTEXT,
     OperatorInit,
     operator_init_container,

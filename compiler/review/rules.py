@@ -13,8 +13,8 @@ from typing import Callable, Iterator
 
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
-from compiler.frameworks import ADAPTERS, adapter
-from compiler.frameworks.base import Facts
+from foundation.frameworks import ADAPTERS, adapter
+from foundation.frameworks.base import Facts
 from compiler.reading.resolve import Target
 from compiler.review import admission_review, podcheck, podrules, podschema, policy
 from compiler.targets import api

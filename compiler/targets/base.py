@@ -53,7 +53,7 @@ class TargetApi:
     # its containers and resources are the pods'), so compiler/podrules checks those; False:
     # podTemplate patches a runtime's templates, and the target's own `check` says what it may
     whole_pod_templates: bool
-    # upstream's admission rules (compiler/review/admission.py: the Training Operator's webhook and
+    # upstream's admission rules (foundation/admission.py: the Training Operator's webhook and
     # reconciler checks) judge the lowered job at sync time (compiler/review/admission_review.py)
     upstream_admission: bool
     # (kind, replica type, the job's replica types) -> init containers the operator adds to

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from compiler.frameworks import adapter, by_kind
+from foundation.frameworks import adapter, by_kind
 from compiler.targets import kubeflow_v1_rules
 from compiler.targets.base import TargetApi, gpus_in
 from compiler.targets.lowering import lower

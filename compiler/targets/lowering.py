@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from compiler import podsecurity, strategic
-from compiler.frameworks import adapter as adapter_for
-from compiler.frameworks.base import Facts, ReplicaPlan
+from foundation.frameworks import adapter as adapter_for
+from foundation.frameworks.base import Facts, ReplicaPlan
 from compiler.reading.resolve import Target
 from compiler.targets.base import TargetApi
 from schemas.bundle import Bundle, JsonObject, json_copy

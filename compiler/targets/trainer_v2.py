@@ -25,7 +25,7 @@ from typing import Iterator, Optional
 
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
-from compiler.frameworks import adapter as adapter_for
+from foundation.frameworks import adapter as adapter_for
 from compiler.reading.resolve import Target
 from compiler.targets import trainer_v2_restarts as restarts
 from compiler.targets import trainer_v2_rules

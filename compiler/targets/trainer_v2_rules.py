@@ -13,7 +13,7 @@ Whole-job restarts (`restartScope: job`) are the one policy the compiler moves i
 runtime itself (`trainer_v2_restarts`); what they cannot be is an error here too.
 
 Stock runtimes are facts of the Trainer v2.3.0 release, kept with the adapters that name
-them (`compiler.frameworks.stock_runtimes`): which mlPolicy they carry, which containers
+them (`foundation.frameworks.stock_runtimes`): which mlPolicy they carry, which containers
 their jobs have and that none has a `podGroupPolicy`. A runtime of the team's own is not visible at
 compile time: gang scheduling there is the runtime's business, reported as a notice.
 """
@@ -24,9 +24,9 @@ from typing import Any, Iterator, Optional
 
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
-from compiler.frameworks import adapter as adapter_for
-from compiler.frameworks.base import TrainerV2Capable
-from compiler.frameworks.stock_runtimes import STOCK_RUNTIMES, StockRuntime
+from foundation.frameworks import adapter as adapter_for
+from foundation.frameworks.base import TrainerV2Capable
+from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES, StockRuntime
 from compiler.reading.resolve import Target
 from schemas.bundle import JsonObject
 from schemas.loader import Loc

@@ -23,7 +23,7 @@ from typing import Any
 import click
 import yaml
 
-from compiler.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
+from foundation.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
 from controller.generators.files import write_or_check
 from controller.jobs.kinds import KINDS, Kind
 from schemas.upstream import SCALED_REPLICA_TYPE

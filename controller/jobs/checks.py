@@ -4,7 +4,7 @@ Upstream v1.9.4 refuses bad PyTorch/TF/XGBoost/Paddle/JAX jobs in its validating
 trainforge ships the same rules as ValidatingAdmissionPolicies (`controller/install/admission`,
 Kubernetes >= 1.30). A job that reached the cluster without them (an older cluster, the
 policies not installed, a job created before they were) is checked here with the very same
-rule table (`compiler/review/admission.py`), and the reconciler fails it with a `Failed` condition
+rule table (`foundation/admission.py`), and the reconciler fails it with a `Failed` condition
 and a Warning event, reason `{Kind}FailedValidation`, whose message carries the text the
 admission refusal would have shown.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.review import admission
+from foundation import admission
 from controller.jobs.kinds import Kind
 
 

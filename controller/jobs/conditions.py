@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from controller.runtime.kube import (
+from foundation.cluster.kube import (
     timestamp,  # the conditions' times (also cond.timestamp to callers)
 )
 

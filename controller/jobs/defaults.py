@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from controller.jobs.kinds import Kind
-from controller.runtime import jsondata
+from foundation import jsondata
 
 
 def apply(job: dict[str, Any], kind: Kind, *, copy: bool = True) -> dict[str, Any]:

@@ -10,7 +10,7 @@ the shared framework module, and the init container the adapter's `operator_init
 
 One deliberate difference, off with `--upstream-init-containers`: the init containers we
 add carry the restricted securityContext (`INIT_SECURITY_CONTEXT` in
-compiler/frameworks/base.py, the fact the compiler's pod security review reads under
+foundation/frameworks/base.py, the fact the compiler's pod security review reads under
 `controller: train-controller`), so multi-node PyTorch and MPI jobs run in namespaces that
 enforce `restricted`. An init container template (upstream's
 `--pytorch-init-container-template-file`) keeps any securityContext it writes itself.
@@ -24,9 +24,9 @@ from typing import Any, Optional
 
 import yaml
 
-from compiler.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit
+from foundation.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit
 from controller.jobs.kinds import Kind
-from controller.runtime import jsondata
+from foundation import jsondata
 from schemas.upstream import (
     INDEX_LABEL,
     JOB_NAME_LABEL,

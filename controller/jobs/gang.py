@@ -29,7 +29,7 @@ from controller.jobs.desired import owner_reference
 from controller.jobs.kinds import Kind
 from controller.jobs.status import Ctx
 from controller.runtime.informer import Informer
-from controller.runtime.kube import Resource
+from foundation.cluster.kube import Resource
 from controller.runtime.writes import Writes, key_of
 from schemas import quantity, upstream
 

@@ -27,7 +27,7 @@ from controller.jobs.kinds import Kind
 from controller.jobs.run_policy import is_suspended
 from controller.jobs.status import Ctx
 from controller.runtime.informer import Informer
-from controller.runtime.kube import Resource
+from foundation.cluster.kube import Resource
 from controller.runtime.writes import Writes
 from schemas import quantity
 

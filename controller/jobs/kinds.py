@@ -1,4 +1,4 @@
-"""The kinds the controller runs: each one's adapter (`compiler/frameworks/<kind>.py`).
+"""The kinds the controller runs: each one's adapter (`foundation/frameworks/<kind>.py`).
 
 The adapter holds every fact about a kind, for the compiler and the controller alike: its
 shape (`Facts`), its rendezvous environment, and what the Training Operator does with it
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.frameworks import ADAPTERS
-from compiler.frameworks.base import GROUP, VERSION, Adapter, Facts
-from compiler.frameworks.operator import Operator
-from controller.runtime.kube import Resource
+from foundation.frameworks import ADAPTERS
+from foundation.frameworks.base import GROUP, VERSION, Adapter, Facts
+from foundation.frameworks.operator import Operator
+from foundation.cluster.kube import Resource
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ the launcher pod with the operator's init container and Open MPI / Intel MPI env
 the launcher has finished, nothing more is created. These helper objects additionally carry the
 operator-name label so our label-filtered informers see them (upstream only sets `app: {job}`).
 
-Every name comes from the kind's adapter (compiler/frameworks/mpi.py): the replica-spec field,
+Every name comes from the kind's adapter (foundation/frameworks/mpi.py): the replica-spec field,
 the launcher's replica type and the suffixes of the names derived from the job's
 (`Adapter.launcher`), the type it drives, its init container (`Adapter.operator_init`) and
 where the ConfigMap is mounted (`CONFIG_MOUNT`, which the launcher's environment names too).
@@ -19,16 +19,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from compiler.frameworks.base import Launcher
-from compiler.frameworks.mpi import CONFIG_MOUNT, is_gpu_launcher
+from foundation.frameworks.base import Launcher
+from foundation.frameworks.mpi import CONFIG_MOUNT, is_gpu_launcher
 from controller.jobs import conditions as cond
 from controller.jobs import desired, journal
 from controller.jobs.diff import of_type
 from controller.jobs import status as st
 from controller.jobs.kinds import Kind
-from controller.runtime import errors, jsondata
+from foundation.cluster import errors
+from foundation import jsondata
 from controller.runtime.informer import Informer
-from controller.runtime.kube import (
+from foundation.cluster.kube import (
     CONFIGMAPS,
     PODS,
     ROLEBINDINGS,

@@ -35,13 +35,14 @@ from controller.jobs.addons import Gang, JobStep, PodPass
 from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.retiring import Retirer
 from controller.jobs.run_revisions import RunRevisions
-from controller.runtime import errors, jsondata
+from foundation.cluster import errors
+from foundation import jsondata
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS, SERVICES, Client, Resource
+from foundation.cluster.kube import PODS, SERVICES, Client, Resource
 from controller.runtime.workqueue import WorkQueue
 from controller.runtime.writes import Writes, job_key, key_of
 from schemas import upstream

@@ -24,10 +24,10 @@ from typing import Any
 
 from controller.jobs import runs
 from controller.jobs.status import Ctx
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.creates import CreatePool
 from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS
+from foundation.cluster.kube import PODS
 from controller.runtime.writes import Writes
 
 

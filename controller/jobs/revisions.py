@@ -29,8 +29,8 @@ import orjson
 from controller.jobs import defaults
 from controller.jobs.desired import base_labels, owner_reference
 from controller.jobs.kinds import Kind
-from controller.runtime import jsondata
-from controller.runtime.kube import Resource
+from foundation import jsondata
+from foundation.cluster.kube import Resource
 from schemas import marks
 from schemas.upstream import SCALED_REPLICA_TYPE
 

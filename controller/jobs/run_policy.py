@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from compiler.review import admission
+from foundation import admission
 from controller.jobs import conditions as cond
 from controller.jobs.diff import of_type
 from controller.jobs.status import Ctx

@@ -33,7 +33,7 @@ from typing import Any
 from controller.jobs import revisions as rv
 from controller.jobs import spec_changes
 from controller.jobs.status import Ctx
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.informer import Informer
 from controller.runtime.writes import Writes
 

@@ -5,7 +5,7 @@ data out: it reads the replica counts already put in `ctx.status` by the pod pas
 adds conditions, `startTime`, `completionTime` and `selector`, and collects the Events
 upstream records alongside. The seven kinds' rules are one loop over the replica types; how
 a kind's differs (which types decide, its messages, which policy restarts) is its adapter's
-`StatusRule` (compiler/frameworks/operator.py), so this module names no kind and no replica
+`StatusRule` (foundation/frameworks/operator.py), so this module names no kind and no replica
 type. No I/O happens here, so every rule is unit-tested directly.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from controller.jobs import conditions as cond
 from controller.jobs.conditions import FAILED, RESTARTING, RUNNING, SUCCEEDED
-from compiler.frameworks.operator import StatusRule
+from foundation.frameworks.operator import StatusRule
 from controller.jobs.kinds import Kind
 from schemas.upstream import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, TYPE_LABEL
 

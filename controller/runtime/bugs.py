@@ -1,6 +1,6 @@
 """Reconciles that raise what nothing expected (a bug): visible once, retried, never looped.
 
-The API server's refusals (controller.runtime.errors) and invalid jobs (reconcile.InvalidJob) are
+The API server's refusals (foundation.cluster.errors) and invalid jobs (reconcile.InvalidJob) are
 expected and say so in one log line per retry. Anything else is a bug in the controller,
 or a job shape nobody thought of, and must neither kill the worker thread (it used to
 escape for all but five exception types) nor print a traceback on every backoff step (it

@@ -23,9 +23,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable
 from typing import Any
 
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.burst import Held
-from controller.runtime.kube import PODS, Client, Resource
+from foundation.cluster.kube import PODS, Client, Resource
 from controller.runtime.writes import created_event, failed_create_event
 
 # (skip) -> None: the create's request (controller.runtime.writes.Writes._send), raising what the

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.event_correlator import (
     Correlator,
     Key,
@@ -64,7 +64,7 @@ from controller.runtime.event_correlator import (
     add_message,
     combined_message,
 )
-from controller.runtime.kube import EVENTS, Client, timestamp
+from foundation.cluster.kube import EVENTS, Client, timestamp
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ bookmarks and a server-side `timeoutSeconds` (plus a client read timeout, so a s
 connection is noticed), resumes from the last version it saw, and relists on 410 Gone,
 emitting synthetic ADDED/MODIFIED/DELETED for whatever changed meanwhile. The cache
 keeps plain dicts, passed through a `transform` first (client-go's SetTransform: the
-manager trims and compacts them, controller.runtime.jsondata), and an index (e.g. by owning
+manager trims and compacts them, foundation.jsondata), and an index (e.g. by owning
 job) maintained on every change; handlers only enqueue keys. Cached objects are shared:
 readers never mutate them.
 """
@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller.runtime import errors
-from controller.runtime.jsondata import Transform
-from controller.runtime.kube import Client, Resource, end_stream
+from foundation.cluster import errors
+from foundation.jsondata import Transform
+from foundation.cluster.kube import Client, Resource, end_stream
 
 log = logging.getLogger(__name__)
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from controller.runtime import errors
-from controller.runtime.kube import Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import Client, Resource
 
 log = logging.getLogger(__name__)
 

@@ -30,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.burst import Held
 from controller.runtime.expectations import Expectations, Item
-from controller.runtime.kube import PODS, SERVICES, Client, Resource
+from foundation.cluster.kube import PODS, SERVICES, Client, Resource
 
 if TYPE_CHECKING:
     from controller.jobs.kinds import Kind  # the job's kind, passed through to `emit`

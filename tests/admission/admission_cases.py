@@ -1,6 +1,6 @@
 """The admission table: invalid and borderline-valid jobs of the five webhook kinds, with upstream's answer.
 
-One table for three tests: the Python rules (`compiler/review/admission.py`) must give exactly these
+One table for three tests: the Python rules (`foundation/admission.py`) must give exactly these
 messages, the shipped ValidatingAdmissionPolicies must refuse exactly these jobs with these
 messages on a real kube-apiserver, and upstream's own webhook (v1.9.4) must agree with both
 (`test_admission_differential.py`). A case with `upstream` set is a listed difference

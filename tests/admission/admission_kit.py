@@ -60,7 +60,7 @@ def _warnings(headers: Any) -> tuple[str, ...]:
 
 
 def raw_call(api: Any, method: str, path: str, body: Any) -> tuple[int, dict[str, Any], Any]:
-    """(status, JSON answer, headers) through `api`, a controller.runtime.connection.Connection (no
+    """(status, JSON answer, headers) through `api`, a foundation.cluster.connection.Connection (no
     generated-client internals: their signatures change between kubernetes releases)."""
     headers = {"Accept": "application/json", "Content-Type": "application/json", **api.auth()}
     resp = api.urlopen(method, path, body=None if body is None else json.dumps(body).encode(), headers=headers,

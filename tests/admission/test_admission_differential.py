@@ -13,8 +13,8 @@ import yaml
 from admission_cases import CASES, Case, case_id
 from admission_kit import Answer, our_policies, send, wait_every_policy
 
-from controller.runtime.connection import Connection
-from controller.runtime.kube import config_loader
+from foundation.cluster.connection import Connection
+from foundation.cluster.kube import config_loader
 from testworld.controlplane import ControlPlane
 from testworld.pytest_plugin import (
     _start_world as start_world,  # the plugin's skip and failure rules

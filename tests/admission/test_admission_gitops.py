@@ -10,8 +10,8 @@ from pathlib import Path
 
 from admission_kit import wait_enforced
 
-from controller.runtime.connection import Connection
-from controller.runtime.kube import config_loader
+from foundation.cluster.connection import Connection
+from foundation.cluster.kube import config_loader
 from testworld.flux import apply
 
 ADMISSION = Path(__file__).resolve().parents[2] / "controller" / "install" / "admission"

@@ -12,8 +12,8 @@ from admission_cases import CASES, Case, case_id
 from admission_kit import our_policies, send, wait_every_policy
 
 from controller.generators import admission_policies
-from controller.runtime.connection import Connection
-from controller.runtime.kube import config_loader
+from foundation.cluster.connection import Connection
+from foundation.cluster.kube import config_loader
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The Python side of the admission rules (compiler/review/admission.py, the controller's reconcile-time
+"""The Python side of the admission rules (foundation/admission.py, the controller's reconcile-time
 check) gives exactly the table's messages: what the policies and upstream's webhook answer."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from admission_cases import CASES, Case, case_id, job
 
-from compiler.review import admission
+from foundation import admission
 from controller.jobs import checks
 from controller.jobs.kinds import KINDS
 

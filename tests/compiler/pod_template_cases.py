@@ -249,7 +249,7 @@ def job_for(case: Case, framework: str) -> dict[str, Any]:
     """The case's TrainJob document for one framework."""
     from compiler_builders import job_doc
 
-    from compiler.frameworks import adapter
+    from foundation.frameworks import adapter
 
     facts = adapter(framework).facts
     fill = dict(container=facts.container, port=facts.port_name, port_number=facts.port)

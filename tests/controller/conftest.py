@@ -9,7 +9,7 @@ import pytest
 from controller_kit import PODS_FIRST, Cluster, running_manager
 
 from controller.manager import Manager
-from controller.runtime.kube import Client
+from foundation.cluster.kube import Client
 
 logging.getLogger("controller").setLevel(logging.INFO)
 

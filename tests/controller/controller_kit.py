@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from compiler.frameworks import by_kind
+from foundation.frameworks import by_kind
 from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
-from controller.runtime import errors
-from controller.runtime.kube import PODS, Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import PODS, Client, Resource
 
 
 def container(kind: str, **extra: Any) -> dict[str, Any]:

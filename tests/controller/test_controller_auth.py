@@ -1,5 +1,5 @@
 """Every kubeconfig credential the controller supports, on the real API server
-(controller.runtime.connection): a bearer token, a token file that rotates (kubeconfig
+(foundation.cluster.connection): a bearer token, a token file that rotates (kubeconfig
 `tokenFile` and the in-cluster service-account files), a client certificate, an exec
 plugin (run again when its token expires and after a 401), `insecure-skip-tls-verify`,
 `tls-server-name` and an HTTP proxy. Each test asks the server who it is
@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 from controller_kit import PODS_FIRST
 
-from controller.runtime import errors
-from controller.runtime.connection import AUTH_TTL
-from controller.runtime.kube import Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.connection import AUTH_TTL
+from foundation.cluster.kube import Client, Resource
 
 # nothing here runs a Manager, so make test's second pass in upstream's order has nothing to add
 pytestmark = pytest.mark.skipif(not PODS_FIRST, reason="connection tests: the order of creates does not apply")

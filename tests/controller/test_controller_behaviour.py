@@ -10,7 +10,7 @@ import time
 import pytest
 from controller_kit import job, settled, wait_for
 
-from controller.runtime.kube import (
+from foundation.cluster.kube import (
     CONFIGMAPS,
     EVENTS,
     PODS,

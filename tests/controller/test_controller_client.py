@@ -1,7 +1,7 @@
 """The API client's fast paths on real servers: a create whose answer is not parsed still
 reports every error as before, a watch stream cut into chunks anywhere still yields
 whole events, and a kubeconfig server behind a path prefix keeps its prefix now that
-requests go straight to the connection pool (controller.runtime.kube)."""
+requests go straight to the connection pool (foundation.cluster.kube)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 from controller_kit import Cluster
 
-from controller.runtime import errors, kubelib
-from controller.runtime.connection import Connection
-from controller.runtime.kube import PODS, Client
+from foundation.cluster import errors, kubelib
+from foundation.cluster.connection import Connection
+from foundation.cluster.kube import PODS, Client
 
 
 def pod(name: str, **annotations: str) -> dict:

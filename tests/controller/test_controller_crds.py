@@ -22,7 +22,7 @@ from compiler.pipeline import compile_sources
 from controller.generators import crds
 from controller.jobs.kinds import KINDS, select
 from controller.manager import Manager
-from controller.runtime.kube import Client
+from foundation.cluster.kube import Client
 from testworld.controlplane import ControlPlane
 from testworld.pytest_plugin import shared_dir
 

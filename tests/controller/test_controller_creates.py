@@ -13,10 +13,10 @@ import pytest
 
 from controller.jobs.kinds import KINDS
 from controller.jobs.status import Ctx
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.creates import CreatePool
 from controller.runtime.expectations import Expectations
-from controller.runtime.kube import PODS, SERVICES
+from foundation.cluster.kube import PODS, SERVICES
 from controller.runtime.writes import Writes
 
 KEY = "PyTorchJob/ns/j"

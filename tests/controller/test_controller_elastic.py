@@ -16,7 +16,7 @@ from test_controller_behaviour import events_of
 from controller.jobs import defaults, hpa
 from controller.jobs.hpa import HPAS
 from controller.jobs.kinds import KINDS, job_resource
-from controller.runtime.kube import SERVICES
+from foundation.cluster.kube import SERVICES
 
 PT = job_resource(KINDS["PyTorchJob"])
 CPU = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}

@@ -24,7 +24,7 @@ from controller.jobs import gang
 from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO, Scheduler
 from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
-from controller.runtime.kube import Client, Resource
+from foundation.cluster.kube import Client, Resource
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

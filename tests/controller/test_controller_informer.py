@@ -13,7 +13,7 @@ from controller_kit import PODS_FIRST, Cluster, job, settled, wait_for
 from controller.jobs.kinds import select
 from controller.manager import Manager
 from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS, Client
+from foundation.cluster.kube import PODS, Client
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 

@@ -14,7 +14,7 @@ from controller_kit import PODS_FIRST, Cluster, job, running_manager, settled, w
 from test_controller_behaviour import events_of
 
 from controller.jobs.kinds import KINDS, job_resource
-from controller.runtime.kube import PODS
+from foundation.cluster.kube import PODS
 from schemas import marks
 
 PT = job_resource(KINDS["PyTorchJob"])

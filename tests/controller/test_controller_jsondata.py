@@ -1,4 +1,4 @@
-"""What the informer caches keep (controller.runtime.jsondata): equal values in less memory,
+"""What the informer caches keep (foundation.jsondata): equal values in less memory,
 trimmed to what the reconcile reads; and the plain-JSON copy the reconcile uses."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from controller_kit import job, wait_for
 
-from controller.runtime import jsondata
+from foundation import jsondata
 
 
 def served_pod(name: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The controller loads the kubernetes package's config loaders only, not its generated
-classes (controller.runtime.kubelib), and code that wants the whole package still gets it."""
+classes (foundation.cluster.kubelib), and code that wants the whole package still gets it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ PROBE = """
 import json, sys
 import controller.__main__
 import controller.manager, controller.preflight, controller.runtime.leader, controller.runtime.metrics, controller.runtime.health  # what main() imports
-from controller.runtime.kube import Client
+from foundation.cluster.kube import Client
 light = sorted(m for m in sys.modules if m.startswith("kubernetes"))
 from kubernetes.client import V1Pod, CoreV1Api  # another user in the same process
 import kubernetes

@@ -24,9 +24,9 @@ from fault_kit import LEASE_ID, ControllerProcess, controller_identity, metric
 from controller.__main__ import duration
 from controller.jobs.kinds import select
 from controller.manager import Manager
-from controller.runtime import errors, kube
-from controller.runtime.connection import Connection
-from controller.runtime.kube import Client
+from foundation.cluster import errors, kube
+from foundation.cluster.connection import Connection
+from foundation.cluster.kube import Client
 from controller.runtime.leader import LEASES, LeaderConfig, LeaderElector, micro_time
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from controller_kit import job, wait_for
 
-from controller.runtime.kube import SERVICES
+from foundation.cluster.kube import SERVICES
 
 OP = "training.kubeflow.org/operator-name"
 JOB = "training.kubeflow.org/job-name"

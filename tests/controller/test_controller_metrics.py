@@ -10,7 +10,7 @@ from controller_kit import PODS_FIRST, job, wait_for
 from controller.jobs.kinds import select
 from controller.manager import Manager
 from controller.runtime.health import Probes, parse_bind_address
-from controller.runtime.kube import Client
+from foundation.cluster.kube import Client
 from controller.runtime.metrics import QUEUE_NAME, Metrics
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

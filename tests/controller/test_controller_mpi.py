@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from controller_kit import env_of, job, wait_for
 
-from controller.runtime.kube import (
+from foundation.cluster.kube import (
     CONFIGMAPS,
     ROLEBINDINGS,
     ROLES,

@@ -11,7 +11,7 @@ from controller_kit import job, wait_for
 
 from controller.jobs.kinds import select
 from controller.manager import POD_UPDATE_BATCH, Manager
-from controller.runtime.kube import PODS, SERVICES, WRITE_VERBS
+from foundation.cluster.kube import PODS, SERVICES, WRITE_VERBS
 from controller.runtime.workqueue import WorkQueue
 
 

@@ -16,10 +16,10 @@ import pytest
 from controller_kit import job, running_manager, settled, wait_for
 
 from controller.manager import Manager
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.burst import Held
 from controller.runtime.expectations import Expectations
-from controller.runtime.kube import EVENTS, SERVICES, Client, Resource
+from foundation.cluster.kube import EVENTS, SERVICES, Client, Resource
 from controller.runtime.writes import Writes, job_key
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

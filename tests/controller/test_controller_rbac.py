@@ -32,7 +32,7 @@ from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
 from controller.jobs.hpa import HPAS
 from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
-from controller.runtime.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
+from foundation.cluster.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
 from controller.runtime.leader import LeaderConfig, LeaderElector
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

@@ -23,7 +23,7 @@ from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
 from controller.jobs import runs
 from controller.jobs.kinds import KINDS, job_resource
 from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS
+from foundation.cluster.kube import PODS
 from testworld import stages
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

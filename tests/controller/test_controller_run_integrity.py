@@ -24,10 +24,10 @@ import yaml
 from controller_kit import PODS_FIRST, Cluster, env_of, job, running_manager, settled, wait_for
 from test_controller_resume import Managers
 
-from compiler.frameworks import by_kind
+from foundation.frameworks import by_kind
 from controller.jobs import revisions
 from controller.jobs.kinds import KINDS, job_resource
-from controller.runtime.kube import EVENTS, PODS
+from foundation.cluster.kube import EVENTS, PODS
 from testworld import stages
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

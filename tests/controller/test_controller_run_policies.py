@@ -14,7 +14,7 @@ from test_controller_behaviour import events_of
 
 from controller.jobs.conditions import parse_time
 from controller.jobs.kinds import KINDS, job_resource
-from controller.runtime.kube import PODS, SERVICES
+from foundation.cluster.kube import PODS, SERVICES
 
 PT = job_resource(KINDS["PyTorchJob"])
 

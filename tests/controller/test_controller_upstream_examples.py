@@ -16,8 +16,8 @@ from controller_kit import PODS_FIRST, wait_for
 
 from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
-from controller.runtime import errors
-from controller.runtime.kube import CONFIGMAPS, PODS, SERVICES, Client
+from foundation.cluster import errors
+from foundation.cluster.kube import CONFIGMAPS, PODS, SERVICES, Client
 from testworld.pytest_plugin import shared_dir
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too

@@ -30,9 +30,9 @@ from test_controller_run_integrity import end, events, live, server_side_apply
 
 from controller.jobs import revisions, runs
 from controller.jobs.kinds import KINDS, job_resource
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.informer import Informer
-from controller.runtime.kube import PODS
+from foundation.cluster.kube import PODS
 from schemas import marks
 from testworld import stages
 
@@ -378,7 +378,7 @@ def test_a_gangs_podgroup_stays_while_its_pods_restart_as_a_whole(control_plane,
     from controller.jobs.gang import SCHEDULER_PLUGINS
     from controller.manager import Manager
     from controller.jobs.kinds import select
-    from controller.runtime.kube import Client
+    from foundation.cluster.kube import Client
 
     client = Client.connect(str(control_plane.kubeconfig), pool_size=32)
     mgr = Manager(client, select("pytorch"), namespace=cluster.namespace, workers=2, watch_timeout=60,

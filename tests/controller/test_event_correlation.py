@@ -18,7 +18,7 @@ from controller_kit import job as make_job
 
 from controller.runtime.event_correlator import COMBINED, split_combined
 from controller.runtime.events import EventRecorder
-from controller.runtime.kube import EVENTS, Client
+from foundation.cluster.kube import EVENTS, Client
 
 
 class Burst:

@@ -39,8 +39,8 @@ from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
 from controller.jobs.hpa import HPAS
 from controller.jobs.kinds import KINDS, job_resource
 from controller.jobs.revisions import CONTROLLERREVISIONS
-from controller.runtime import errors
-from controller.runtime.kube import (
+from foundation.cluster import errors
+from foundation.cluster.kube import (
     CONFIGMAPS,
     EVENTS,
     PODS,
@@ -481,7 +481,7 @@ class Installed:
 # the CLI's entry point with the given argv and environment, without paying ~2 s of imports.
 ZYGOTE = r"""
 import json, os, signal, sys
-import controller.__main__, controller.manager, controller.runtime.kubelib, controller.runtime.metrics, controller.runtime.health
+import controller.__main__, controller.manager, foundation.cluster.kubelib, controller.runtime.metrics, controller.runtime.health
 
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they exit
 for line in sys.stdin:

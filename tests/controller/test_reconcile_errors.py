@@ -34,7 +34,7 @@ from controller.jobs import shapes
 from controller.jobs.kinds import KINDS, select
 from controller.manager import Manager
 from controller.runtime import bugs
-from controller.runtime.kube import EVENTS, Client
+from foundation.cluster.kube import EVENTS, Client
 from controller.runtime.writes import job_key
 from schemas.upstream import JOB_NAME_LABEL
 from testworld.controlplane import ControlPlane

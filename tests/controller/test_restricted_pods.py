@@ -10,7 +10,7 @@ flags); kwok does not run images, but admission checks every field of the pod.
 Then the other side: with `--upstream-init-containers` (the pods upstream's operator
 makes) the same jobs' Worker and launcher pods are refused there, as the compiler says
 under `controller: training-operator`. The compiler's verdicts for both settings against
-the server, case by case, are in tests/compiler/test_pod_security_admission.py.
+the server, case by case, are in tests/compiler/review/test_pod_security_admission.py.
 
 The pure part pins what the parity test relies on (it runs ours with
 --upstream-init-containers): the default pods differ from upstream's only by
@@ -33,11 +33,11 @@ from controller_kit import Cluster, job, wait_for
 
 from compiler.emit.namespaces import namespace_object
 from compiler.emit.render import rendered_objects
-from compiler.frameworks.base import INIT_SECURITY_CONTEXT
+from foundation.frameworks.base import INIT_SECURITY_CONTEXT
 from compiler.pipeline import compile_sources
 from controller.jobs import defaults, desired, mpi
 from controller.jobs.kinds import KINDS
-from controller.runtime.kube import EVENTS
+from foundation.cluster.kube import EVENTS
 
 REPO = Path(__file__).resolve().parents[2]
 RESTRICTED = INIT_SECURITY_CONTEXT["train-controller"]
@@ -268,7 +268,7 @@ def test_a_template_the_controller_cannot_use_is_a_usage_error_at_start(tmp_path
 
 def test_the_controller_and_the_compiler_read_one_fact():
     """The compiler's review and the pods take their securityContext from the same place."""
-    from compiler.frameworks.base import operator_init_container
+    from foundation.frameworks.base import operator_init_container
 
     pod = _all_pods(desired.Options())["p-Worker-0"]
     assert pod["spec"]["initContainers"][0]["securityContext"] == \

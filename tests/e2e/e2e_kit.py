@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 from controller.jobs.kinds import KINDS, job_resource
 from testworld import gitops
 from testworld.watching import Missing, wait_for

@@ -18,8 +18,8 @@ from typing import Any
 
 from e2e_kit import JOBS
 
-from controller.runtime import errors
-from controller.runtime.kube import Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import Client, Resource
 from testworld import gitops
 
 ENGINES = gitops.ENGINES

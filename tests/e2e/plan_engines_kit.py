@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from controller.runtime.kube import Resource
+from foundation.cluster.kube import Resource
 from testworld import gitops
 from testworld.argocd import ArgoCD
 from testworld.controller_manager import TRAINER_CONTROLLERS, ControllerManager
@@ -177,7 +177,7 @@ def job_resource(kind: str) -> Resource:
 
 
 def get_job(world: World, kind: str, namespace: str, name: str) -> Optional[dict[str, Any]]:
-    from controller.runtime import errors
+    from foundation.cluster import errors
 
     try:
         return world.client.get(job_resource(kind), namespace, name)

@@ -36,8 +36,8 @@ from typing import Any
 import yaml
 from e2e_kit import active
 
-from controller.runtime import errors
-from controller.runtime.kube import Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import Client, Resource
 from testworld.argocd import ArgoCD
 from testworld.controller_manager import TRAINER_CONTROLLERS, ControllerManager
 from testworld.flux import Flux

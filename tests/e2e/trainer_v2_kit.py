@@ -18,7 +18,7 @@ from typing import Any
 
 from e2e_kit import JOBS, REPO_ROOT
 
-from controller.runtime.kube import Resource
+from foundation.cluster.kube import Resource
 from testworld import gitops
 from testworld.argocd import ArgoCD
 from testworld.controller_manager import TRAINER_CONTROLLERS, ControllerManager

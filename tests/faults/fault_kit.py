@@ -35,8 +35,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controller.jobs.kinds import KINDS, job_resource
 from controller.jobs.revisions import CONTROLLERREVISIONS
-from controller.runtime import errors
-from controller.runtime.kube import PODS, SERVICES, Client
+from foundation.cluster import errors
+from foundation.cluster.kube import PODS, SERVICES, Client
 from controller.runtime.leader import LEASES
 from testworld.controlplane import ControlPlane, free_port
 

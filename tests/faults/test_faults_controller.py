@@ -44,8 +44,8 @@ from fault_kit import (
     verify,
 )
 
-from controller.runtime import errors
-from controller.runtime.kube import PODS, Client
+from foundation.cluster import errors
+from foundation.cluster.kube import PODS, Client
 
 LOGS = Path(__file__).resolve().parents[2] / "build" / "fault-logs"
 SEED = int(os.environ.get("FAULT_SEED", "0")) or random.SystemRandom().randrange(1, 10**6)

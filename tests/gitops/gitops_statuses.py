@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 
 KINDS = tuple(BY_KIND)
 JOB = "train"

@@ -15,7 +15,7 @@ import yaml
 from gitops_tools import FIXTURES, by_kind, kustomize, run, tool
 from gitops_statuses import condition, job
 
-from compiler.frameworks import BY_KIND
+from foundation.frameworks import BY_KIND
 from compiler.gitops import argocd, health
 from health_eval import run_lua
 from compiler.pipeline import compile_sources

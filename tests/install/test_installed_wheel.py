@@ -16,7 +16,7 @@ import pytest
 from controller_kit import Cluster, job, wait_for
 from install_kit import REPO, Install, clean_env, normalize
 
-from controller.runtime.kube import PODS, SERVICES, Client
+from foundation.cluster.kube import PODS, SERVICES, Client
 
 EXAMPLES = REPO / "examples"
 

@@ -15,7 +15,7 @@ import pytest
 from overlay_kit import build_bundle, project, templates
 
 import overlays
-from compiler.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS
 
 PLACEMENT = {"nodeSelector": {"gpu.acme.com/model": "h100"}, "tolerations": [{"key": "gpu", "operator": "Exists"}]}
 CLUSTER = project({"prod": {"gpuTypes": {"h100": PLACEMENT}, "scheduling": {"queue": "prod"}}})

@@ -234,7 +234,7 @@ def test_user_scheduler_name_from_pod_template_is_kept():
     ],
 )
 def test_pod_groups_validate_against_the_scheduling_crds(gang, framework, spec):
-    from compiler.frameworks import ADAPTERS
+    from foundation.frameworks import ADAPTERS
 
     queued = {} if ADAPTERS[framework].facts.kueue_unmanaged else {"queue": "team-a"}  # a queued MPIJob is refused
     _, out, _ = _apply({**spec, "scheduling": {"gang": gang, **queued, "priority": "high"}},

@@ -93,7 +93,7 @@ def parity(parity_world, request: pytest.FixtureRequest) -> dict[str, Result]:
     from parity_harness import Harness
     from parity_runner import REPORT, Runner, report
 
-    from controller.runtime.kube import Client
+    from foundation.cluster.kube import Client
 
     world, sides = parity_world
     client = Client.connect(str(world.kubeconfig), pool_size=32)  # one thread per case

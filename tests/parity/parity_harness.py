@@ -21,9 +21,9 @@ from typing import Any
 import parity_views as pv
 
 from controller.jobs.kinds import KINDS, job_resource
-from controller.runtime import errors
+from foundation.cluster import errors
 from controller.runtime.informer import Informer
-from controller.runtime.kube import (
+from foundation.cluster.kube import (
     CONFIGMAPS,
     PODS,
     ROLEBINDINGS,

@@ -27,7 +27,7 @@ from parity_cases import DECIDERS, EXIT, RUN, Case, replica_specs
 from parity_harness import Harness
 
 from controller.jobs.kinds import KINDS, job_resource
-from controller.runtime.kube import PODS
+from foundation.cluster.kube import PODS
 from schemas.upstream import TYPE_LABEL
 
 

@@ -11,7 +11,7 @@ import pytest
 import urllib3
 from test_pod_world import pod, wait_for
 
-from controller.runtime.kube import PODS, end_stream
+from foundation.cluster.kube import PODS, end_stream
 from testworld import podlogs, stages
 
 

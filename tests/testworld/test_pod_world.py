@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from controller.runtime import errors
-from controller.runtime.kube import CONFIGMAPS, PODS
+from foundation.cluster import errors
+from foundation.cluster.kube import CONFIGMAPS, PODS
 from testworld import stages
 from testworld.kwok import POD_WORLD_NODES
 

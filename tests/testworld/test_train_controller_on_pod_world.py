@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.runtime.kube import PODS
+from foundation.cluster.kube import PODS
 from testworld import stages
 from testworld.paths import REPO_ROOT, shared_dir
 

@@ -146,7 +146,7 @@ def _count(node: dict[str, Any]) -> int:
 
 def kueue_fields(live: dict[str, Any]) -> list[Path]:
     """The fields Kueue manages on `live` (none unless it carries a queue label)."""
-    from compiler.frameworks import BY_KIND
+    from foundation.frameworks import BY_KIND
     from compiler.gitops import kueue
     from schemas.upstream import QUEUE_LABEL
 

@@ -106,7 +106,7 @@ def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[dict[
 
 def report(spec: SpecJob, live: dict[str, Any], *, pods: dict[Any, list[dict[str, Any]]],
            events: dict[Any, list[dict[str, Any]]]) -> JobReport:
-    from compiler.frameworks import BY_KIND
+    from foundation.frameworks import BY_KIND
 
     kind, ns, name = live_key(live)
     labels = pod_views.labels_for(live["apiVersion"])

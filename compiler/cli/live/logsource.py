@@ -53,7 +53,7 @@ class Pick:
         names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
         if self.container:
             return self.container
-        from compiler.frameworks import BY_KIND
+        from foundation.frameworks import BY_KIND
         from compiler.targets.trainer_v2_rules import CONTAINER
 
         adapter = BY_KIND.get(kind)

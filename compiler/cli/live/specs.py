@@ -60,7 +60,7 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
 
 
 def kind_of(api_version: str, kind: str) -> Kind:
-    from compiler.frameworks import BY_KIND
+    from foundation.frameworks import BY_KIND
 
     group, _, version = api_version.rpartition("/")
     adapter = BY_KIND.get(kind)
