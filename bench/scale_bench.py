@@ -330,7 +330,9 @@ class ScaleWorld:
         pool = NodePool(NODE_PREFIX, nodes, cpu="32", memory="256Gi", pods="250")
         # without a scheduler (pods bound by their template) the world is cheaper by one more watch of every pod
         parts = [QuickScheduler()] if scheduler else []
-        self.world = World([*parts, QuietKwok(nodes=(pool,))], plane=plane)
+        # no testworld.kubelet (no pull failures, lookups or logs): kwok starts each pod as it sees it
+        self.world = World([*parts, QuietKwok(nodes=(pool,), bad_images=None, config_refs=False, logs=False)],
+                           plane=plane)
         self.cpu: Optional[server_cost.ServerCPU] = None
 
     def __enter__(self) -> ScaleWorld:
