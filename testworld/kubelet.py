@@ -42,8 +42,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from controller.runtime import errors
-from controller.runtime.kube import CONFIGMAPS, EVENTS, PODS, Client, Resource
+from foundation.cluster import errors
+from foundation.cluster.kube import CONFIGMAPS, EVENTS, PODS, Client, Resource
 
 from . import kubelet_rules as rules
 from . import podlogs

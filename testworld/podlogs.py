@@ -67,7 +67,7 @@ def crd_paths() -> tuple[Path, ...]:
 
 
 def _resource(plural: str, kind: str, *, namespaced: bool = True) -> Any:
-    from foundation.cluster.kube import Resource  # lazy: the part table imports without the controller
+    from foundation.cluster.kube import Resource  # lazy: the part table imports without the cluster client
 
     return Resource("kwok.x-k8s.io", "v1alpha1", plural, kind, namespaced=namespaced)
 
@@ -96,7 +96,7 @@ def run_file(root: Path, pod: dict[str, Any], container: str, run: int) -> Path:
 
 
 def serve(client: Client, path: Path, *, namespace: str, pod: str, containers: Sequence[str] = ()) -> None:
-    from controller.runtime import errors  # lazy: the part table imports without the controller
+    from foundation.cluster import errors  # lazy: the part table imports without the cluster client
 
     body = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
             "metadata": {"name": pod, "namespace": namespace}, "spec": _spec(path, containers)}
@@ -126,7 +126,7 @@ def serve_namespace(client: Client, path: Path, *, namespace: str) -> None:
 
 
 def _delete_quietly(client: Client, namespace: str, item: dict[str, Any]) -> None:
-    from controller.runtime import errors
+    from foundation.cluster import errors
 
     try:
         client.delete(logs_resource(), namespace, item["metadata"]["name"], uid=item["metadata"]["uid"])

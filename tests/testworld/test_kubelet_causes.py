@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from controller.runtime.kube import CONFIGMAPS, EVENTS, PODS
+from foundation.cluster.kube import CONFIGMAPS, EVENTS, PODS
 from testworld import podlogs, stages
 from testworld.kubelet import SECRETS
 from testworld.watching import Missing, wait_for
