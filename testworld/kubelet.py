@@ -112,13 +112,14 @@ class Kubelet:
         self.pods: dict[str, PodState] = {}
         self.timers: list[tuple[float, str, int]] = []
         self.host_ips: dict[str, str | None] = {}
+        self.cluster_logs: dict[str, dict[str, Any]] = {}  # name -> selector of the ClusterLogs objects
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
-        if self.config_refs:  # the cache is whole before the first pod is judged
-            for res in (SECRETS, CONFIGMAPS):
-                self._start(res)
-                self.handle(self.events.get())
+        caches = [SECRETS, CONFIGMAPS] if self.config_refs else []
+        for res in caches + ([podlogs.cluster_logs_resource()] if self.logs_dir else []):
+            self._start(res)  # each cache is whole before the first pod is judged
+            self.handle(self.events.get())
         self._start(PODS)
         say("ready")
         while True:
@@ -157,6 +158,10 @@ class Kubelet:
                     self.forget(self.pods.pop(uid))
                 for pod in objects:
                     self.on_pod(pod)
+            elif kind == "ClusterLogs":
+                self.cluster_logs.clear()
+                for obj in objects:
+                    self.on_cluster_logs("ADDED", obj)
             else:
                 self.config = {k: v for k, v in self.config.items() if k[0] != kind.lower()}
                 for obj in objects:
@@ -169,6 +174,8 @@ class Kubelet:
                     self.forget(state)
             else:
                 self.on_pod(obj)
+        elif kind == "ClusterLogs":
+            self.on_cluster_logs(change, obj)
         else:
             self.on_config(kind, change, obj)
 
@@ -365,18 +372,25 @@ class Kubelet:
                 state.logs = "theirs"
                 return
         state.logs, state.logs_uid, state.logs_spec = "ours", made["metadata"]["uid"], spec
-        if self.served_by_cluster_logs(pod):  # one made meanwhile: serve_namespace removes ours, or this does
-            self.forget(state)
-            state.logs = "theirs"
+
+    def on_cluster_logs(self, change: str, obj: Mapping[str, Any]) -> None:
+        """A test's ClusterLogs serves the pods it matches: our Logs for them (which kwok
+        would prefer) go. One made just after ours is caught here, as its watch event comes."""
+        name = obj["metadata"]["name"]
+        if change == "DELETED":
+            self.cluster_logs.pop(name, None)
+            return
+        self.cluster_logs[name] = (obj.get("spec") or {}).get("selector") or {}
+        for state in self.pods.values():
+            if state.logs == "ours" and self.served_by_cluster_logs(state.pod):
+                self.forget(state)
+                state.logs = "theirs"
 
     def served_by_cluster_logs(self, pod: Mapping[str, Any]) -> bool:
         meta = pod["metadata"]
-        for item in self.client.list(podlogs.cluster_logs_resource())["items"]:
-            selector = (item.get("spec") or {}).get("selector") or {}
-            if meta["namespace"] in (selector.get("matchNamespaces") or [meta["namespace"]]) and meta["name"] in (
-                    selector.get("matchNames") or [meta["name"]]):
-                return True
-        return False
+        return any(meta["namespace"] in (selector.get("matchNamespaces") or [meta["namespace"]])
+                   and meta["name"] in (selector.get("matchNames") or [meta["name"]])
+                   for selector in self.cluster_logs.values())
 
     def logs_spec(self, pod: Mapping[str, Any]) -> dict[str, Any]:
         assert self.logs_dir is not None

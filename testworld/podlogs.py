@@ -116,8 +116,8 @@ def serve(client: Client, path: Path, *, namespace: str, pod: str, containers: S
 
 def serve_namespace(client: Client, path: Path, *, namespace: str) -> None:
     """A ``ClusterLogs`` for the namespace; the kubelet's own ``Logs`` there (which would win)
-    are removed, and it makes no more there (it looks for a ``ClusterLogs`` before and after
-    making one)."""
+    are removed, and it makes no more there (it watches the ``ClusterLogs`` objects and
+    removes one it made as this one showed up)."""
     body = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterLogs", "metadata": {"name": namespace},
             "spec": {"selector": {"matchNamespaces": [namespace]}, **_spec(path, ())}}
     client.create(cluster_logs_resource(), None, body, answer=False)

@@ -184,3 +184,15 @@ def test_a_log_a_test_serves_later_replaces_the_kubelets(pod_world, pod_namespac
     podlogs.serve(pod_world.client, path, namespace=pod_namespace, pod="talker")
     podlogs.write(path, ["epoch 1 loss 0.9"])
     assert logs_when(pod_world, pod_namespace, "talker", "epoch 1") == "epoch 1 loss 0.9\n"
+
+
+def test_a_namespace_a_test_serves_later_logs_its_text_instead_of_the_kubelets(pod_world, pod_namespace, tmp_path):
+    pod_world.client.create(PODS, pod_namespace, pod("quiet"))
+    logs_when(pod_world, pod_namespace, "quiet", "started")
+    path = tmp_path / "namespace.log"
+    podlogs.serve_namespace(pod_world.client, path, namespace=pod_namespace)
+    try:
+        podlogs.write(path, ["every pod says this"])
+        assert logs_when(pod_world, pod_namespace, "quiet", "every pod") == "every pod says this\n"
+    finally:
+        pod_world.client.delete(podlogs.cluster_logs_resource(), None, pod_namespace)
