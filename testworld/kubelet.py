@@ -21,9 +21,8 @@ writes carries the pod's resourceVersion (a pod changed meanwhile is judged agai
 annotated ``stages.WAITING_REASON`` is kwok's alone. What a kubelet would check again at
 a container's restart (the environment) is not: once prepared, a pod is kwok's.
 
-Logs: each container's run gets the line ``container NAME started: COMMAND`` when it is
-prepared (a restart: when it runs again) and ``container NAME exited with code N (REASON)``
-when its exit shows, at the times the status gives.
+Logs: ``testworld.kubelet_logs`` (each container's run files and the kwok ``Logs`` object
+naming them), made before the ``PREPARED`` condition so a Running pod always has a log.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from foundation.cluster.kube import CONFIGMAPS, EVENTS, PODS, Client, Resource
 
 from . import kubelet_rules as rules
 from . import podlogs
+from .kubelet_logs import ContainerLogs
 from .stages import PREPARED, WAITING_REASON
 
 SECRETS = Resource("", "v1", "secrets", "Secret")
@@ -92,10 +92,6 @@ class PodState:
     sent: set[tuple[str, str, str | None]] = field(default_factory=set)  # Events sent once (mounts, config)
     pull: str = ""  # "", ErrImagePull or ImagePullBackOff: where the pod's failing pulls are
     pulls: int = 0  # pull attempts so far
-    logs: str = ""  # "", "ours" or "theirs": whose Logs object names the pod
-    logs_uid: str = ""
-    logs_spec: Any = None
-    exits: set[str] = field(default_factory=set)  # containerIDs whose exit line is written
     token: int = 0  # of the pull's pending timer
 
 
@@ -103,7 +99,7 @@ class Kubelet:
     def __init__(self, client: Client, *, logs_dir: Path | None, bad_images: str | None, config_refs: bool,
                  pull_backoff: float) -> None:
         self.client = client
-        self.logs_dir = logs_dir
+        self.logs = ContainerLogs(client, logs_dir) if logs_dir is not None else None
         self.bad_images = re.compile(bad_images) if bad_images else None
         self.config_refs = config_refs
         self.pull_backoff = pull_backoff
@@ -112,12 +108,11 @@ class Kubelet:
         self.pods: dict[str, PodState] = {}
         self.timers: list[tuple[float, str, int]] = []
         self.host_ips: dict[str, str | None] = {}
-        self.cluster_logs: dict[str, dict[str, Any]] = {}  # name -> selector of the ClusterLogs objects
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
         caches = [SECRETS, CONFIGMAPS] if self.config_refs else []
-        for res in caches + ([podlogs.cluster_logs_resource()] if self.logs_dir else []):
+        for res in caches + ([podlogs.cluster_logs_resource()] if self.logs else []):
             self._start(res)  # each cache is whole before the first pod is judged
             self.handle(self.events.get())
         self._start(PODS)
@@ -155,13 +150,13 @@ class Kubelet:
             if kind == "Pod":
                 seen = {o["metadata"]["uid"] for o in objects}
                 for uid in set(self.pods) - seen:
-                    self.forget(self.pods.pop(uid))
+                    self.forget(uid)
                 for pod in objects:
                     self.on_pod(pod)
-            elif kind == "ClusterLogs":
-                self.cluster_logs.clear()
+            elif kind == "ClusterLogs" and self.logs:
+                self.logs.cluster_logs.clear()
                 for obj in objects:
-                    self.on_cluster_logs("ADDED", obj)
+                    self.logs.on_cluster_logs("ADDED", obj)
             else:
                 self.config = {k: v for k, v in self.config.items() if k[0] != kind.lower()}
                 for obj in objects:
@@ -170,12 +165,11 @@ class Kubelet:
         _, kind, change, obj = item
         if kind == "Pod":
             if change == "DELETED":
-                if (state := self.pods.pop(obj["metadata"]["uid"], None)) is not None:
-                    self.forget(state)
+                self.forget(obj["metadata"]["uid"])
             else:
                 self.on_pod(obj)
-        elif kind == "ClusterLogs":
-            self.on_cluster_logs(change, obj)
+        elif kind == "ClusterLogs" and self.logs:
+            self.logs.on_cluster_logs(change, obj)
         else:
             self.on_config(kind, change, obj)
 
@@ -227,8 +221,13 @@ class Kubelet:
         state.pod = pod
         if self.waiting(pod):
             self.prepare(state)
-        elif self.logs_dir is not None and state.logs == "ours":
-            self.follow_logs(state)
+        elif self.logs:
+            self.logs.follow(pod)
+
+    def forget(self, uid: str) -> None:
+        self.pods.pop(uid, None)
+        if self.logs:
+            self.logs.forget(uid)
 
     def prepare(self, state: PodState) -> None:
         pod = state.pod
@@ -258,8 +257,8 @@ class Kubelet:
 
     def start(self, state: PodState) -> None:
         state.pull = ""
-        if self.logs_dir is not None and not state.logs:
-            self.open_logs(state)
+        if self.logs and state.pod["metadata"]["uid"] not in self.logs.pods:
+            self.logs.open(state.pod)
         patch = {"status": {"conditions": [{"type": PREPARED, "status": "True", "lastTransitionTime": now()}]}}
         if self.write_status(state, patch):
             say(f"prepared {self.name(state.pod)}")
@@ -279,7 +278,7 @@ class Kubelet:
     def pull_failed(self, state: PodState, pulling: list[str]) -> None:
         state.pull, state.pulls = "ErrImagePull", state.pulls + 1
         for name in pulling:
-            image = self.container(state.pod, name).get("image") or ""
+            image = rules.container(state.pod, name).get("image") or ""
             self.record(state, "Normal", "Pulling", f'Pulling image "{rules.with_default_tag(image)}"', name)
             self.record(state, "Warning", "Failed",
                         f'Failed to pull image "{rules.with_default_tag(image)}": {rules.pull_error(image)}', name)
@@ -300,7 +299,7 @@ class Kubelet:
             namespace = state.pod["metadata"]["namespace"]
             for name, fault in rules.judge(state.pod, self.lookup(namespace, fresh=False), self.bad_images).faults.items():
                 if fault.kind == "pull":
-                    image = rules.with_default_tag(self.container(state.pod, name).get("image") or "")
+                    image = rules.with_default_tag(rules.container(state.pod, name).get("image") or "")
                     self.record(state, "Normal", "BackOff", f'Back-off pulling image "{image}"', name)
                     self.record(state, "Warning", "Failed", "Error: ImagePullBackOff", name)
             self.after(state, min(self.pull_backoff * 2 ** (state.pulls - 1), MAX_BACKOFF))
@@ -338,141 +337,10 @@ class Kubelet:
             self.client.patch(EVENTS, meta["namespace"], body["metadata"]["name"],
                               {"count": int(current.get("count") or 1) + 1, "lastTimestamp": at})
 
-    # ------------------------------------------------------------------ logs
-    def open_logs(self, state: PodState) -> None:
-        """Each container's first run file with its start line, and a Logs object naming them,
-        unless the pod's log is a test's (its own Logs, or a ClusterLogs over it)."""
-        pod, root = state.pod, self.logs_dir
-        assert root is not None
-        inits = {c["name"] for c in pod["spec"].get("initContainers") or []}
-        for container in [*(pod["spec"].get("initContainers") or []), *pod["spec"]["containers"]]:
-            path = podlogs.run_file(root, pod, container["name"], 0)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            lines = [f"container {container['name']} started: {rules.command_line(container)}"]
-            if container["name"] in inits:  # kwok finishes init containers as the pod starts
-                lines.append(f"container {container['name']} exited with code 0 (Completed)")
-            podlogs.write(path, lines)
-        if self.served_by_cluster_logs(pod):
-            state.logs = "theirs"
-            return
-        meta = pod["metadata"]
-        spec = self.logs_spec(pod)
-        body = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": dict([podlogs.OWNED])},
-                "spec": spec}
-        try:
-            made = self.client.create(podlogs.logs_resource(), meta["namespace"], body)
-        except errors.AlreadyExists:
-            made = self.client.get(podlogs.logs_resource(), meta["namespace"], meta["name"])
-            if (made["metadata"].get("labels") or {}).get(podlogs.OWNED[0]) != podlogs.OWNED[1]:
-                state.logs = "theirs"
-                return
-            made = self.patch_logs(made["metadata"], spec)
-            if made is None:
-                state.logs = "theirs"
-                return
-        state.logs, state.logs_uid, state.logs_spec = "ours", made["metadata"]["uid"], spec
-
-    def on_cluster_logs(self, change: str, obj: Mapping[str, Any]) -> None:
-        """A test's ClusterLogs serves the pods it matches: our Logs for them (which kwok
-        would prefer) go. One made just after ours is caught here, as its watch event comes."""
-        name = obj["metadata"]["name"]
-        if change == "DELETED":
-            self.cluster_logs.pop(name, None)
-            return
-        self.cluster_logs[name] = (obj.get("spec") or {}).get("selector") or {}
-        for state in self.pods.values():
-            if state.logs == "ours" and self.served_by_cluster_logs(state.pod):
-                self.forget(state)
-                state.logs = "theirs"
-
-    def served_by_cluster_logs(self, pod: Mapping[str, Any]) -> bool:
-        meta = pod["metadata"]
-        return any(meta["namespace"] in (selector.get("matchNamespaces") or [meta["namespace"]])
-                   and meta["name"] in (selector.get("matchNames") or [meta["name"]])
-                   for selector in self.cluster_logs.values())
-
-    def logs_spec(self, pod: Mapping[str, Any]) -> dict[str, Any]:
-        assert self.logs_dir is not None
-        runs = {s["name"]: int(s.get("restartCount") or 0)
-                for s in [*(pod["status"].get("initContainerStatuses") or []), *(pod["status"].get("containerStatuses") or [])]
-                if s.get("containerID")}
-        entries = []
-        for container in [*(pod["spec"].get("initContainers") or []), *pod["spec"]["containers"]]:
-            name = container["name"]
-            run = runs.get(name, 0)
-            entry = {"containers": [name], "logsFile": str(podlogs.run_file(self.logs_dir, pod, name, run)),
-                     "follow": True}
-            if run:
-                entry["previousLogsFile"] = str(podlogs.run_file(self.logs_dir, pod, name, run - 1))
-            entries.append(entry)
-        return {"logs": entries}
-
-    def patch_logs(self, meta: Mapping[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
-        """Our Logs object's new spec, if it is still ours (None: replaced or gone)."""
-        try:
-            return self.client.patch(podlogs.logs_resource(), meta["namespace"], meta["name"],
-                                     {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": spec})
-        except (errors.Conflict, errors.NotFound):
-            return None
-
-    def follow_logs(self, state: PodState) -> None:
-        """Start lines of new runs, exit lines, and the Logs object pointing at the current run."""
-        pod = state.pod
-        assert self.logs_dir is not None
-        for status in pod["status"].get("containerStatuses") or []:
-            name, run = status["name"], int(status.get("restartCount") or 0)
-            current = status.get("state") or {}
-            path = podlogs.run_file(self.logs_dir, pod, name, run)
-            if "running" in current and (not path.exists() or not path.stat().st_size):
-                path.parent.mkdir(parents=True, exist_ok=True)
-                podlogs.write(path, [f"container {name} started: {rules.command_line(self.container(pod, name))}"],
-                              at=current["running"].get("startedAt"))
-            for which, done in (("state", current.get("terminated")), ("lastState", (status.get("lastState") or {})
-                                                                         .get("terminated"))):
-                if not done or not done.get("containerID") or done["containerID"] in state.exits:
-                    continue
-                state.exits.add(done["containerID"])
-                ended = run if which == "state" or "waiting" in current else run - 1
-                podlogs.write(podlogs.run_file(self.logs_dir, pod, name, ended),
-                              [f"container {name} exited with code {done.get('exitCode')} ({done.get('reason')})"],
-                              at=done.get("finishedAt"))
-        spec = self.logs_spec(pod)
-        if spec != state.logs_spec:
-            meta = {**pod["metadata"], "resourceVersion": self.logs_version(pod)}
-            made = self.patch_logs(meta, spec) if meta["resourceVersion"] else None
-            if made is None:
-                state.logs = "theirs"
-            else:
-                state.logs_spec = spec
-
-    def logs_version(self, pod: Mapping[str, Any]) -> str | None:
-        try:
-            current = self.client.get(podlogs.logs_resource(), pod["metadata"]["namespace"], pod["metadata"]["name"])
-        except errors.NotFound:
-            return None
-        ours = (current["metadata"].get("labels") or {}).get(podlogs.OWNED[0]) == podlogs.OWNED[1]
-        return current["metadata"]["resourceVersion"] if ours else None
-
-    def forget(self, state: PodState) -> None:
-        """A deleted pod's Logs object goes with it (if it is still the one we made)."""
-        meta = state.pod["metadata"]
-        if state.logs_uid:
-            try:
-                self.client.delete(podlogs.logs_resource(), meta["namespace"], meta["name"], uid=state.logs_uid)
-            except (errors.NotFound, errors.Conflict):
-                pass
-            state.logs_uid = ""
-
     # ------------------------------------------------------------------ small readers
     @staticmethod
     def name(pod: Mapping[str, Any]) -> str:
         return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-
-    @staticmethod
-    def container(pod: Mapping[str, Any], name: str) -> dict[str, Any]:
-        spec = pod["spec"]
-        return next(c for c in [*(spec.get("initContainers") or []), *spec["containers"]] if c["name"] == name)
 
     def host_ip(self, node: str) -> str | None:
         if node not in self.host_ips:

@@ -244,3 +244,9 @@ def shown(status: Mapping[str, Any]) -> list[tuple[str, Any]]:
         return (waiting.get("reason"), waiting.get("message")) if waiting else sorted(entry.get("state") or {})
     entries = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
     return [(e.get("name"), state(e)) for e in entries]
+
+
+def container(pod: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The pod's container (or init container) of that name."""
+    spec = pod.get("spec") or {}
+    return next(c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])] if c["name"] == name)
