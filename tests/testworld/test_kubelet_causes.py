@@ -196,3 +196,17 @@ def test_a_namespace_a_test_serves_later_logs_its_text_instead_of_the_kubelets(p
         assert logs_when(pod_world, pod_namespace, "quiet", "every pod") == "every pod says this\n"
     finally:
         pod_world.client.delete(podlogs.cluster_logs_resource(), None, pod_namespace)
+
+
+def test_with_no_kubelet_part_kwok_starts_every_pod_as_it_sees_it(world_factory):
+    from testworld.kwok import Kwok, NodePool
+
+    kwok = Kwok(nodes=[NodePool("small", 1)], bad_images=None, config_refs=False, logs=False)
+    world = world_factory(["scheduler", kwok], upstream_crds=False)
+    world.kubectl("create", "namespace", "w")
+    token = [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "nope", "key": "t"}}}]
+    world.client.create(PODS, "w", pod("bare", image="example.com/train:does-not-exist", env=token))
+    seen = Seen(world.client, "w", "bare")
+    running = seen.until(is_running, "Running")
+    assert kwok.kubelet is None and all(reason is None for _, reason in seen.states), seen.states
+    assert stages.PREPARED not in {c["type"] for c in running["status"]["conditions"]}
