@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.gitops import argocd, flux
-from compiler.targets import api
+from compiler.targets import api, kubeflow_v1, trainer_v2
 
 ACTIVE = frozenset({"unknown", "Created", "Running", "Restarting"})
 SUSPENDED = frozenset({"unknown", "Suspended"})
@@ -29,8 +29,8 @@ ANY = frozenset({"unknown", "absent", "Created", "Running", "Restarting", "Suspe
 FLUX_INTERVAL = flux.Target(path=".").interval  # what `train-compile flux` writes unless told otherwise
 ARGOCD_SELF_HEAL = argocd.Target(repo_url="", path=".").self_heal
 
-UPSTREAM, OURS, TRAINER = "training-operator", "train-controller", "trainer"
-V1, V2 = "kubeflow-v1", "trainer-v2"
+V1, V2 = kubeflow_v1.API.name, trainer_v2.API.name  # the target table's names: a row per (target, controller)
+UPSTREAM, OURS, TRAINER = "training-operator", "train-controller", trainer_v2.API.plan.pod_maker
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class Effect:
 _MIXED = Effect(("mixed-run",), "the upstream operator adds pods from the new spec beside the running ones, deletes"
                 " pods past the new count and re-creates failed pods from the new template: one run, pods of two"
                 " specs", ACTIVE)
-# a change deferred to the next run (the sentence's "holds" is the words users know it by)
+# a change deferred to the next run (the sentence's "holds" and "shape" are the words the
+# plan has always printed: the run spec, foundation.runs.spec)
 _DEFERRED = Effect(("ignored-until-next-run",), "train-controller holds the change while the run lasts (its pods,"
                " re-created ones too, keep the run's shape); a suspend and resume, or a delete and create, starts"
                " a new run from the new spec", ACTIVE)

@@ -31,7 +31,7 @@ def describe(old: dict[str, Any], new: dict[str, Any], *, replica_specs: str) ->
         if key != replica_specs:
             _walk(old_spec.get(key, ABSENT), new_spec.get(key, ABSENT), (key,), found)
     if not found:
-        return "no field of the run's shape"
+        return "no field of the run's shape"  # the Event's words as shipped ("shape": the run spec)
     more = len(found) - LIMIT
     return "; ".join(found[:LIMIT]) + (f"; and {more} more" if more > 0 else "")
 
