@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from foundation.frameworks import adapter, by_kind
+from foundation.frameworks import BY_KIND, adapter, by_kind
 from compiler.targets import kubeflow_v1_rules
-from compiler.targets.base import TargetApi, gpus_in
+from compiler.targets.base import PlanFacts, TargetApi, gpus_in
 from compiler.targets.lowering import lower
 
 if TYPE_CHECKING:
@@ -117,6 +117,13 @@ API = TargetApi(
     pod_names=pod_names,
     pods=pods,
     whole_pod_templates=True,
+    plan=PlanFacts(
+        reader="replica-specs",
+        suspend=("spec", "runPolicy", "suspend"),
+        ttl=("spec", "runPolicy", "ttlSecondsAfterFinished"),
+        plural=lambda kind: BY_KIND[kind].facts.plural if kind in BY_KIND else None,
+        kueue_manages=lambda kind: by_kind(kind).facts.kueue_unmanaged is None,
+    ),
     upstream_admission=True,
     operator_init_containers=operator_init_containers,
 )
