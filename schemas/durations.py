@@ -10,7 +10,8 @@ users know and its tests pin, all read by `Spelling.seconds` from one unit table
 - `GO`: `status --timeout`, Go's `time.ParseDuration` as kubectl's `--timeout` takes it
   (`90s`, `1h30m`, `500ms`; a unit is required);
 - `FLAG`: the controller's flags, Go durations as upstream's and controller-runtime's same
-  flags take them (`15s`, `1m30s`, `300ms`), and a plain number of seconds.
+  flags take them (`15s`, `1m30s`, `300ms`), and a plain number of seconds; status's
+  `--stuck-pod-threshold` too, as the controller's flag of that name.
 
 Written three ways, one per purpose: `prose` in the plan's sentences ("deleted 1 h 30 min
 after it finishes"); `age`, how long a job or an Event has been so, to the two units that
@@ -68,6 +69,15 @@ class Spelling:
 SPEC = Spelling(WHOLE, ("s", "m", "h", "d"), bare=True)
 GO = Spelling(DECIMAL, ("ms", "s", "m", "h"), compound=True, spaced=True)
 FLAG = Spelling(DECIMAL, ("ms", "s", "m", "h"), bare=True, compound=True, spaced=True)
+
+
+def flag(text: str) -> float:
+    """Seconds of a duration flag's value (`FLAG`: train-controller's flags, and status's
+    `--stuck-pod-threshold` named after one); ValueError naming the spelling."""
+    seconds = FLAG.seconds(text)
+    if seconds is None:
+        raise ValueError(f"{text!r} is not a duration like 15s, 1.5s, 300ms or 1m30s")
+    return seconds
 
 
 def prose(seconds: int) -> str:

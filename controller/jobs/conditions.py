@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from foundation.rfc3339 import (  # the conditions' times, read and written (cond.* to callers)
-    parse as parse_time,
-    timestamp,
+from foundation.cluster.kube import (
+    timestamp,  # the conditions' times (also cond.timestamp to callers)
 )
+from foundation.runs.clock import parse_time  # RFC 3339, as every rule on runs reads it (also cond.parse_time)
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, SUSPENDED, FAILED = (
     "Created",

@@ -64,8 +64,7 @@ from controller.runtime.event_correlator import (
     add_message,
     combined_message,
 )
-from foundation.cluster.kube import EVENTS, Client
-from foundation.rfc3339 import timestamp
+from foundation.cluster.kube import EVENTS, Client, timestamp
 
 log = logging.getLogger(__name__)
 

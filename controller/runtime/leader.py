@@ -37,7 +37,6 @@ from typing import Any
 
 from foundation.cluster import errors
 from foundation.cluster.kube import Client, Resource
-from foundation.rfc3339 import micro_time
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +48,11 @@ def default_identity() -> str:
     """`<pod or host name>_<uuid>` as controller-runtime does: unique per process, so a
     restarted container never mistakes its predecessor's Lease for its own."""
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
+
+
+def micro_time(when: datetime) -> str:
+    """A Lease MicroTime: RFC 3339 with microseconds, UTC."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
 
@@ -44,6 +45,11 @@ from foundation.cluster.resource import (  # the descriptors, also kube.* to cal
     SERVICES,
     Resource,
 )
+
+
+def timestamp(now: datetime) -> str:
+    """metav1.Time's JSON form: RFC 3339, UTC, whole seconds."""
+    return now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 

@@ -27,8 +27,7 @@ from controller.manager import Manager
 from foundation.cluster import errors, kube
 from foundation.cluster.connection import Connection
 from foundation.cluster.kube import Client
-from controller.runtime.leader import LEASES, LeaderConfig, LeaderElector
-from foundation.rfc3339 import micro_time
+from controller.runtime.leader import LEASES, LeaderConfig, LeaderElector, micro_time
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 
@@ -109,6 +108,10 @@ def test_timings_that_could_let_two_leaders_overlap_are_refused(timings, message
 @pytest.mark.parametrize("text,seconds", [("15s", 15), ("1.5s", 1.5), ("300ms", 0.3), ("2m", 120), ("7", 7), ("1m30s", 90)])
 def test_duration_flags_read_go_durations(text, seconds) -> None:
     assert duration(text) == pytest.approx(seconds)
+
+
+def test_micro_time_is_rfc3339_with_microseconds() -> None:
+    assert micro_time(datetime(2024, 5, 1, 12, 0, 3, 42, tzinfo=timezone.utc)) == "2024-05-01T12:00:03.000042Z"
 
 
 # ---------------------------------------------------------------------------- the elector

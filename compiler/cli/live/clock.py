@@ -1,6 +1,6 @@
 """Times as `status` and `logs` print and read them: `3m12s` ages, `10m` timeouts.
 
-Kubernetes writes times as RFC 3339 (`2026-11-28T07:01:02Z`, read by `foundation.rfc3339`);
+Kubernetes writes times as RFC 3339 (`2026-11-28T07:01:02Z`, read by `foundation.runs.clock`);
 a person reads an age, so every time shown is one (`Running for 3m12s`: `schemas.durations.age`),
 and `--timeout` takes the spelling Go's `time.ParseDuration` does (`90s`, `10m`, `1h30m`:
 `schemas.durations.GO`).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
-from foundation.rfc3339 import parse as parse_time
+from foundation.runs.clock import parse_time
 from schemas import durations
 
 

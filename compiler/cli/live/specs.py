@@ -60,14 +60,11 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
 
 
 def kind_of(api_version: str, kind: str) -> Resource:
-    """The resource that serves `kind` of `api_version`: a kubeflow.org/v1 kind or Trainer's TrainJob."""
-    from foundation.frameworks import BY_KIND
-    from foundation.frameworks import stock_runtimes as trainer
+    """The API resource of a job kind; its plural is the target table's (compiler.targets)."""
+    from compiler.targets import plural_of
 
     group, _, version = api_version.rpartition("/")
-    adapter = BY_KIND.get(kind)
-    plural = adapter.facts.plural if adapter else {trainer.TRAINJOB: trainer.TRAINJOBS}[kind]  # each states its own
-    return Resource(group, version, plural, kind)
+    return Resource(group, version, plural_of(kind), kind)
 
 
 def job_kinds() -> list[Resource]:

@@ -1,12 +1,13 @@
-"""The one reader and the two writers of the API server's times (foundation.rfc3339)."""
+"""The one reader of the API server's times (foundation.runs.clock), which plan --live, status
+and the controller share."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
 
-from foundation import rfc3339
+from foundation.runs.clock import parse_time
 
 AT = datetime(2026, 11, 28, 7, 1, 2, tzinfo=timezone.utc)
 
@@ -18,7 +19,7 @@ AT = datetime(2026, 11, 28, 7, 1, 2, tzinfo=timezone.utc)
     pytest.param("2026-11-28T07:01:02", AT, id="no offset is the API server's UTC"),
 ])
 def test_every_spelling_of_an_instant_reads_as_that_instant_and_never_naive(text, instant):
-    parsed = rfc3339.parse(text)
+    parsed = parse_time(text)
 
     assert parsed == instant
     assert parsed.tzinfo is not None  # comparable with datetime.now(timezone.utc)
@@ -26,12 +27,11 @@ def test_every_spelling_of_an_instant_reads_as_that_instant_and_never_naive(text
 
 @pytest.mark.parametrize("text", [None, "", "yesterday", 1700000000], ids=["absent", "empty", "words", "a number"])
 def test_what_is_no_time_reads_as_none(text):
-    assert rfc3339.parse(text) is None
+    assert parse_time(text) is None
 
 
-def test_the_writers_give_the_two_wire_forms_in_utc_and_read_back():
-    when = AT.replace(microsecond=42).astimezone(timezone(timedelta(hours=2)))
+def test_status_reads_an_age_with_the_same_reader():
+    from compiler.cli.live.clock import age
 
-    assert rfc3339.timestamp(when) == "2026-11-28T07:01:02Z"
-    assert rfc3339.micro_time(when) == "2026-11-28T07:01:02.000042Z"
-    assert rfc3339.parse(rfc3339.micro_time(when)) == when
+    assert age("2026-11-28T07:00:02", AT) == "1m"  # no offset: UTC, not a naive time that cannot be subtracted
+    assert age("2026-11-28T09:00:02+02:00", AT) == "1m"
