@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
     from compiler.reading.resolve import Target
     from schemas.bundle import Bundle
-    from schemas.trainjob import Resources
+    from schemas.trainjob import Resources, Role
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class TargetApi:
     scheduling_policy: bool = True
     # a job may bring its own runtime that must exist before the job (trainer-v2: restartScope: job)
     job_runtime: Optional[JobRuntime] = None
+    # pod template key (as in pod_templates) -> its spec.roles entry, whose placement replaces the
+    # job's there (overlays/scheduling.py); {}: the target takes no per-role settings (trainer-v2)
+    role_entries: Callable[["Bundle"], dict[str, Optional["Role"]]] = lambda bundle: {}
 
 
 def gpus_in(resources: dict[str, Any]) -> int:

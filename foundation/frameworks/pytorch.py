@@ -47,6 +47,7 @@ FACTS = Facts(
     elastic=True,
     autoscaled=True,
     processes_per_node=True,
+    main_roles=("master", "worker"),
 )
 
 
