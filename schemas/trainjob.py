@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 # the spec's parts live in their own modules; they are imported from here too (one name per model)
+from schemas.elastic import Elastic
 from schemas.placement import Gang, GangChoice, RoleScheduling, Scheduling, Toleration  # noqa: F401
 from schemas.resources import ResourceLimits, Resources  # noqa: F401
 from schemas.strict import ConfigMapRef, EnvValue, SecretRef, StrictModel  # noqa: F401
@@ -43,23 +44,6 @@ API_VERSION = "trainforge.dev/v1alpha1"
 # tests/foundation/test_framework_table.py fails when the two differ
 Framework = Literal["pytorch", "tensorflow", "mpi", "xgboost", "paddle", "jax", "mxnet"]
 FRAMEWORKS: tuple[str, ...] = Framework.__args__  # type: ignore[attr-defined]
-
-
-class Elastic(StrictModel):
-    """Elastic training (pytorch only): torchrun rendezvous between min and max nodes."""
-
-    minNodes: PositiveInt = Field(description="Fewest nodes the job runs on.")
-    maxNodes: PositiveInt = Field(description="Most nodes the job scales to.")
-    maxRestarts: Optional[NonNegativeInt] = Field(None, description="torchrun restarts before failing.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "Elastic":
-        if self.maxNodes < self.minNodes:
-            raise ValueError(
-                f"maxNodes ({self.maxNodes}) is below minNodes ({self.minNodes});"
-                " set maxNodes >= minNodes"
-            )
-        return self
 
 
 class Volume(StrictModel):

@@ -202,6 +202,14 @@ POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+# the quantities of a kind's own fields: an elastic policy's metric targets (Kueue's webhook
+# stores them canonical too, as it does the pod templates')
+JOB_FIELD_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
+    ("elasticPolicy", "metrics", "*", source, "target", amount)
+    for source in ("resource", "pods", "object", "external", "containerResource") for amount in ("value", "averageValue")
+)
+
+
 def lower(target: Target, api: TargetApi) -> Bundle:
     """The kubeflow.org/v1 job of `target`, in a Bundle that names `api` (the target table's
     entry that calls this) for the overlays."""
@@ -223,7 +231,7 @@ def lower(target: Target, api: TargetApi) -> Bundle:
     annotations = {**target.annotations, **restart_scope_mark(spec.policy)}
     if annotations:
         metadata["annotations"] = dict(sorted(annotations.items()))
-    job_spec: dict[str, Any] = fw.job_fields(spec)
+    job_spec: dict[str, Any] = canonical_quantities(fw.job_fields(spec), JOB_FIELD_QUANTITIES)
     policy = run_policy(spec.policy)
     if policy:  # omitted when empty; overlays add it when they need schedulingPolicy
         job_spec["runPolicy"] = policy

@@ -599,6 +599,34 @@ CASES = [
      "(HostPath Volumes): sharedMemory: host mounts the node's /dev/shm; write sharedMemory: unsized "
      "(memory-backed, no size limit) or a size such as 64Gi, or ask for policy.podSecurity: privileged in "
      "trainforge.yaml"),
+    # --- elastic rendezvous and metrics (schemas/elastic.py: the HPA's own rules on a MetricSpec)
+    ("an etcd rendezvous without a host is refused: worker 0 is no etcd server",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {backend: etcd}\n"),
+     "11:17: error: spec.elastic.rendezvous: the etcd backend meets at an etcd server, and worker 0 (the "
+     "default host) is none; add host (and port) of your etcd service"),
+    ("an unknown rendezvous backend lists torchrun's",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {backend: zookeeper}\n"),
+     "11:27: error: spec.elastic.rendezvous.backend: the string 'zookeeper' is not allowed; use one of c10d, "
+     "etcd, etcd-v2, static"),
+    ("a rendezvous port beyond 65535 is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {port: 70000}\n"),
+     "11:24: error: spec.elastic.rendezvous.port: 70000 is too large; use a value <= 65535"),
+    ("a resource metric with a Value target is refused as the HPA does",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Resource, resource: {name: cpu, target: {type: Value, value: 2}}}\n"),
+     "12:9: error: spec.elastic.metrics[0]: a Resource metric's target is Utilization or AverageValue (the HPA "
+     "refuses Value); write target.type: Utilization or AverageValue"),
+    ("a metric target without its value is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Resource, resource: {name: cpu, target: {type: Utilization}}}\n"),
+     "12:56: error: spec.elastic.metrics[0].resource.target: a target of type Utilization needs "
+     "averageUtilization; add averageUtilization, which the HPA scales to"),
+    ("a metric whose type names another source is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Pods, resource: {name: cpu, target: {type: AverageValue, averageValue: 1}}}\n"),
+     "12:9: error: spec.elastic.metrics[0]: a Pods metric takes pods and no other source (resource given); "
+     "write pods: {...} only"),
+    ("a zero metric target is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: External, external: {metric: {name: q}, target: {type: Value, value: 0}}}\n"),
+     "12:64: error: spec.elastic.metrics[0].external.target: value 0 is not above 0, which the HPA refuses; "
+     "give a positive amount"),
     # --- environments
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),
