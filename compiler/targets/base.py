@@ -26,12 +26,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobRuntime:
-    """An object of a job's own that admission needs before the job: `component` is the job
-    folder's component holding it. Flux must sync it first (compiler.emit.prerequisites)."""
+    """Objects of a job's own that admission needs before the job: `component` is the job
+    folder's component holding them, of these `kinds`. Flux must sync them first
+    (compiler.emit.prerequisites)."""
 
     component: str
     api_version: str
-    kind: str
+    kinds: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class TargetApi:
     # pod template key (as in pod_templates) -> its spec.roles entry, whose placement replaces the
     # job's there (overlays/scheduling.py); {}: the target takes no per-role settings (trainer-v2)
     role_entries: Callable[["Bundle"], dict[str, Optional["Role"]]] = lambda bundle: {}
+    # an environment's bundles -> the same with the objects the sources add to them (trainer-v2:
+    # the runtimes written beside the jobs, each carried by one job that names it)
+    with_runtimes: Callable[[list["Bundle"]], list["Bundle"]] = lambda bundles: bundles
 
 
 def gpus_in(resources: dict[str, Any]) -> int:
