@@ -94,8 +94,10 @@ class Role(StrictModel):
         " (tensorflow's chief takes 0: no chief pod)."
     )
     image: Optional[NonEmptyStr] = Field(None, description="Overrides spec.image for this role.")
-    command: Optional[list[NonEmptyStr]] = Field(None, description="Overrides spec.command for this role.")
-    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role.")
+    command: Optional[list[NonEmptyStr]] = Field(
+        None, description="Overrides spec.command for this role; [] runs the image's entrypoint."
+    )
+    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role; [] passes none.")
     env: Optional[dict[EnvName, EnvValue]] = Field(
         None, description="Merged over spec.env for this role (a name given here wins)."
     )
