@@ -244,6 +244,11 @@ CASES = [
      job_text("elastic: {minNodes: 1, maxNodes: 2}\nroles:\n  master: {image: ghcr.io/acme/master:1}\n"),
      "10:5: error: spec.roles.master: this PyTorchJob has no master pods, so these settings would apply to none;"
      " remove roles.master, or set them under roles.worker"),
+    ("a role's podTemplate takes metadata and spec only, named at the role",
+     job_text("roles:\n  worker:\n    podTemplate: {containers: []}\n"),
+     "10:21: error: spec.roles.worker.podTemplate.containers: roles.worker.podTemplate is a pod template "
+     "patch; 'containers' is not one of its fields; put pod fields under roles.worker.podTemplate.spec and "
+     "labels under roles.worker.podTemplate.metadata"),
     ("a role's podTemplate is checked against Kubernetes' schema at its own line",
      job_text("roles:\n  worker:\n    podTemplate:\n      spec: {hostNetwrk: true}\n"),
      "11:16: error: spec.roles.worker.podTemplate.spec.hostNetwrk: unknown field 'hostNetwrk'; did you mean "

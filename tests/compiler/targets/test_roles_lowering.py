@@ -181,3 +181,14 @@ def test_an_empty_command_runs_the_images_entrypoint_for_that_role(tmp_path):
     c = main(job)
     assert "command" not in c["Scheduler"] and "args" not in c["Scheduler"]
     assert c["Worker"]["command"] == ["python", "train.py"]
+
+
+def test_the_jobs_affinity_reaches_trainer_v2_pods_through_runtime_patches(tmp_path):
+    anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}}
+    project = project_doc(environments={"prod": {"target": "trainer-v2"}})
+
+    job = only_job(tmp_path, job_doc("jax", nodes=2, scheduling={"affinity": anti}), env="prod", project=project)
+
+    (node,) = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert node["template"]["spec"]["template"]["spec"]["affinity"] == anti
