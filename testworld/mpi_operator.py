@@ -40,7 +40,8 @@ def _mpi_operator(entry: gobuild.Build, work: Path, out: Path, env: dict[str, st
 
 BUILD = gobuild.register(gobuild.Build(
     "mpi-operator", MODULE, VERSION, (f"{MODULE}/cmd/mpi-operator",), recipe="module-copy",
-    gcflags=gobuild.UNOPTIMIZED, cold="", custom=_mpi_operator))
+    gcflags=gobuild.UNOPTIMIZED, cold="4 min 27 s measured at load ~8 beside a kube-apiserver build, its modules cold",
+    custom=_mpi_operator))
 
 
 def crd_file() -> Path:
@@ -82,6 +83,7 @@ class MPIOperator(ProcessPart):
         self.health = 0
 
     def before(self, world: World) -> None:
+        require_job_controller(world)
         serve_v2beta1(world)
         world.kubectl("create", "namespace", LOCK_NAMESPACE, check=False)
         self.health = free_port()

@@ -60,6 +60,14 @@ def wait_for(check: Callable[[], Any], what: str, timeout: float = 90) -> Any:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
 
 
+def until_true(fetch: Callable[[], dict[str, Any] | None], ctype: str, what: str, timeout: float = 90) -> dict[str, Any]:
+    """The object ``fetch`` returns once its condition ``ctype`` is True."""
+    def check() -> dict[str, Any] | None:
+        obj = fetch()
+        return obj if obj and is_true(obj, ctype) else None
+    return wait_for(check, what, timeout)
+
+
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), {})
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from engines_kit import (
     MPIJOBS, PYTORCHJOBS, QUEUE_LABEL, WORKLOADS, condition, is_true, job_world_parts, mpijob, new_namespace,
-    pytorchjob, queue_objects, started, wait_for,
+    pytorchjob, queue_objects, started, until_true, wait_for,
 )
 
 from testworld import kueue
@@ -51,8 +51,7 @@ def workload_of(world: World, ns: str, kind: str, name: str) -> dict | None:
 
 
 def admitted(world: World, ns: str, kind: str, name: str) -> dict:
-    return wait_for(lambda: (wl := workload_of(world, ns, kind, name)) and is_true(wl, "Admitted") and wl,
-                    f"{kind} {name}'s Workload admitted")
+    return until_true(lambda: workload_of(world, ns, kind, name), "Admitted", f"{kind} {name}'s Workload admitted")
 
 
 def test_the_part_runs_the_release_it_was_asked_for_under_its_row_name(world):
@@ -82,11 +81,9 @@ def test_a_queued_v2beta1_mpijob_is_admitted_and_runs_to_succeeded(world, ns):
     assert client.get(MPIJOBS, ns, "mpi")["spec"]["runPolicy"]["suspend"] is True
     wl = admitted(world, ns, "MPIJob", "mpi")
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("launcher", 1), ("worker", 2)]
-    done = wait_for(lambda: (j := client.get(MPIJOBS, ns, "mpi")) if is_true(j, "Succeeded") else None,
-                    "the MPIJob Succeeded", timeout=120)
+    done = until_true(lambda: client.get(MPIJOBS, ns, "mpi"), "Succeeded", "the MPIJob Succeeded", timeout=120)
     assert done["spec"]["runPolicy"]["suspend"] is False
-    finished = wait_for(lambda: (w := workload_of(world, ns, "MPIJob", "mpi")) and is_true(w, "Finished") and w,
-                        "its Workload Finished")
+    finished = until_true(lambda: workload_of(world, ns, "MPIJob", "mpi"), "Finished", "its Workload Finished")
     # WaitForPodsReady: on by default from v0.19 (a PodsReady condition), off in v0.17 (none)
     if kueue_part(world).version == kueue.V0_19:
         assert condition(finished, "PodsReady")["status"] == "True"

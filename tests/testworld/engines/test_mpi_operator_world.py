@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 from engines_kit import (
-    JOBS, MPIJOBS, SECRETS, condition, is_true, job_world_parts, mpijob, new_namespace, started, wait_for,
+    JOBS, MPIJOBS, SECRETS, condition, is_true, job_world_parts, mpijob, new_namespace, started, until_true,
+    wait_for,
 )
 
 from controller.runtime.kube import CONFIGMAPS, PODS, SERVICES
@@ -36,8 +37,7 @@ def get(world: World, ns: str, name: str) -> dict:
 
 
 def finished(world: World, ns: str, name: str, ctype: str, timeout: float = 120) -> dict:
-    return wait_for(lambda: (job := get(world, ns, name)) if is_true(job, ctype) else None,
-                    f"MPIJob {name} {ctype}", timeout)
+    return until_true(lambda: get(world, ns, name), ctype, f"MPIJob {name} {ctype}", timeout)
 
 
 def workers(world: World, ns: str, name: str) -> list[dict]:
@@ -120,8 +120,10 @@ def test_a_failed_worker_is_not_replaced_and_the_job_fails_when_the_launcher_exh
     first = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
 
     done = finished(world, ns, "crash", "Failed", timeout=150)
-    failed = condition(done, "Failed")
-    assert failed["reason"].startswith("BackoffLimitExceeded"), failed
+    # the launcher Job's reason, "/" and the last failed launcher pod's status.reason (none here)
+    assert condition(done, "Failed")["reason"] == "BackoffLimitExceeded/"
+    assert condition(done, "Running")["status"] == "False"
+    assert done["status"]["replicaStatuses"]["Worker"] == {}  # a finished job's worker counts are reset
     launcher = client.get(JOBS, ns, "crash-launcher")
     assert launcher["spec"]["backoffLimit"] == 1 and launcher["status"]["failed"] == 2  # backoffLimit + 1 launcher pods
     assert done["status"]["replicaStatuses"]["Launcher"]["failed"] == 2
@@ -132,7 +134,7 @@ def test_a_failed_worker_is_not_replaced_and_the_job_fails_when_the_launcher_exh
 def test_a_suspended_mpijob_makes_no_pods_and_runs_once_resumed(world, ns):
     client = world.client
     client.create(MPIJOBS, ns, mpijob("held", run_policy={"suspend": True}))
-    suspended = wait_for(lambda: (j := get(world, ns, "held")) if is_true(j, "Suspended") else None, "Suspended")
+    suspended = finished(world, ns, "held", "Suspended")
     assert condition(suspended, "Suspended")["reason"] == "MPIJobSuspended"
     assert condition(suspended, "Running").get("status") == "False"
     launcher = wait_for(lambda: client.list(JOBS, namespace=ns)["items"], "the launcher Job")[0]
@@ -156,3 +158,41 @@ def test_suspending_a_running_mpijob_deletes_its_workers_and_suspends_the_launch
     assert client.get(JOBS, ns, "pause-launcher")["spec"]["suspend"] is True
     job = get(world, ns, "pause")
     assert is_true(job, "Suspended") and condition(job, "Running")["status"] == "False"
+
+
+def test_spec_changes_of_a_running_mpijob_reach_the_hostfile_and_new_pods_only(world, ns):
+    client = world.client
+    client.create(MPIJOBS, ns, mpijob("live", launcher_seconds="forever"))
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in running_workers(world, ns, "live", 2)}
+
+    def hostfile(expected: str) -> None:
+        wait_for(lambda: client.get(CONFIGMAPS, ns, "live-config")["data"]["hostfile"] == expected.format(ns),
+                 f"the hostfile {expected!r}")
+
+    client.patch(MPIJOBS, ns, "live", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 3}}}})
+    pods = running_workers(world, ns, "live", 3)  # scaled up: worker-2 added, the others kept
+    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods[:2]} == before
+    hostfile("".join(f"live-worker-{i}.live.{{0}}.svc slots=2\n" for i in range(3)))
+
+    client.patch(MPIJOBS, ns, "live", {"spec": {"slotsPerWorker": 4}})
+    hostfile("".join(f"live-worker-{i}.live.{{0}}.svc slots=4\n" for i in range(3)))
+    launcher = client.get(JOBS, ns, "live-launcher")  # made once: its template keeps the first slots
+    env = {e["name"]: e.get("value") for e in launcher["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["OMPI_MCA_orte_set_default_slots"] == "2" and launcher["metadata"]["generation"] == 1
+
+    worker = {"name": "worker", "image": "example.com/mpi-train:2"}
+    client.patch(MPIJOBS, ns, "live", {"spec": {"mpiReplicaSpecs": {"Worker": {"template": {"spec": {
+        "containers": [worker]}}}}}})
+    client.delete(PODS, ns, "live-worker-0")  # only a pod made after the change gets the new image
+    renewed = wait_for(lambda: [p for p in running_workers(world, ns, "live", 3)
+                                if p["metadata"]["uid"] != before["live-worker-0"]
+                                and p["metadata"]["name"] == "live-worker-0"], "live-worker-0 made again")
+    assert renewed[0]["spec"]["containers"][0]["image"] == "example.com/mpi-train:2"
+    images = {p["metadata"]["name"]: p["spec"]["containers"][0]["image"] for p in workers(world, ns, "live")}
+    assert images == {"live-worker-0": "example.com/mpi-train:2", "live-worker-1": "example.com/mpi-train:1",
+                      "live-worker-2": "example.com/mpi-train:1"}
+
+    client.patch(MPIJOBS, ns, "live", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    running_workers(world, ns, "live", 1)  # scaled down: the highest indexes deleted
+    hostfile("live-worker-0.live.{0}.svc slots=4\n")
+    assert is_true(get(world, ns, "live"), "Running")
