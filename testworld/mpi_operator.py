@@ -1,6 +1,52 @@
 """The mpi-operator v0.8.0 (kubeflow/mpi-operator, ``kubeflow.org/v2beta1`` MPIJob) as a part of the test world.
 
-FACTS-PLACEHOLDER
+Where it sits: the Kubeflow MPIJob users run today is the mpi-operator's v2beta1, not the
+Training Operator's v1; tests/testworld/engines runs it on kwok, alone and under both
+Kueue releases, so what trainforge generates for it is checked against the real operator.
+testworld/FACTS-mpi-operator.md says what it was seen doing, in prose, for the compiler.
+
+How it is built (``gobuild`` row ``mpi-operator``): the module has no replace directives,
+but its health server listens on ``:8080``, a port hard-coded in ``cmd/mpi-operator/app``
+(no flag), so two operators on one machine (two worlds side by side) would collide and
+the second would exit. The row therefore builds the operator's own ``cmd/mpi-operator``
+in a writable copy of the module with one file of ours added to that package
+(``go/mpi-operator-health/``: ``TRAINFORGE_MPI_OPERATOR_HEALTH_PORT`` chooses the port);
+nothing else changes. Like Argo CD's metrics server it still listens on every interface,
+on a free port. The build copies the CRD (``manifests/base/kubeflow.org_mpijobs.yaml``)
+beside the binary.
+
+How it runs: off-cluster with ``--kubeConfig`` (the world's admin, so no RBAC), every
+namespace watched (or ``namespace``), metrics off (``--monitoring-port=0``). Leader
+election cannot be turned off: it takes a Lease in ``--lock-namespace`` (a namespace of
+its own, ``mpi-operator``, created first). It exits at start when the v2beta1 MPIJob is not
+served, and is ready when it logs ``Started workers`` (its caches synced) and its health
+server answers. Its launcher is a batch/v1 Job, so the world's ``gc`` part must run
+kube-controller-manager's ``job-controller``; the part refuses to start otherwise.
+
+One CRD name, two APIs: the Training Operator's ``kubeflow.org/v1`` MPIJob and the
+mpi-operator's ``kubeflow.org/v2beta1`` MPIJob are both ``mpijobs.kubeflow.org``, each CRD
+with its one version and no conversion. A cluster has one of the two: applying either
+over the other is refused (``status.storedVersions[0]: Invalid value: "v1": must appear in
+spec.versions``), and the upstream advice for running both operators is the mpi-operator's
+CRD plus the Training Operator started with ``--enable-scheme`` naming every kind but
+``mpijob``. A World installs the upstream v1 CRDs by default, so this part deletes a
+``mpijobs.kubeflow.org`` that does not serve v2beta1 (and every v1 MPIJob with it) and
+installs the v2beta1 one before the operator starts: the other ``kubeflow.org/v1`` kinds
+stay served. Do not run the ``training-operator`` part with its ``mpijob`` scheme in the
+same world.
+
+What it makes for an MPIJob ``NAME`` (all owned by the MPIJob, labelled ``app: NAME``):
+a headless Service ``NAME`` selecting the job's pods; a ConfigMap ``NAME-config`` with
+``hostfile`` (``NAME-worker-i.NAME.NS.svc slots=S`` per worker) and ``discover_hosts.sh``
+(the Running workers only); a Secret ``NAME-ssh`` (``kubernetes.io/ssh-auth``: an ECDSA
+``ssh-privatekey`` and ``ssh-publickey``) mounted at ``sshAuthMountPath``; the workers as
+bare pods ``NAME-worker-i`` (labels ``training.kubeflow.org/job-name``, ``job-role``,
+``operator-name: mpi-operator``, ``replica-index``; command ``/usr/sbin/sshd -De`` when none
+is given), and the launcher as a batch/v1 Job ``NAME-launcher`` whose pod gets the OpenMPI
+environment (``OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile``,
+``OMPI_MCA_orte_set_default_slots``) and ``backoffLimit``, ``activeDeadlineSeconds``,
+``ttlSecondsAfterFinished`` from ``runPolicy``. Conditions: Created, Running, then Succeeded
+or Failed (Running turns False), and Suspended.
 """
 
 from __future__ import annotations
