@@ -4,11 +4,12 @@ platform team's queue objects, and a poll that says what it waited for."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from controller_kit import wait_for as poll
 
 from controller.runtime.kube import Resource
 from testworld import stages
@@ -50,14 +51,7 @@ def new_namespace(world: World, prefix: str) -> str:
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 90) -> Any:
     """Poll ``check`` until it returns something true, and return that."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+    return poll(check, timeout=timeout, interval=0.2, what=what)
 
 
 def until_true(fetch: Callable[[], dict[str, Any] | None], ctype: str, what: str, timeout: float = 90) -> dict[str, Any]:
