@@ -176,6 +176,7 @@ def crds(rendered: list[dict[str, Any]], port: int, ca: bytes, out: Path) -> lis
 
 
 class Kueue(ProcessPart):
+    name = "kueue"  # the default release's; an instance takes its build row's name
     start_timeout = 180.0
     stop_timeout = 20.0
 
