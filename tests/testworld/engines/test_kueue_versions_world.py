@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 from engines_kit import (
-    MPIJOBS, PYTORCHJOBS, QUEUE_LABEL, WORKLOADS, condition, is_true, job_world_parts, mpijob, new_namespace,
-    pytorchjob, queue_objects, started, until_true, wait_for,
+    MPIJOBS, PYTORCHJOBS, QUEUE_LABEL, WORKLOADS, condition, job_world_parts, mpijob, pytorchjob, queue_objects, started,
+    until_true, wait_for,
 )
 
 from testworld import kueue
@@ -21,22 +21,23 @@ from testworld.world import World
 
 pytestmark = pytest.mark.controlplane
 FRAMEWORKS = ("kubeflow.org/pytorchjob", "kubeflow.org/mpijob")
+MANAGED = ("kq-torch", "kq-mpi", "kq-inside")  # Kueue(namespaces=...): the namespaces it manages
 
 
 @pytest.fixture(scope="module", params=[kueue.VERSION, kueue.V0_19], ids=["kueue v0.17.0", "kueue v0.19.2"])
 def world(request: pytest.FixtureRequest) -> Iterator[World]:
     # the mpi-operator first: Kueue finds the v2beta1 MPIJob served when it sets its integrations up
-    parts = [*job_world_parts(), "mpi-operator", Kueue(frameworks=FRAMEWORKS, version=request.param)]
+    parts = [*job_world_parts(), "mpi-operator", Kueue(MANAGED, FRAMEWORKS, version=request.param)]
     with started(World(parts)) as world:
         yield world
 
 
-@pytest.fixture
-def ns(world: World) -> str:
-    name = new_namespace(world, "kq")
+def queued(world: World, ns: str) -> str:
+    """Namespace ``ns`` with a LocalQueue ``q`` of its own ClusterQueue."""
+    world.kubectl("create", "namespace", ns)
     world.kubectl("apply", "--server-side", "-f", "-",
-                  input=json.dumps({"apiVersion": "v1", "kind": "List", "items": queue_objects(name)}))
-    return name
+                  input=json.dumps({"apiVersion": "v1", "kind": "List", "items": queue_objects(ns)}))
+    return ns
 
 
 def kueue_part(world: World) -> Kueue:
@@ -63,8 +64,8 @@ def test_the_part_runs_the_release_it_was_asked_for_under_its_row_name(world):
     assert served == {"v1beta1": False, "v1beta2": True}
 
 
-def test_a_queued_pytorchjob_gets_a_workload_and_is_admitted_and_unsuspended(world, ns):
-    client = world.client
+def test_a_queued_pytorchjob_gets_a_workload_and_is_admitted_and_unsuspended(world):
+    client, ns = world.client, queued(world, "kq-torch")
     client.create(PYTORCHJOBS, ns, pytorchjob("torch", "q"))
     created = client.get(PYTORCHJOBS, ns, "torch")
     assert created["spec"]["runPolicy"]["suspend"] is True  # Kueue's webhook holds a queued job at create
@@ -75,8 +76,8 @@ def test_a_queued_pytorchjob_gets_a_workload_and_is_admitted_and_unsuspended(wor
              "the PyTorchJob unsuspended by Kueue")
 
 
-def test_a_queued_v2beta1_mpijob_is_admitted_and_runs_to_succeeded(world, ns):
-    client = world.client
+def test_a_queued_v2beta1_mpijob_is_admitted_and_runs_to_succeeded(world):
+    client, ns = world.client, queued(world, "kq-mpi")
     client.create(MPIJOBS, ns, mpijob("mpi", labels={QUEUE_LABEL: "q"}))
     assert client.get(MPIJOBS, ns, "mpi")["spec"]["runPolicy"]["suspend"] is True
     wl = admitted(world, ns, "MPIJob", "mpi")
@@ -89,3 +90,13 @@ def test_a_queued_v2beta1_mpijob_is_admitted_and_runs_to_succeeded(world, ns):
         assert condition(finished, "PodsReady")["status"] == "True"
     else:
         assert condition(finished, "PodsReady") == {}
+
+
+def test_a_queued_job_outside_the_managed_namespaces_is_left_alone_without_any_feature_gate(world):
+    # managedJobsNamespaceSelector binds queued jobs too: beta and on in v0.17, GA in v0.19
+    client, outside, inside = world.client, queued(world, "kq-outside"), queued(world, "kq-inside")
+    client.create(PYTORCHJOBS, outside, pytorchjob("stray", "q"))
+    client.create(PYTORCHJOBS, inside, pytorchjob("kept", "q"))
+    admitted(world, inside, "PyTorchJob", "kept")  # Kueue has handled the jobs created before it
+    assert workload_of(world, outside, "PyTorchJob", "stray") is None
+    assert "runPolicy" not in client.get(PYTORCHJOBS, outside, "stray")["spec"]  # never suspended by Kueue
