@@ -33,7 +33,9 @@ CRD plus the Training Operator started with ``--enable-scheme`` naming every kin
 ``mpijobs.kubeflow.org`` that does not serve v2beta1 (and every v1 MPIJob with it) and
 installs the v2beta1 one before the operator starts: the other ``kubeflow.org/v1`` kinds
 stay served. Do not run the ``training-operator`` part with its ``mpijob`` scheme in the
-same world.
+same world. Beside Kueue, list this part first: a Kueue that starts while v2beta1 is not
+served defers its ``kubeflow.org/mpijob`` controller and polls for the API with a backoff
+growing to two minutes (both releases).
 
 What it makes for an MPIJob ``NAME`` (all owned by the MPIJob, labelled ``app: NAME``):
 a headless Service ``NAME`` selecting the job's pods; a ConfigMap ``NAME-config`` with
