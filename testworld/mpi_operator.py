@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import gobuild
+from .controller_manager import JOB_CONTROLLER
 from .flux import install_crds
 from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
 
@@ -137,6 +138,7 @@ class MPIOperator(ProcessPart):
         self.health = free_port()
 
     def argv(self, world: World) -> list[str]:
+        # client QPS 50 (default 5, burst 10): several jobs at once would queue on its own limiter
         watch = [f"--namespace={self.namespace}"] if self.namespace else []
         return [self.binary(BUILD.name), f"--kubeConfig={world.kubeconfig}", f"--lock-namespace={LOCK_NAMESPACE}",
                 f"--threadiness={self.threads}", "--monitoring-port=0", "--kube-api-qps=50", "--kube-api-burst=100",
@@ -152,8 +154,6 @@ class MPIOperator(ProcessPart):
 
 def require_job_controller(world: World) -> None:
     """Fail early when no job controller runs: the launcher Job would never get a pod."""
-    from .controller_manager import JOB_CONTROLLER
-
     gc = world.parts.get("gc")
     if gc is None or JOB_CONTROLLER not in getattr(gc, "controllers", ()):
         raise PartError("mpi-operator: its launcher is a batch/v1 Job; run the gc part with the job "
