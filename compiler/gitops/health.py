@@ -21,6 +21,7 @@ from functools import lru_cache
 from importlib import resources
 
 from foundation.frameworks import BY_KIND
+from foundation.runs.state import ENDINGS, TRAINJOB
 
 GROUP = "kubeflow.org"
 SCRIPT = "kubeflow_health.lua"
@@ -42,11 +43,14 @@ class Rule:
 
 
 # One row per kind with a health check, in the order the generated objects list them.
-# Another kind is one more row (and its Lua/CEL follow from the row).
-RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version) for kind, adapter in BY_KIND.items()}
+# Another kind is one more row (and its Lua/CEL follow from the row). Which condition says
+# what is the run semantics' table (foundation.runs.state.ENDINGS), which `status` and
+# `plan --live` read too.
+RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version, **ENDINGS[kind].as_dict())
+                          for kind, adapter in BY_KIND.items()}
 # Kubeflow Trainer v2 (the trainer-v2 target): a TrainJob ends Complete (its JobSet's
 # Completed) or Failed, and is Suspended while Kueue holds it (Trainer v2.3.0 API).
-RULES["TrainJob"] = Rule("trainer.kubeflow.org/v1alpha1", succeeded="Complete")
+RULES[TRAINJOB] = Rule("trainer.kubeflow.org/v1alpha1", **ENDINGS[TRAINJOB].as_dict())
 
 # Flux (fluxcd/pkg runtime/cel) evaluates inProgress, then failed, then current; the first
 # true one wins, none true is InProgress, and an evaluation error is Unknown with the

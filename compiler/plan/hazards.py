@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.gitops import argocd, flux
+from compiler.targets import api, kubeflow_v1, trainer_v2
 
 ACTIVE = frozenset({"unknown", "Created", "Running", "Restarting"})
 SUSPENDED = frozenset({"unknown", "Suspended"})
@@ -28,8 +29,8 @@ ANY = frozenset({"unknown", "absent", "Created", "Running", "Restarting", "Suspe
 FLUX_INTERVAL = flux.Target(path=".").interval  # what `train-compile flux` writes unless told otherwise
 ARGOCD_SELF_HEAL = argocd.Target(repo_url="", path=".").self_heal
 
-UPSTREAM, OURS, TRAINER = "training-operator", "train-controller", "trainer"
-V1, V2 = "kubeflow-v1", "trainer-v2"
+V1, V2 = kubeflow_v1.API.name, trainer_v2.API.name  # the target table's names: a row per (target, controller)
+UPSTREAM, OURS, TRAINER = "training-operator", "train-controller", trainer_v2.API.plan.pod_maker
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class Effect:
 _MIXED = Effect(("mixed-run",), "the upstream operator adds pods from the new spec beside the running ones, deletes"
                 " pods past the new count and re-creates failed pods from the new template: one run, pods of two"
                 " specs", ACTIVE)
-_HELD = Effect(("ignored-until-next-run",), "train-controller holds the change while the run lasts (its pods,"
+# a change deferred to the next run (the sentence's "holds" and "shape" are the words the
+# plan has always printed: the run spec, foundation.runs.spec)
+_DEFERRED = Effect(("ignored-until-next-run",), "train-controller holds the change while the run lasts (its pods,"
                " re-created ones too, keep the run's shape); a suspend and resume, or a delete and create, starts"
                " a new run from the new spec", ACTIVE)
 _SCALE = Effect((), "the elastic run scales to {workers} workers (minNodes..maxNodes) and torchrun re-forms its"
@@ -75,13 +78,13 @@ _SCOPE_OURS = Effect((), "from its next run a failed pod {scope_does}")
 
 RULES: dict[tuple[str, str], dict[str, Effect]] = {
     (V1, UPSTREAM): {
-        "shape": _MIXED, "elastic-scale": _SCALE, "suspend": _SUSPEND, "resume": _RESUME,
+        "pod-spec": _MIXED, "elastic-scale": _SCALE, "suspend": _SUSPEND, "resume": _RESUME,
         "suspended": _SUSPENDED, "run-policy": _RUN_POLICY, "ttl": _TTL, "metadata": _METADATA,
         "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM, "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE,
         "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED,
     },
     (V1, OURS): {
-        "shape": _HELD, "elastic-scale": _SCALE, "suspend": _SUSPEND, "resume": _RESUME,
+        "pod-spec": _DEFERRED, "elastic-scale": _SCALE, "suspend": _SUSPEND, "resume": _RESUME,
         "suspended": _SUSPENDED, "run-policy": _RUN_POLICY, "ttl": _TTL, "metadata": _METADATA,
         "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM, "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE,
         "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED, "restart-scope": _SCOPE_OURS,
@@ -127,4 +130,6 @@ REFUSED_SYNC = ("a refused object fails the environment's sync. Flux: its server
 
 
 def setting(target: str, controller: str) -> tuple[str, str]:
-    return (target, TRAINER if target == V2 else controller)
+    """The row of `RULES` for an environment: its target, and the controller that makes the
+    pods (the target's own when it fixes one, compiler.targets PlanFacts.pod_maker)."""
+    return (target, api(target).plan.pod_maker or controller)
