@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from compiler.plan.claims import Growth, growth
 from compiler.targets.base import PlanFacts
 from foundation.frameworks import BY_KIND
 from foundation.frameworks.stock_runtimes import NODE  # the TrainJob's replicated job its trainer fields shape
@@ -48,6 +49,7 @@ class Aspects:
     runtime_patches: bool = False
     others: list[str] = field(default_factory=list)  # other objects changed: "PersistentVolumeClaim x"
     claims: list[str] = field(default_factory=list)  # claims whose spec changed beyond a size increase
+    grown: list[Growth] = field(default_factory=list)  # claims whose only change is a larger size
     runtime: Optional[str] = None  # the job's own TrainingRuntime (trainer-v2, restartScope: job), changed
     # the run spec differs (foundation.runs.spec: defaulted, an elastic job's Worker count left
     # out): what train-controller defers to the next run of a running job
@@ -172,10 +174,9 @@ def job_aspects(old: dict[str, Any], new: dict[str, Any], target: PlanFacts) -> 
 
 
 def other_objects(old: list[dict[str, Any]], new: list[dict[str, Any]], out: Aspects) -> None:
-    """The objects beside the job (all but the last of each list): which changed, and claims
-    whose spec changed (the API server refuses those: a claim's spec is immutable but for a
-    larger size of a bound claim whose StorageClass allows expansion, which the plan cannot
-    know offline; an unbound claim's size is refused too, as the real API server does)."""
+    """The objects beside the job (all but the last of each list): which changed, the claims
+    that only grow (`compiler.plan.claims`: allowed on a bound claim whose StorageClass allows
+    expansion) and the claims whose spec changed otherwise (refused whatever their state)."""
     def key(obj: dict[str, Any]) -> tuple[str, str]:
         return (obj["kind"], obj["metadata"]["name"])
     before, after = {key(o): o for o in old[:-1]}, {key(o): o for o in new[:-1]}
@@ -188,4 +189,8 @@ def other_objects(old: list[dict[str, Any]], new: list[dict[str, Any]], out: Asp
             continue
         out.others.append(f"{k[0]} {k[1]}" + (" (new)" if o is None else " (removed)" if n is None else ""))
         if k[0] == "PersistentVolumeClaim" and o is not None and n is not None and o.get("spec") != n.get("spec"):
-            out.claims.append(k[1])
+            grown = growth(o, n)
+            if grown is not None:
+                out.grown.append(grown)
+            else:
+                out.claims.append(k[1])

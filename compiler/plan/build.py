@@ -1,31 +1,37 @@
 """The plan from both sides: per environment, every job's change, fields, GPUs, hazards, sentence.
 
-`make()` is the one entry: it compiles the head and the base (`compile_sides`), reads the
-accepts the base's commits carry, under `--live` hands the jobs both sides name (`wanted`:
-their API resources, plurals from the target table) to the caller's reader and gets their
-live objects back, then `assemble()` pairs the jobs, judges each change with the hazard table
-for the environment's setting and the job's state, sums the GPUs and writes the sentence.
-The reader is the CLI's (only `compiler/cli/cluster.py` may reach a cluster), so this stays
-pure but for git. Accepted hazards (`--accept`, `Trainforge-Accept:` trailers) stay in the
-plan, marked, and no longer count for `--fail-on`.
+`make()` is the one entry: it resolves the base, reads the accepts the branch's commits
+carry, and plans each project the sources belong to (`compiler.plan.projects`): compiles
+its head and base (`compile_sides`), under `--live` hands the jobs both sides name and the
+claims that grow (`wanted`: their API resources, plurals from the target table) to the
+caller's reader and gets their live objects back, then `assemble()` pairs the jobs, judges
+each change with the hazard table for the environment's setting and the job's state, sums
+the GPUs and writes the sentence. The reader is the CLI's (only `compiler/cli/cluster.py`
+may reach a cluster), so this stays pure but for git. Accepted hazards (`--accept`,
+`Trainforge-Accept:` trailers, `compiler.plan.accepts`) stay in the plan, marked, and no
+longer count for `--fail-on`; an accept that matched nothing, or a trailer that could not be
+read, is a notice of the plan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
+from compiler.plan import accepts as acceptsmod
+from compiler.plan import claims as claimsmod
 from compiler.plan import fields as fieldsmod
 from compiler.plan import gpus as gpumod
-from compiler.plan import judge, live, revision, words
+from compiler.plan import judge, live, projects, revision, words
 from compiler.plan import sides as sidesmod
+from compiler.plan.accepts import Accept
 from compiler.plan.aspects import job_aspects, other_objects
 from compiler.plan.hazards import ENGINE_ASSUMPTIONS, REFUSED_SYNC, setting
 from compiler.plan.matching import Pair, pairs
-from compiler.plan.model import EnvironmentPlan, Gpus, JobPlan, Plan, Position
+from compiler.plan.model import BaseError, EnvironmentPlan, Gpus, JobPlan, Plan, Plans, Position
 from compiler.plan.sides import Job, Side
 from compiler.targets import api
 from compiler.targets.base import at_path
@@ -55,25 +61,18 @@ class LiveNeedsOneEnvironment(Exception):
         self.environments = environments
 
 
-class BadTrailer(ValueError):
-    """A `Trainforge-Accept:` trailer of the base's commits that cannot be read (exit 2)."""
-
-
 @dataclass
 class Sides:
     head: Side
     base: Side
     ref: str
-    accepts: list[str]
 
 
-def compile_sides(sources: list[Path], ref: str, env: Optional[str]) -> Sides:
-    """Both sides compiled; `PlanInputError`, `SideInvalid` and `UnknownEnvironment` propagate."""
-    repo, rel = revision.repository(sources)
-    commit = revision.resolve(repo, ref)
+def compile_sides(repo: revision.Repo, commit: str, sources: list[Path], ref: str, env: Optional[str]) -> Sides:
+    """Both sides of one project compiled; `SideInvalid` (the head's) and `UnknownEnvironment` propagate."""
     head = sidesmod.head(sources, env)
-    base = sidesmod.base(repo, commit, ref, rel, env, head)
-    return Sides(head, base, ref, revision.accept_trailers(repo, commit))
+    base = sidesmod.base(repo, commit, ref, [revision.relative(src, repo.root) for src in sources], env, head)
+    return Sides(head, base, ref)
 
 
 def environments(both: Sides) -> list[str]:
@@ -83,34 +82,50 @@ def environments(both: Sides) -> list[str]:
 
 
 def wanted(both: Sides) -> list[Wanted]:
-    """The lists that find every job either side names (one per kind and namespace): what --live reads."""
+    """The lists that find every job either side names (one per kind and namespace), and the
+    claims of changed jobs with their StorageClasses (whether a claim may grow): what --live reads."""
     out = set()
     for side in (both.head, both.base):
         for jobs in side.jobs.values():
             for job in jobs.values():
                 group, _, version = job.bundle.job["apiVersion"].rpartition("/")
                 out.add(Wanted(group, version, job.plan_facts.plural(job.kind) or "", job.kind, job.namespace))
+    for env_name, jobs in both.head.jobs.items():
+        for key, job in jobs.items():
+            old = both.base.jobs.get(env_name, {}).get(key)
+            if old is not None and old is not job and any(o["kind"] == claimsmod.KIND for o in job.objects[:-1]):
+                out.add(Wanted("", "v1", "persistentvolumeclaims", claimsmod.KIND, job.namespace))
+                out.add(Wanted("storage.k8s.io", "v1", "storageclasses", claimsmod.CLASS_KIND, ""))
     return sorted(out)
 
 
-def make(sources: list[Path], *, base: str, env: Optional[str], accepts: list[tuple[str, str, str]],
-         read_live: Optional[LiveReader], now: datetime) -> Plan:
-    """The plan of merging the working tree over `base`; `read_live` reads the cluster (None: offline).
+def make(sources: list[Path], *, base: str, env: Optional[str], accepts: list[Accept],
+         read_live: Optional[LiveReader], now: datetime) -> Plans:
+    """The plan of merging the working tree over `base`, one per project the sources belong to;
+    `read_live` reads the cluster (None: offline).
 
-    Raises what compiling raises (`PlanInputError`, `SideInvalid`, `UnknownEnvironment`),
-    `BadTrailer` and `LiveNeedsOneEnvironment`; the reader's own errors propagate."""
-    both = compile_sides(sources, base, env)
-    try:
-        trailers = words.accepts(both.accepts)
-    except words.BadAccept as exc:
-        raise BadTrailer(str(exc)) from None
-    states = None
-    if read_live is not None:
-        names = environments(both)
-        if len(names) > 1:
-            raise LiveNeedsOneEnvironment(names)
-        states = live.index(read_live(wanted(both)))
-    return assemble(both, states=states, accepts=accepts + trailers, now=now)
+    Raises what compiling raises (`PlanInputError`, `SideInvalid`, `UnknownEnvironment`) and
+    `LiveNeedsOneEnvironment`; the reader's own errors propagate."""
+    repo, _ = revision.repository(sources)
+    commit = revision.resolve(repo, base)
+    trailers, notices = acceptsmod.from_trailers(revision.accept_trailers(repo, commit))
+    given = accepts + trailers
+    compiled = [(folder, compile_sides(repo, commit, group, base, env))
+                for folder, group in projects.group(sources, repo.root)]
+    plans = []
+    for folder, both in compiled:
+        states = None
+        if read_live is not None:
+            names = environments(both)
+            if len(names) > 1:
+                raise LiveNeedsOneEnvironment(names)
+            states = live.index(read_live(wanted(both)))
+        plan = assemble(both, states=states, accepts=given, now=now)
+        plan.project = folder
+        plans.append(plan)
+    found = [(env.name, job.key, h) for plan in plans for env in plan.environments for job in env.jobs
+             for h in job.hazards]
+    return Plans(plans, notices + acceptsmod.unmatched(given, found))
 
 
 def _queued(job: Optional[Job]) -> bool:
@@ -146,15 +161,22 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
     found = live.state_of(states.get((watched.kind, watched.namespace, watched.name))) if states is not None else None
     state = found.state if found else "unknown"
     judged = "Suspended" if state == "unknown" and _git_suspended(old) else state
-    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new))
+    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new),
+                        claims=None if states is None else {})
     if pair.change == "update":
         assert old is not None and new is not None
         aspects = job_aspects(old.rendered, new.rendered, new.plan_facts)
         other_objects(old.objects, new.objects, aspects)
+        if states is not None and aspects.grown:
+            ctx = replace(ctx, claims={g.name: claimsmod.verdict(g, states) for g in aspects.grown})
         verdict = judge.update(aspects, ctx)
         lead = words.update_lead(aspects)
     elif pair.change == "create":
-        verdict, lead = judge.create(ctx), words.create_lead(shown, queued=ctx.queued, suspended=_git_suspended(new))
+        assert new is not None
+        verdict = judge.create(ctx, suspended=bool(at_path(new.rendered, new.plan_facts.suspend)))
+        lead = words.create_lead(shown, queued=ctx.queued, suspended=_git_suspended(new))
+        if both.base.broken and ("*" in both.base.broken or new.origin in both.base.broken):
+            lead += f"; {both.ref}'s spec had errors, so the job is compared with nothing"
     elif pair.change == "delete":
         assert old is not None
         verdict, lead = judge.removal(judged, old=old.name), words.delete_lead(old, found, now)
@@ -172,6 +194,7 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
+        renamed_kind=old.kind if pair.change == "rename" and old and new and old.kind != new.kind else None,
     )
     if found is not None and found.source and found.source != watched.origin:
         verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
@@ -182,17 +205,18 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
 
 
 def _anchor(new: Optional[Job], positions: list[Position]) -> Optional[Position]:
+    """Where the job's annotation stands: its first changed field in its spec, else the project
+    file's (one annotation for every job a project change reaches), else its name."""
     if new is None:
         return None
     spec = [p for p in positions if p.file == new.origin]
-    if spec:
-        return spec[0]
+    if spec or positions:
+        return (spec or positions)[0]
     line, col = new.doc.position(("metadata", "name"))
     return Position("metadata.name", new.origin, line, col)
 
 
-def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[str, str, str]],
-             now: datetime) -> Plan:
+def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[Accept], now: datetime) -> Plan:
     """The plan; `states` is the live index under --live (None offline)."""
     envs = []
     for env in environments(both):
@@ -201,7 +225,7 @@ def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[st
         rows, jobs = [], []
         for pair in pairs(both.base.jobs.get(env, {}), both.head.jobs.get(env, {})):
             plan, row = _job(pair, both, env, env_setting, states, now)
-            plan.accepted = [h for h in plan.hazards if _accepted(accepts, env, plan, h)]
+            plan.accepted = [h for h in plan.hazards if any(a.covers(env, plan.key, h) for a in accepts)]
             jobs.append(plan)
             rows.append(row)
         total, hours = gpumod.sums(rows)
@@ -213,8 +237,5 @@ def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[st
             name=env, target=env_setting[0], controller=None if api(env_setting[0]).plan.pod_maker else env_setting[1],
             jobs=jobs, gpus=total, hours=hours, notes=notes,
             namespaces=gpumod.groups(rows, lambda r: r.namespace), queues=gpumod.groups(rows, lambda r: r.queue)))
-    return Plan(both.ref, envs, live=states is not None, assumptions=list(ENGINE_ASSUMPTIONS))
-
-
-def _accepted(accepts: list[tuple[str, str, str]], env: str, job: JobPlan, hazard: str) -> bool:
-    return any(e in ("", env) and k == job.key and h == hazard for e, k, h in accepts)
+    errors = [BaseError(d.file.removeprefix(f"{both.ref}:"), d.line, d.col, d.text()) for d in both.base.errors]
+    return Plan(both.ref, envs, live=states is not None, assumptions=list(ENGINE_ASSUMPTIONS), base_errors=errors)

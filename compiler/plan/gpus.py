@@ -8,6 +8,8 @@ jobs of what each starts or grows: a whole budget for a new run (a create, a ren
 resume, a restart by Kueue), the growth of the budget for an update of a run in progress,
 nothing for a delete or a job the head keeps suspended; a job that will run again after its
 TTL, or that starts or grows without a deadline, leaves it without a bound (None, named).
+An update the API server refuses (`sync-refused`) never lands: the sums count the job as the
+cluster keeps it, with its old GPUs and budget.
 """
 
 from __future__ import annotations
@@ -34,8 +36,17 @@ class Row:
     new: Optional[Job]
     hazards: tuple[str, ...]
 
+    @property
+    def refused(self) -> bool:
+        return self.change == "update" and "sync-refused" in self.hazards
+
+    @property
+    def lands(self) -> Optional[Job]:
+        """The job as the cluster has it after the merge (the old one where the update is refused)."""
+        return self.old if self.refused else self.new
+
     def added(self) -> Optional[float]:
-        if self.change in ("delete", "unchanged") or self.new is None:
+        if self.change in ("delete", "unchanged") or self.new is None or self.refused:
             return 0.0
         if "reruns-finished" in self.hazards:
             return None
@@ -73,11 +84,12 @@ def _sum(values: Iterable[Optional[float]]) -> Optional[float]:
 
 
 def sums(rows: list[Row]) -> tuple[Gpus, GpuHours]:
-    gpus = Gpus(sum(r.old.gpus for r in rows if r.old is not None), sum(r.new.gpus for r in rows if r.new is not None))
+    after = [r.lands for r in rows if r.lands is not None]
+    gpus = Gpus(sum(r.old.gpus for r in rows if r.old is not None), sum(job.gpus for job in after))
     added = [(r, r.added()) for r in rows]
     hours = GpuHours(
         before=_sum(budget(r.old) for r in rows if r.old is not None),
-        after=_sum(budget(r.new) for r in rows if r.new is not None),
+        after=_sum(budget(job) for job in after),
         added=_sum(value for _, value in added),
         unbounded=tuple(r.key for r, value in added if value is None),
     )

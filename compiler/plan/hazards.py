@@ -70,8 +70,8 @@ _QUEUE = Effect(("sync-refused",), "Kueue's webhook refuses a new queue-name on 
 _KUEUE_RESHAPE = Effect(("restarts-run",), "Kueue stops the job (its pods are deleted) because its pod sets no longer"
                         " match the admitted Workload, re-queues it and starts it again from the beginning with the"
                         " new spec when admitted", ACTIVE)
-_KUEUE_SUSPEND = Effect((), "Kueue owns the suspend of a queued job (the engines leave runPolicy.suspend to it): the"
-                        " change does not reach the job")
+_KUEUE_SUSPEND = Effect(("suspend-ignored",), "Kueue owns the suspend of a queued job (the engines leave"
+                        " runPolicy.suspend to it): the change does not reach the job, which runs as Kueue admits it")
 _FINISHED = Effect(("ignored-until-next-run",), "it has finished ({state}): the change is stored and changes nothing"
                    " that runs; a new run needs a new name", FINISHED)
 _SCOPE_OURS = Effect((), "from its next run a failed pod {scope_does}")
@@ -108,6 +108,18 @@ RULES: dict[tuple[str, str], dict[str, Effect]] = {
                           " its pods) is stored and does not reach the run in progress", ACTIVE),
     },
 }
+
+# a claim's growth (compiler.plan.claims): what the API server allows does not depend on the setting
+GROWS = Effect((), "claim {claims} grows ({sizes}): the API server allows that on a bound claim whose StorageClass"
+               " sets allowVolumeExpansion: true, which the plan assumes offline ({classes}); --live reads the claim"
+               " and its class, and says sync-refused where either is not so")
+GROWS_LIVE = Effect((), "claim {claims} grows ({sizes}): it is bound and its StorageClass allows volume expansion")
+GROWS_ABSENT = Effect((), "claim {claims} is not in the cluster yet: it is created with the new size")
+GROWTH_REFUSED = Effect(("sync-refused",), "the API server refuses to grow claim {claims}: {why}; the engine's sync"
+                        " fails until the change is reverted or the claim deleted")
+# a queued job created with suspend: true (the Kueue integration unsuspends a job it admits)
+KUEUE_SUSPEND_NEW = Effect(("suspend-ignored",), "policy.suspend on a queued job is Kueue's: it starts the job when it"
+                           " admits it, suspended in git or not")
 
 KILLS = Effect(("kills-run",), "the engine prunes {old} with its pods: a run in progress is killed", PRESENT)
 RESTARTS = Effect(("restarts-run",), "{new} starts a new run from the beginning")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from compiler.plan import claims as claimsmod
 from compiler.plan import hazards as table
 from compiler.plan.aspects import Aspects
 from compiler.plan.hazards import Effect
@@ -50,6 +51,7 @@ class Context:
     state: str = "unknown"  # the old job's state (the job's own for a create or an update)
     queued: bool = False  # Kueue manages the job (a queue label on a kind it integrates)
     ttl: Optional[int] = None  # the head's ttlSecondsAfterFinished
+    claims: Optional[dict[str, str]] = None  # --live: a growing claim's verdict (compiler.plan.claims); None offline
 
     @property
     def rules(self) -> dict[str, Effect]:
@@ -78,6 +80,7 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         refused = v.add(rules["runtime-patches"], state)
     if a.claims:
         refused = v.add(rules["claim"], state, claims=", ".join(a.claims)) or refused
+    refused = _growth(v, a, ctx) or refused
     if refused:  # the update never lands: nothing else of it happens (the engine applies none of it)
         return v
     before, after = a.suspend
@@ -96,7 +99,8 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["queue"], state)
     if a.runtime and "runtime" in rules:
         v.add(rules["runtime"], state, runtime=a.runtime)
-    others = [o for o in a.others if not any(o.endswith(f" {c}") for c in a.claims)]
+    claimed = [*a.claims, *(g.name for g in a.grown)]
+    others = [o for o in a.others if not any(o.endswith(f" {c}") for c in claimed)]
     if others:
         v.add(rules["others"], state, others=", ".join(others))
     if a.moved:
@@ -107,6 +111,29 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["finished"], state, state=state)
     ttl(v, ctx)
     return v
+
+
+def _growth(v: Verdict, a: Aspects, ctx: Context) -> bool:
+    """The claims that only grow: assumed allowed offline, decided from the cluster under --live;
+    True when the API server refuses one."""
+    if not a.grown:
+        return False
+    if ctx.claims is None:
+        classes = ", ".join(sorted({f"StorageClass {g.storage_class}" if g.storage_class else "the default StorageClass"
+                                    for g in a.grown}))
+        v.add(table.GROWS, ctx.state, claims=", ".join(g.name for g in a.grown), classes=classes,
+              sizes=", ".join(f"{g.before} -> {g.after}" for g in a.grown))
+        return False
+    refused = False
+    for g in a.grown:
+        found = ctx.claims.get(g.name, claimsmod.ABSENT)
+        if found == claimsmod.ALLOWED:
+            v.add(table.GROWS_LIVE, ctx.state, claims=g.name, sizes=f"{g.before} -> {g.after}")
+        elif found == claimsmod.ABSENT:
+            v.add(table.GROWS_ABSENT, ctx.state, claims=g.name)
+        else:
+            refused = v.add(table.GROWTH_REFUSED, ctx.state, claims=g.name, why=found) or refused
+    return refused
 
 
 def _pods(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_suspend: bool) -> None:
@@ -150,7 +177,10 @@ def rename(ctx: Context, *, old: str, new: str) -> Verdict:
     return v
 
 
-def create(ctx: Context) -> Verdict:
+def create(ctx: Context, *, suspended: bool = False) -> Verdict:
+    """A new job; `suspended`: git creates it with suspend: true."""
     v = Verdict()
+    if suspended and ctx.queued and "kueue-suspend" in ctx.rules:
+        v.add(table.KUEUE_SUSPEND_NEW, ctx.state)
     ttl(v, ctx)
     return v

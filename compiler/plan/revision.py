@@ -11,16 +11,21 @@ file), so the head's jobs stand for it: the plan of a large repository costs abo
 compile, not two.
 
 Every way this can go wrong is a `PlanInputError` naming the thing (a source outside the
-repository, a revision git does not know, a shallow clone that lacks it), with the
-contract's exit code: 2.
+repository, a revision git does not know, a shallow or single-branch clone that lacks it),
+with the contract's exit code: 2. A base the clone lacks comes with the command that fetches
+it, as git takes it: a remote-tracking name (`origin/main`, what CI passes) is fetched into
+itself (`git fetch origin main:refs/remotes/origin/main`; `git fetch origin origin/main`
+names no branch of the remote), a `HEAD~N` of a shallow clone by deepening it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 PROJECT_FILE = "trainforge.yaml"  # compiler.reading.sources.PROJECT_FILE (imported lazily there)
 ACCEPT_TRAILER = "Trainforge-Accept"
@@ -68,10 +73,10 @@ def repository(sources: list[Path]) -> tuple[Repo, list[str]]:
         raise PlanInputError(f"{roots[second][0]} is outside the repository at {first} that holds"
                              f" {roots[first][0]}; plan one repository at a time")
     (root,) = roots
-    return Repo(root), [_relative(src, root) for src in sources]
+    return Repo(root), [relative(src, root) for src in sources]
 
 
-def _relative(src: Path, root: Path) -> str:
+def relative(src: Path, root: Path) -> str:
     rel = os.path.relpath(src.resolve(), root)
     if rel.startswith(".."):
         raise PlanInputError(f"{src} is outside the repository at {root}; name specs inside it")
@@ -79,18 +84,44 @@ def _relative(src: Path, root: Path) -> str:
 
 
 def resolve(repo: Repo, ref: str) -> str:
-    """The commit `ref` names; a name git does not know, or one a shallow clone lacks, is an error."""
+    """The commit `ref` names; a name git does not know, or one the clone lacks, is an error
+    that says how to fetch it."""
     try:
         return repo.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}").decode().strip()
     except _GitFailed:
         pass
     shallow = repo.git("rev-parse", "--is-shallow-repository").decode().strip() == "true"
-    if shallow:
+    fetch = fetch_command(repo, ref, shallow=shallow)
+    if fetch is not None:
         raise PlanInputError(
-            f"the base '{ref}' is not in this shallow clone of {repo.root}; fetch it (git fetch origin {ref},"
+            f"the base '{ref}' is not in this {'shallow ' if shallow else ''}clone of {repo.root}; fetch it ({fetch},"
             " or actions/checkout with fetch-depth: 0) and plan again")
     raise PlanInputError(f"unknown base revision '{ref}' in {repo.root}; name a branch, tag or commit that git"
                          " knows (git log --oneline shows them; in CI fetch the base branch first)")
+
+
+def _remotes(repo: Repo) -> list[str]:
+    return repo.git("remote").decode().split()
+
+
+def fetch_command(repo: Repo, ref: str, *, shallow: bool) -> Optional[str]:
+    """The git command that brings `ref` into this clone, or None when nothing points to a
+    missing fetch (not shallow, and not a remote's branch)."""
+    remotes = _remotes(repo)
+    name = ref.removeprefix("refs/remotes/")
+    remote, _, branch = name.partition("/")
+    if branch and remote in remotes:  # a remote-tracking name, as CI passes the base: fetch it into itself
+        return f"git fetch {remote} {branch}:refs/remotes/{remote}/{branch}"
+    if not shallow:
+        return None
+    steps_back = re.fullmatch(r"HEAD(?:~(\d*)|(\^+))", ref)
+    if steps_back:
+        steps = int(steps_back[1] or 1) if steps_back[2] is None else len(steps_back[2])
+        return f"git fetch --deepen={steps}"
+    origin = "origin" if "origin" in remotes else (remotes[0] if remotes else "origin")
+    if re.fullmatch(r"[0-9a-f]{7,40}", ref):
+        return f"git fetch {origin} {ref}"
+    return f"git fetch {origin} {ref}:refs/remotes/{origin}/{ref}, then plan with --base {origin}/{ref}"
 
 
 def project_candidates(rel_sources: list[str]) -> list[str]:
@@ -135,11 +166,27 @@ def extract(repo: Repo, commit: str, files: list[str], dest: Path) -> None:
         target.write_bytes(body)
 
 
-def accept_trailers(repo: Repo, commit: str) -> list[str]:
-    """The `Trainforge-Accept:` trailers of the commits after the base up to HEAD."""
+@dataclass(frozen=True)
+class Trailer:
+    """A `Trainforge-Accept:` trailer and the commit that carries it."""
+
+    commit: str
+    subject: str
+    value: str
+
+
+def accept_trailers(repo: Repo, commit: str) -> list[Trailer]:
+    """The `Trainforge-Accept:` trailers of the commits after the base up to HEAD, oldest first."""
     try:
-        out = repo.git("log", f"--format=%(trailers:key={ACCEPT_TRAILER},valueonly,separator=%x00)",
+        out = repo.git("log", "--reverse", "-z",
+                       f"--format=%H%x01%s%x01%(trailers:key={ACCEPT_TRAILER},valueonly,separator=%x02)",
                        f"{commit}..HEAD")
     except _GitFailed:  # no HEAD yet (a repository without commits has no base either)
         return []
-    return [v.strip() for line in out.decode().splitlines() for v in line.split("\0") if v.strip()]
+    found = []
+    for record in out.decode(errors="replace").split("\0"):
+        if record.count("\x01") < 2:
+            continue
+        sha, subject, values = record.strip("\n").split("\x01", 2)
+        found += [Trailer(sha, subject, v.strip()) for v in values.split("\x02") if v.strip()]
+    return found

@@ -3,8 +3,11 @@
 The head is the working tree, compiled as `build` would. The base is the revision's files
 that the head changed (or all of them when a project file changed), compiled from a
 temporary copy (`compiler.plan.revision`); every other head job is the base's job too, the
-same object, so matching and comparing skip it at once. A side's invalid input is the
-usual positioned diagnostics; the base's name their file as `REF:path`.
+same object, so matching and comparing skip it at once. The head's invalid input is the
+usual positioned diagnostics (nothing is planned). A base with errors (a `main` that a pull
+request fixes) is planned all the same: its files with errors are left out and compiled
+again without them, so their jobs are compared with nothing, and its diagnostics, naming
+their file as `REF:path`, go into the plan.
 
 A `Job` reads its compiled objects lazily (the render stream's objects, source annotation
 included): only the jobs a change touches are rendered twice.
@@ -103,6 +106,8 @@ class Side:
     jobs: dict[str, dict[tuple[str, str], Job]] = field(default_factory=dict)  # env -> (ns, name) -> Job
     project_doc: Optional[Document] = None
     compiled: set[str] = field(default_factory=set)  # the spec files this side compiled itself
+    errors: list[Diagnostic] = field(default_factory=list)  # the base's errors, files named REF:path
+    broken: set[str] = field(default_factory=set)  # the base's files left out for their errors ("*": all)
 
 
 class SideInvalid(Exception):
@@ -137,8 +142,8 @@ def _project_doc(paths: list[Path]) -> Optional[Document]:
 def head(sources: list[Path], env: Optional[str]) -> Side:
     """The working tree, compiled; UnknownEnvironment propagates (a usage error)."""
     result = compile_sources(sources, env=env)
-    if not result.ok:
-        raise SideInvalid("the working tree", result.diagnostics)
+    if any(d.severity == "error" and not d.message.startswith(NO_JOBS) for d in result.diagnostics):
+        raise SideInvalid("the working tree", result.diagnostics)  # no job left is a plan: every job deleted
     side = Side("the working tree", result, _jobs(result), _project_doc(sources))
     side.compiled = {job.origin for env_jobs in side.jobs.values() for job in env_jobs.values()}
     return side
@@ -176,19 +181,45 @@ def base(repo: revision.Repo, commit: str, ref: str, rel_sources: list[str], env
 
 
 def _compile_base(paths: list[Path], env: Optional[str], ref: str, scratch: Path) -> Side:
+    """The base compiled; a file with errors is left out and the rest compiled again (a
+    project file with errors, or errors no file can be blamed for, leave no job)."""
     try:
         result = compile_sources(paths, env=env)
     except UnknownEnvironment:  # the environment is new in the head: the base had no jobs there
         return Side(ref, Result())
-    problems = [_renamed(d, ref, scratch) for d in result.diagnostics
-                if d.severity == "error" and not d.message.startswith(NO_JOBS)]
-    if problems:
-        raise SideInvalid(ref, problems)
+    errors = _errors(result, ref, scratch)
+    seen, broken = list(errors), set()
+    while errors:
+        files = {_strip(d.file, scratch) for d in result.diagnostics if d.severity == "error"}
+        if any(Path(f).name == revision.PROJECT_FILE or not f.endswith((".yaml", ".yml")) for f in files) \
+                or files <= broken:
+            return Side(ref, Result(), errors=seen, broken={"*"})
+        broken |= files
+        rest = [f for f in _spec_files(paths) if _strip(str(f), scratch) not in broken]
+        if not rest:
+            return Side(ref, Result(), errors=seen, broken=broken)
+        result = compile_sources(rest, env=env)
+        errors = _errors(result, ref, scratch)
+        seen += [d for d in errors if d not in seen]
     for bundles in result.bundles.values():
         for bundle in bundles:  # documents name their file as REF:path in what the plan prints
             doc = bundle.target.doc
             doc.file = f"{ref}:{_strip(doc.file, scratch)}"
-    return Side(ref, result, _jobs(result))
+    return Side(ref, result, _jobs(result), errors=seen, broken=broken)
+
+
+def _errors(result: Result, ref: str, scratch: Path) -> list[Diagnostic]:
+    return [_renamed(d, ref, scratch) for d in result.diagnostics
+            if d.severity == "error" and not d.message.startswith(NO_JOBS)]
+
+
+def _spec_files(paths: list[Path]) -> list[Path]:
+    """The YAML files under `paths` (a folder's, sorted), the project files left for the compiler to find."""
+    out = []
+    for path in paths:
+        found = sorted(path.rglob("*")) if path.is_dir() else [path]
+        out += [f for f in found if f.is_file() and f.suffix in (".yaml", ".yml") and f.name != revision.PROJECT_FILE]
+    return out
 
 
 def _strip(name: str, scratch: Path) -> str:

@@ -3,24 +3,21 @@
 A lead names the change (`new job: 1 Master, 3 Worker (32 GPUs)`, `renamed from nlp/bert`,
 `Worker replicas 2 -> 3, image a:1 -> a:2`); the hazard table's clauses follow it; with
 `--live`, a job that is killed is named with its state and how long it has been in it
-(`kills bert-finetune, Running for 3 h 12 min`). Accepted hazards are parsed here too: the
-same `[ENV:]NAMESPACE/NAME=HAZARD[,HAZARD]` from `--accept` and from `Trainforge-Accept:`
-commit trailers (where a space may stand for the `=`).
+(`kills bert-finetune, Running for 3 h 12 min`). Counts agree with their number ("1 GPU",
+"32 GPUs"). The headline over all jobs is `compiler.plan.headline`'s.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Optional
 
 from compiler.plan.aspects import Aspects
+from compiler.plan.headline import count
 from compiler.plan.live import Live
-from compiler.plan.model import HAZARDS
 from compiler.plan.sides import Job
 
 SHOWN = 5  # parts of a change named in a lead before "and N more"
-_ACCEPT = re.compile(r"^(?:(?P<env>[a-z0-9-]+):)?(?P<job>[a-z0-9.-]+/[a-z0-9.-]+)[=\s]+(?P<hazards>[a-z,\s-]+)$")
 
 
 def pods_text(job: Job) -> str:
@@ -28,7 +25,7 @@ def pods_text(job: Job) -> str:
 
 
 def create_lead(job: Job, *, queued: bool, suspended: bool) -> str:
-    lead = f"new job: {pods_text(job)} ({job.gpus} GPUs)"
+    lead = f"new job: {pods_text(job)} ({count(job.gpus, 'GPU')})"
     if queued:
         lead += f", queued in Kueue's {job.queue}: it runs when admitted"
     if suspended:
@@ -96,22 +93,3 @@ def summary(change: str, lead: str, clauses: list[str], *, unchanged_fields: boo
     first = text.split(" ", 1)[0]
     plain = "." not in first and "/" not in first  # a field path or job name keeps its case
     return (text[:1].upper() + text[1:] if plain else text) + "."
-
-
-class BadAccept(ValueError):
-    """An accept that is not [ENV:]NAMESPACE/NAME=HAZARD[,HAZARD] with hazard words."""
-
-
-def accepts(values: list[str]) -> list[tuple[str, str, str]]:
-    """(env or "", namespace/name, hazard) for each hazard each value accepts."""
-    out = []
-    for value in values:
-        match = _ACCEPT.match(value.strip())
-        if match is None:
-            raise BadAccept(f"cannot read accept '{value}'; write [ENV:]NAMESPACE/NAME=HAZARD[,HAZARD],"
-                            " e.g. nlp/bert-finetune=kills-run,restarts-run")
-        for hazard in re.split(r"[,\s]+", match["hazards"].strip()):
-            if hazard not in HAZARDS:
-                raise BadAccept(f"accept '{value}' names '{hazard}', which is no hazard; hazards: {', '.join(HAZARDS)}")
-            out.append((match["env"] or "", match["job"], hazard))
-    return out

@@ -1,6 +1,7 @@
 """`train-compile plan` as a command: formats, exit codes, --fail-on and accepted hazards, and
-bad input on either side named, never a traceback (the contract's codes: 1 invalid input or a
-hazard --fail-on names, 2 a base git does not have or a source outside the repository)."""
+bad input named, never a traceback (the contract's codes: 1 invalid input in the head or a
+hazard --fail-on names, 2 a base git does not have or a source outside the repository; a base
+with errors is planned, its errors listed)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from plan_kit import GIT_ENV, job_of, new_repo, project, running_job
 
 from compiler_builders import run_cli
-from compiler.plan.markdown import MARKER
+from compiler.plan.markdown import marker
 
 
 @pytest.fixture
@@ -43,8 +44,10 @@ def test_fail_on_a_hazard_that_occurs_exits_1_and_names_it(renamed):
     run = renamed.run("--fail-on", "kills-run,sync-refused")
 
     assert run.exit_code == 1
-    assert "kills-run would happen (--fail-on)" in run.stderr
-    assert "train-compile plan against HEAD" in run.stdout  # the plan is printed all the same
+    # each environment, job and hazard, at the line a reviewer opens
+    assert "--fail-on: kills-run would happen to nlp/bert-2 (from nlp/bert) in prod (jobs/bert.yaml:6)\n" in run.stderr
+    assert "restarts-run" not in run.stderr.split("accept an intended one")[0]  # only what --fail-on names
+    assert "train-compile plan of jobs against HEAD" in run.stdout  # the plan is printed all the same
 
 
 def test_fail_on_a_hazard_that_does_not_occur_exits_0(renamed):
@@ -93,9 +96,11 @@ def test_markdown_opens_with_the_marker_and_a_summary_table_with_details_folded(
     run = renamed.run("--format", "markdown")
 
     lines = run.stdout.splitlines()
-    assert lines[0] == MARKER
+    assert lines[0] == marker(["jobs"]) == "<!-- trainforge-plan: jobs -->"
+    assert lines[1] == "### train-compile plan of `jobs` against `HEAD`"
     table = lines.index("| environment | changes | hazards | GPUs | GPU-hours added at most |")
-    assert lines[table + 2].startswith("| prod | 1 rename, 1 update | kills-run, mixed-run, restarts-run | 32 -> 40")
+    assert lines[table + 2].startswith("| prod | ~ 1 to update, ± 1 to rename | 1 kills-run, 1 restarts-run,"
+                                       " 1 mixed-run | 32 -> 40")
     details = next(i for i, line in enumerate(lines) if line.startswith("<details><summary>prod"))
     assert details > table
     assert "- `spec.nodes` at `jobs/gpt.yaml:" in run.stdout
@@ -162,18 +167,55 @@ def test_a_typo_in_the_head_is_a_positioned_error_exit_1(renamed):
     assert run.stdout == ""
 
 
-def test_a_typo_in_the_base_is_named_as_the_base_revisions_file(tmp_path):
+def test_a_base_with_errors_is_planned_with_its_errors_listed(tmp_path):
+    """A pull request that fixes a broken main gets its plan: the base's file with errors is left
+    out (its job compared with nothing), the rest of the base compared as usual."""
+    repo = new_repo(tmp_path)
+    repo.text("jobs/t.yaml", "apiVersion: trainforge.dev/v1alpha1\nkind: TrainJob\nmetadata: {name: t}\n"
+                             "spec: {framework: pytorch, image: a, nodez: 2}\n")
+    repo.write("jobs/keep.yaml", running_job("keep"))
+    repo.commit()
+    repo.write("jobs/t.yaml", running_job("t"))
+    repo.edit("jobs/keep.yaml", lambda docs: docs[0]["spec"].__setitem__("nodes", 3))
+
+    run = repo.run("--format", "json")
+
+    assert run.exit_code == 0, run.stderr
+    plan = json.loads(run.stdout)
+    (error,) = plan["baseErrors"]
+    assert (error["file"], error["line"], error["col"]) == ("jobs/t.yaml", 4, 38)
+    assert error["message"].startswith("HEAD:jobs/t.yaml:4:38: error: spec.nodez: unknown field 'nodez'")
+    fixed = job_of(plan, "t")
+    assert fixed["change"] == "create" and "HEAD's spec had errors, so the job is compared with nothing" in fixed["summary"]
+    assert job_of(plan, "keep")["hazards"] == ["mixed-run"]  # the rest of the base is compared as usual
+
+
+def test_a_base_with_errors_is_annotated_at_its_files_path_not_at_the_revision(tmp_path):
     repo = new_repo(tmp_path)
     repo.text("jobs/t.yaml", "apiVersion: trainforge.dev/v1alpha1\nkind: TrainJob\nmetadata: {name: t}\n"
                              "spec: {framework: pytorch, image: a, nodez: 2}\n")
     repo.commit()
+    repo.git("branch", "base-broken")
     repo.write("jobs/t.yaml", running_job("t"))
 
-    run = repo.run()
+    run = repo.run("--format", "github", base="base-broken")
 
-    assert run.exit_code == 1
-    assert "HEAD:jobs/t.yaml:4:38: error: spec.nodez: unknown field 'nodez'" in run.stderr
-    assert "HEAD has errors; nothing was planned" in run.stderr
+    assert run.exit_code == 0, run.stderr
+    (line,) = [l for l in run.stdout.splitlines() if "has errors" in l]
+    assert line.startswith("::warning file=jobs/t.yaml,title=plan%3A the base base-broken has errors::"
+                           "base-broken:jobs/t.yaml:4:38: error: spec.nodez")
+
+
+def test_a_base_whose_project_file_has_errors_compares_every_job_with_nothing(tmp_path):
+    repo = new_repo(tmp_path, project={"apiVersion": "trainforge.dev/v1alpha1", "kind": "Project", "defaultz": {}})
+    repo.write("jobs/a.yaml", running_job("a"))
+    repo.commit()
+    repo.write("jobs/trainforge.yaml", project())
+
+    plan = repo.plan()
+
+    assert [e["file"] for e in plan["baseErrors"]] == ["jobs/trainforge.yaml"]
+    assert job_of(plan, "a")["change"] == "create"
 
 
 def test_live_with_several_environments_needs_env(tmp_path):
