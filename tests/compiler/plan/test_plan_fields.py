@@ -136,3 +136,21 @@ def test_the_fields_for_real_jobs_read_as_the_contract_spells_them(tmp_path):
     assert (prod["fields"], _positions(prod)) == (
         ["spec.resources.limits.cpu", "spec.roles.worker.image"],
         {"spec.resources.limits.cpu": (13, 14), "spec.roles.worker.image": (22, 24)})  # at the override that wrote it
+
+
+def test_a_project_change_is_annotated_once_at_the_project_files_line(tmp_path):
+    """A label for every job is one GitHub annotation at the project file's line, naming how many
+    jobs it reaches, not one per job at lines outside the pull request's diff."""
+    from plan_kit import new_repo, project, running_job
+
+    repo = new_repo(tmp_path, project=project(prod={}))
+    for name in ("a", "b", "c", "d", "e"):
+        repo.write(f"jobs/{name}.yaml", running_job(name))
+    repo.commit()
+    repo.write("jobs/trainforge.yaml", {**project(prod={}), "defaults": {"labels": {"team": "ml"}}})
+
+    run = repo.run("--format", "github")
+
+    (line,) = run.stdout.splitlines()
+    assert line.startswith("::warning file=jobs/trainforge.yaml,line=")
+    assert "::this project change reaches 5 jobs (nlp/a, nlp/b, nlp/c and 2 more): nlp/a: " in line

@@ -79,3 +79,20 @@ def test_no_bound(tmp_path, policy, unbounded):
 
     assert hours["addedAtMost"] is None and hours["unbounded"] == unbounded
     assert "no bound (nlp/new without one)" in repo.run("--env", "prod").stdout
+
+
+def test_a_refused_update_adds_no_gpus_and_no_gpu_hours(tmp_path):
+    """Trainer v2 refuses a new node count (spec.trainer is immutable): the job keeps its 16 GPUs."""
+    repo = new_repo(tmp_path, project=project(prod={"target": "trainer-v2"}))
+    repo.write("jobs/a.yaml", running_job("a", policy=_deadline(10)))
+    repo.commit()
+    repo.edit("jobs/a.yaml", lambda docs: docs[0]["spec"].__setitem__("nodes", 4))
+
+    plan = repo.plan()
+
+    job = job_of(plan, "a", env="prod")
+    assert job["hazards"] == ["sync-refused"] and job["gpus"] == {"before": 16, "after": 32}  # what git asks
+    env = env_of(plan, "prod")
+    assert env["gpus"] == {"before": 16, "after": 16}
+    assert env["gpuHours"] == {"before": 160.0, "after": 160.0, "addedAtMost": 0.0, "unbounded": []}
+    assert "| update | `nlp/a` | TrainJob | 16 -> 32 (+16) (refused: stays 16) |" in repo.run("--format", "markdown").stdout

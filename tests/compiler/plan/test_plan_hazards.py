@@ -223,3 +223,15 @@ def test_the_jax_switch_keeps_the_kind_of_the_new_job(tmp_path):
     repo.write("jobs/j.yaml", job_doc("jax", name="j", namespace="nlp"))
 
     assert "PyTorchJob -> JAXJob" in job_of(repo.plan(), "j")["summary"]
+
+
+def test_a_queued_job_created_suspended_runs_as_kueue_admits_it(tmp_path):
+    repo = new_repo(tmp_path, project=project(**QUEUED))
+    repo.write("jobs/keep.yaml", running_job("keep"))
+    repo.commit()
+    repo.write("jobs/new.yaml", running_job("new", policy={"suspend": True}))
+
+    job = job_of(repo.plan(), "new")
+
+    assert (job["change"], job["hazards"]) == ("create", ["suspend-ignored"])
+    assert "policy.suspend on a queued job is Kueue's" in job["summary"]

@@ -141,3 +141,66 @@ def test_the_reader_only_reads(repo, control_plane):
 
     ours = [e for e in control_plane.audit_events()[before:] if e.get("userAgent", "").startswith("python-urllib3")]
     assert {(e["verb"], e["objectRef"]["resource"]) for e in ours} == {("list", "pytorchjobs")}
+
+
+def _claims_repo(tmp_path, control_plane, namespace):
+    """Three jobs, each with a 100Gi claim: `grow` bound, of a class that allows expansion; `fixed`
+    bound, of one that does not; `pending` of the expandable class, never bound. Committed and
+    applied; the head asks 200Gi of each."""
+    grow, fixed = f"{namespace}-grow", f"{namespace}-fixed"
+    for name, expands in ((grow, True), (fixed, False)):
+        control_plane.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": "example.com/none", "allowVolumeExpansion": expands}))
+    repo = new_repo(tmp_path, project=project(prod={}))
+    for job, storage_class in (("grow", grow), ("fixed", fixed), ("pending", grow)):
+        doc = running_job(job, storage=[{"name": "ckpt", "mountPath": "/ckpt", "size": "100Gi",
+                                         "storageClass": storage_class}])
+        doc["metadata"]["namespace"] = namespace
+        repo.write(f"jobs/{job}.yaml", doc)
+    repo.commit()
+    _apply_base(repo, control_plane)
+    for job in ("grow", "fixed"):  # no PV controller runs: bound as it would bind them
+        control_plane.kubectl("patch", "pvc", f"{job}-ckpt", "-n", namespace, "--subresource=status",
+                              "--type=merge", "-p", json.dumps({"status": {"phase": "Bound"}}))
+    for job in ("grow", "fixed", "pending"):
+        repo.edit(f"jobs/{job}.yaml", lambda docs: docs[0]["spec"]["storage"][0].__setitem__("size", "200Gi"))
+    return repo
+
+
+def test_live_reads_whether_a_claim_may_grow_as_the_api_server_decides(tmp_path, control_plane, namespace):
+    from compiler_builders import run_cli
+
+    repo = _claims_repo(tmp_path, control_plane, namespace)
+
+    plan = _live(repo, control_plane)
+
+    said = {name: job_of(plan, name, env="prod") for name in ("grow", "fixed", "pending")}
+    assert said["grow"]["hazards"] == []
+    assert "claim grow-ckpt grows (100Gi -> 200Gi): it is bound and its StorageClass allows volume expansion" \
+        in said["grow"]["summary"]
+    assert said["fixed"]["hazards"] == ["sync-refused"]
+    assert f"its StorageClass {namespace}-fixed does not set allowVolumeExpansion: true" in said["fixed"]["summary"]
+    assert said["pending"]["hazards"] == ["sync-refused"]
+    assert "claim pending-ckpt is not bound (Pending): only a bound claim can grow" in said["pending"]["summary"]
+    # the API server, applying the head's claims as the engine would, agrees with each
+    render = run_cli("render", repo.root / "jobs")
+    claims = [d for d in render.stdout.split("\n---\n") if "kind: PersistentVolumeClaim" in d]
+    refused = {}
+    for doc in claims:
+        done = control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=doc, check=False)
+        name = next(line.split(": ")[1] for line in doc.splitlines() if line.startswith("  name: "))
+        refused[name] = done.returncode != 0
+    assert refused == {"fixed-ckpt": True, "grow-ckpt": False, "pending-ckpt": True}
+
+
+def test_live_lists_claims_and_storage_classes_only_where_a_changed_job_has_a_claim(tmp_path, control_plane,
+                                                                                     namespace):
+    repo = _claims_repo(tmp_path, control_plane, namespace)
+    before = len(control_plane.audit_events())
+
+    _live(repo, control_plane)
+
+    ours = [e for e in control_plane.audit_events()[before:] if e.get("userAgent", "").startswith("python-urllib3")]
+    assert {(e["verb"], e["objectRef"]["resource"]) for e in ours} == {
+        ("list", "pytorchjobs"), ("list", "persistentvolumeclaims"), ("list", "storageclasses")}
