@@ -125,13 +125,14 @@ def _summary(plan: Plan, room: int) -> list[str]:
     return lines
 
 
-def _tail(plan: Plan, full_plan: Optional[str], *, summarized: bool) -> list[str]:
+def _tail(plan: Plan, full_plan: Optional[str], *, whole: int = 0) -> list[str]:
+    """The closing lines; `whole`: the size of the whole plan, when the comment is its summary."""
     lines = []
-    if summarized:
+    if whole:
         where = f"`{full_plan}`, the CI job's artifact" if full_plan else \
             f"`train-compile plan {plan.project} --base {plan.base} --output FILE`"
-        lines += ["", f"This comment is the summary: the full plan, every job's sentence and the fields it changes,"
-                      f" is in {where}."]
+        lines += ["", f"This comment is the summary (the whole plan is {whole:,} bytes; a comment holds {LIMIT:,}"
+                      f" characters): the full plan, every job's sentence and the fields it changes, is in {where}."]
     lines += ["", "<sub>" + _cell("; ".join(f"assumes {a}" for a in plan.assumptions)) + "</sub>"]
     return lines
 
@@ -139,11 +140,10 @@ def _tail(plan: Plan, full_plan: Optional[str], *, summarized: bool) -> list[str
 def section(plan: Plan, budget: int, full_plan: Optional[str]) -> list[str]:
     """One project's comment without its marker: all of it when it fits `budget`, else the summary."""
     top = _top(plan)
-    full = top + [line for env in plan.environments for line in _details(env)] + \
-        _tail(plan, full_plan, summarized=False)
+    full = top + [line for env in plan.environments for line in _details(env)] + _tail(plan, full_plan)
     if _size(full) <= budget:
         return full
-    tail = _tail(plan, full_plan, summarized=True)
+    tail = _tail(plan, full_plan, whole=_size(full))
     return top + _summary(plan, budget - _size(top) - _size(tail)) + tail
 
 
@@ -157,7 +157,7 @@ def markdown(plans: Plans, *, full_plan: Optional[str] = None, budget: Optional[
     for plan in plans.items:
         if share is None:
             lines += [*_top(plan), *(line for env in plan.environments for line in _details(env)),
-                      *_tail(plan, None, summarized=False)]
+                      *_tail(plan, None)]
         else:
             lines += section(plan, share, full_plan)
         lines.append("")

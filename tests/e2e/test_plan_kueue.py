@@ -5,7 +5,8 @@ here train-controller runs every namespace): Flux and Argo CD, Kueue confined to
 namespaces with one ClusterQueue and a LocalQueue `gpus` in each, train-controller, kwok.
 Base commit: queued jobs admitted and running, one unqueued job running; head commit: a new
 image for a queued job (Kueue stops it, re-queues it and runs it again on the new spec:
-`restarts-run`), `policy.suspend` on a queued job (Kueue's to decide: it keeps running), and
+`restarts-run`), `policy.suspend` on a queued job (Kueue's to decide: it keeps running,
+`suspend-ignored`), and
 a queue added to the running unqueued job (Kueue's webhook refuses it: `sync-refused`).
 """
 
@@ -44,7 +45,8 @@ CASES = {  # case -> (project, base spec, head edit)
     "q-newqueue": ("fqx", spec("q-newqueue"), lambda d: d["spec"].update(scheduling={"queue": "gpus"})),
     "aq-image": ("aq", spec("aq-image"), lambda d: d["spec"].update(image="ghcr.io/acme/train:2")),
 }
-SAID = {"q-image": ["restarts-run"], "q-suspend": [], "q-newqueue": ["sync-refused"], "aq-image": ["restarts-run"]}
+SAID = {"q-image": ["restarts-run"], "q-suspend": ["suspend-ignored"], "q-newqueue": ["sync-refused"],
+        "aq-image": ["restarts-run"]}
 
 
 class State:

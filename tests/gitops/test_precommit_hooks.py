@@ -93,5 +93,5 @@ def test_the_plan_hook_prints_what_a_push_does_to_the_runs(repo):
     proc = pre_commit(repo, "trainforge-plan", stage="pre-push")
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "train-compile plan against origin/main: " in proc.stdout  # verbose: shown though it passed
+    assert "train-compile plan of jobs against origin/main\n" in proc.stdout  # verbose: shown though it passed
     assert "restarts-run" in proc.stdout and "Kueue stops the job" in proc.stdout  # bert is queued

@@ -91,8 +91,9 @@ def test_the_summary_leads_with_the_totals_and_lists_jobs_with_hazards_while_the
     assert rest == f"- and {1000 - len(listed)} more jobs with hazards (in the full plan)"
     assert len(listed) > 100
     assert "- 0 jobs changed without a hazard, 0 unchanged" in lines
-    assert "the full plan, every job's sentence and the fields it changes, is in `" in comment
-    assert "plan-full.md`, the CI job's artifact." in comment
+    assert re.search(r"This comment is the summary \(the whole plan is [0-9,]{7} bytes; a comment holds 65,536"
+                     r" characters\): the full plan, every job's sentence and the fields it changes, is in"
+                     r" `plan-full.md`, the CI job's artifact\.", comment)
     assert "<details>" not in comment  # the details are the full plan's
 
 
