@@ -16,7 +16,7 @@ read, is a notice of the plan.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
@@ -66,6 +66,8 @@ class Sides:
     head: Side
     base: Side
     ref: str
+    # per environment, the project file's changes that reach its jobs: read once, not once per job
+    project_changes: dict[str, list[Position]] = field(default_factory=dict)
 
 
 def compile_sides(repo: revision.Repo, commit: str, sources: list[Path], ref: str, env: Optional[str]) -> Sides:
@@ -147,7 +149,9 @@ def _fields(pair: Pair, both: Sides, env: str) -> list[Position]:
         return []
     found = fieldsmod.spec_fields(pair.old, pair.new)
     if pair.change in ("update", "rename"):
-        found += fieldsmod.project_fields(both.base.project_doc, both.head.project_doc, env)
+        if env not in both.project_changes:
+            both.project_changes[env] = fieldsmod.project_fields(both.base.project_doc, both.head.project_doc, env)
+        found += both.project_changes[env]
     return sorted(found, key=lambda p: p.path)
 
 

@@ -83,7 +83,7 @@ class Job:
         """(role, pods, GPUs per pod), as the target lays the job out."""
         return self.bundle.api.pods(self.bundle)
 
-    @property
+    @cached_property
     def gpus(self) -> int:
         return sum(count * each for _, count, each in self.pods)
 
