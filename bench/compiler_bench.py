@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from bench import report, specs
+from bench import plan_bench, report, specs
 
 ENV = "prod"  # the one environment of the synthetic project
 PACKAGES = ("schemas", "foundation", "compiler", "overlays")  # what train-compile runs, beside bench/
@@ -284,6 +284,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         machine = report.machine([f"train-compile on Python {interpreter(tc)}", f"kubectl {kubectl_version}",
                                   f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
         measured = []
+        project = None
         for n in sizes:
             k_repeat = args.kustomize_repeat if args.kustomize_repeat is not None else (1 if n >= 1000 else args.repeat)
             print(f"compiler bench: N={n} ...", file=sys.stderr, flush=True)
@@ -295,6 +296,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"compiler bench: plan, N={measured[-1].n} with {PLAN_CHANGED} changed specs ...",
                   file=sys.stderr, flush=True)
             measure_plan(measured[-1], work, tc=tc, repeat=args.repeat, cpu=cpu)
+            print(f"compiler bench: plan, N={measured[-1].n} with a project-level change ...", file=sys.stderr,
+                  flush=True)
+            project = plan_bench.measure(measured[-1].n, work, tc=tc, repeat=args.repeat, cpu=cpu, run=run,
+                                         median=_median, share=not args.python)
         valgrind = shutil.which("valgrind") if args.instructions else None
         if valgrind:
             big = measured[-1]
@@ -316,7 +321,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         notes.append("kubectl not found: no baseline")
     if args.instructions and not valgrind:
         notes.append("valgrind not found (Debian package valgrind): no instruction count")
-    report.emit("trainforge compiler benchmark", rows(measured, help_ours=help_ours, help_kubectl=help_kubectl),
+    table = rows(measured, help_ours=help_ours, help_kubectl=help_kubectl)
+    table += plan_bench.rows(project) if project else []
+    report.emit("trainforge compiler benchmark", table,
                 machine_line=machine, notes=notes, markdown=args.markdown)
     return 0
 

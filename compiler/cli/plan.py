@@ -156,8 +156,8 @@ def _gate(plans: Any, failing: set[str]) -> None:
     for plan, env, job, hazard in found[:NAMED_FAILURES]:
         where = f"{plan.project}: " if several else ""
         at = f"{job.anchor.file}:{job.anchor.line}" if job.anchor else f"{job.source}:{job.line}"
-        click.echo(f"train-compile: plan: --fail-on: {hazard} would happen to {where}{job.shown_name} in {env.name} ({at})",
-                   err=True)
+        click.echo(f"train-compile: plan: --fail-on: {hazard} would happen to {where}{job.shown_name} in {env.name}"
+                   f" ({at})", err=True)
     if len(found) > NAMED_FAILURES:
         click.echo(f"train-compile: plan: --fail-on: and {len(found) - NAMED_FAILURES} more", err=True)
     click.echo("train-compile: plan: accept an intended one with --accept [ENV:]NS/NAME=HAZARD (wildcards:"

@@ -41,7 +41,8 @@ def growth(old: dict[str, Any], new: dict[str, Any]) -> Optional[Growth]:
     larger size changed (the API server refuses that whatever the claim's state)."""
     before, after = _storage(old), _storage(new)
     try:
-        larger = before is not None and after is not None and quantity.parse(after).amount > quantity.parse(before).amount
+        larger = before is not None and after is not None and \
+            quantity.parse(after).amount > quantity.parse(before).amount
     except ValueError:
         return None
     rest = [{**(o.get("spec") or {}), "resources": {}} for o in (old, new)]

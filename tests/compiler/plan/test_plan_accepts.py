@@ -134,5 +134,6 @@ def test_an_accepted_hazard_leads_after_the_open_ones(tmp_path):
 
     first = repo.run("--accept", "nlp/a=kills-run").stdout.splitlines()[1]
 
-    assert first == "Merging this mixes pods of two specs in the run of nlp/b in default; kills nlp/a in default (accepted)."
+    assert first == ("Merging this mixes pods of two specs in the run of nlp/b in default; kills nlp/a in default"
+                     " (accepted).")
     assert job_of(repo.plan("--accept", "nlp/a=kills-run"), "a")["accepted"] == ["kills-run"]
