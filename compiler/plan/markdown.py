@@ -125,16 +125,19 @@ def _summary(plan: Plan, room: int) -> list[str]:
     return lines
 
 
+def _pointer(plan: Plan, full_plan: Optional[str], whole: int = 0) -> str:
+    """Where the full plan is, said by a summary (`whole`: the full plan's size, when known)."""
+    where = f"`{full_plan}`, the CI job's artifact" if full_plan else \
+        f"`train-compile plan {plan.project} --base {plan.base} --output FILE`"
+    size = f" (the whole plan is {whole:,} bytes; a comment holds {LIMIT:,} characters)" if whole else ""
+    return f"This comment is the summary{size}: the full plan, every job's sentence and the fields it changes, is in" \
+        f" {where}."
+
+
 def _tail(plan: Plan, full_plan: Optional[str], *, whole: int = 0) -> list[str]:
     """The closing lines; `whole`: the size of the whole plan, when the comment is its summary."""
-    lines = []
-    if whole:
-        where = f"`{full_plan}`, the CI job's artifact" if full_plan else \
-            f"`train-compile plan {plan.project} --base {plan.base} --output FILE`"
-        lines += ["", f"This comment is the summary (the whole plan is {whole:,} bytes; a comment holds {LIMIT:,}"
-                      f" characters): the full plan, every job's sentence and the fields it changes, is in {where}."]
-    lines += ["", "<sub>" + _cell("; ".join(f"assumes {a}" for a in plan.assumptions)) + "</sub>"]
-    return lines
+    lines = ["", _pointer(plan, full_plan, whole)] if whole else []
+    return lines + ["", "<sub>" + _cell("; ".join(f"assumes {a}" for a in plan.assumptions)) + "</sub>"]
 
 
 def section(plan: Plan, budget: int, full_plan: Optional[str]) -> list[str]:
@@ -147,18 +150,30 @@ def section(plan: Plan, budget: int, full_plan: Optional[str]) -> list[str]:
     return top + _summary(plan, budget - _size(top) - _size(tail)) + tail
 
 
+def _brief(plan: Plan, full_plan: Optional[str]) -> list[str]:
+    """A project in the fewest lines: its heading, sentence and totals (many projects in one comment)."""
+    return [*_top(plan)[:7], "", _pointer(plan, full_plan)]
+
+
 def markdown(plans: Plans, *, full_plan: Optional[str] = None, budget: Optional[int] = BUDGET) -> str:
     """The comment (`budget` None: the full plan, every detail, for `--output`)."""
-    lines = [marker([p.project for p in plans.items])]
+    head = [marker([p.project for p in plans.items])]
     notices = _capped([f"- {_cell(n)}" for n in plans.notices], "warnings")
     if notices:
         notices = ["", "**Warnings:**", "", *notices]
-    share = None if budget is None else (budget - _size(lines + notices)) // len(plans.items)
-    for plan in plans.items:
-        if share is None:
-            lines += [*_top(plan), *(line for env in plan.environments for line in _details(env)),
-                      *_tail(plan, None)]
-        else:
-            lines += section(plan, share, full_plan)
-        lines.append("")
-    return "\n".join(lines + notices).rstrip("\n") + "\n"
+    if budget is None:
+        body = [line for plan in plans.items for line in
+                [*_top(plan), *(d for env in plan.environments for d in _details(env)), *_tail(plan, None), ""]]
+        return "\n".join(head + body + notices).rstrip("\n") + "\n"
+    room = budget - _size(head + notices)
+    share = room // len(plans.items)
+    body = [line for plan in plans.items for line in [*section(plan, share, full_plan), ""]]
+    if _size(body) > room:  # so many projects that even their tops do not fit: each in brief, then counted
+        body = []
+        for i, plan in enumerate(plans.items):
+            brief = [*_brief(plan, full_plan), ""]
+            if _size(body + brief) > room - 200:
+                body.append(f"And {len(plans.items) - i} more projects: the full plan has them.")
+                break
+            body += brief
+    return "\n".join(head + body + notices).rstrip("\n") + "\n"

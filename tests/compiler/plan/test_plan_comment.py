@@ -289,3 +289,26 @@ def test_paths_are_relative_to_the_repository_on_any_machine(small):
     comment = small.run("--format", "markdown").stdout
 
     assert str(small.root) not in comment and str(Path.home()) not in comment
+
+
+def test_a_comment_of_many_projects_fits_too(tmp_path):
+    """Forty projects of one repository in one comment with a budget the size of a few: each said
+    in brief (its sentence and totals) while they fit, the rest counted."""
+    repo = new_repo(tmp_path)
+    for i in range(40):
+        repo.write(f"p{i:02d}/trainforge.yaml", project(prod={}))
+        repo.write(f"p{i:02d}/job.yaml", running_job(f"job-{i}"))
+    repo.commit()
+    for i in range(40):
+        repo.remove(f"p{i:02d}/job.yaml")
+        repo.write(f"p{i:02d}/other.yaml", running_job(f"other-{i}"))
+    plans = build.make([repo.root / f"p{i:02d}" for i in range(40)], base="HEAD", env=None, accepts=[],
+                       read_live=None, now=datetime.now(timezone.utc))
+
+    comment = markdown.markdown(plans, budget=6_000)
+
+    assert len(comment.encode()) <= 6_000
+    said = [line for line in comment.splitlines() if line.startswith("### train-compile plan of `p")]
+    assert 3 <= len(said) < 40
+    assert comment.rstrip().endswith(f"And {40 - len(said)} more projects: the full plan has them.")
+    assert "Merging this **kills** `nlp/job-0` in `prod`" in comment
