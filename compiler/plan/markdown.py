@@ -28,7 +28,6 @@ from compiler.plan.model import SEVERITY, EnvironmentPlan, JobPlan, Plan, Plans
 from compiler.plan.projects import describe
 from compiler.plan.render import gpus_text, hazards_text, hours_text, job_gpus_text
 
-MARKER = "<!-- trainforge-plan -->"  # the marker's prefix: a project's comment names its folder after it
 LIMIT = 65_536  # GitHub's limit on a comment (characters)
 BUDGET = 60_000  # the plan's share of it, in bytes
 LISTED = 20  # base errors and notices shown before "and N more"
@@ -111,10 +110,11 @@ def _summary(plan: Plan, room: int) -> list[str]:
         setting = env.target + (f", {env.controller}" if env.controller else "")
         head = ["", f"#### {env.name} ({setting})", ""]
         listed: list[str] = []
-        budget = share - _size(head) - 200  # the closing count lines
+        left = share - _size(head) - 200  # the closing count lines
         for job in risky:
             line = _line(job)
-            if _size(listed + [line]) > budget:
+            left -= len(line.encode()) + 1
+            if left < 0:
                 break
             listed.append(line)
         rest = len(risky) - len(listed)
