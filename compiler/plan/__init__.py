@@ -6,17 +6,23 @@ fact in one place) and below the CLI, which reads the cluster for `--live` (only
 gets plain objects back, so everything here is pure but for `revision` (git, read-only).
 The flow, one module each:
 
-    revision  the base: a git revision's files, only those the head changed (with the project file)
+    revision  the base: a git revision's files, only those the head changed (with the project file);
+              the accept trailers; the command that fetches a base the clone lacks
+    projects  the project each source belongs to: a plan per project, one document for all
     sides     both sides compiled by the head's compiler; per environment, one `Job` per namespace/name
+              (a base with errors planned without its files with errors)
     matching  base and head jobs paired: create, delete, rename, update, unchanged
     fields    the spec leaves that changed, with their position in the head spec
     aspects   what changed in the compiled objects (replica counts, templates, suspend, TTL ...),
               read as the job's target says (compiler.targets PlanFacts); whether the run
               spec changed is train-controller's own rule (foundation.runs.spec)
     hazards   the table: per target, controller and aspect, what the named controller and engine do
+    claims    whether a claim that grows is allowed (the API server's rule; --live decides)
     live      a job's state as the cluster has it (foundation.runs.state, status' too); the
               hazards its state rules out
     gpus      GPUs and GPU-hours per environment, namespace and queue
-    build     the plan (`model`) from all of the above: `make`, the one entry
-    render_*  text, markdown, json and GitHub annotations
+    accepts   accepted hazards: --accept and Trainforge-Accept: patterns, and the warnings they give
+    build     the plans (`model`) from all of the above: `make`, the one entry
+    headline  the sentence a reviewer reads first (the worst first) and the totals
+    render    text, json and GitHub annotations; markdown: the comment, sized to fit
 """
