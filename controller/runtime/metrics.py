@@ -73,6 +73,11 @@ class Metrics:
         self.api_latency = Histogram("trainforge_api_request_duration_seconds", "API request latency until headers.",
                                      ["verb"], buckets=RECONCILE_BUCKETS, registry=r)
         self.leader = Gauge("leader_election_master_status", "1 while this process holds the Lease.", ["name"], registry=r)
+        self.progress_reports = Counter("trainforge_progress_reports_total",
+                                        "Progress reports answered, by HTTP code and why (refusals included).",
+                                        ["code", "reason"], registry=r)
+        self.progress_writes = Counter("trainforge_progress_writes_total",
+                                       "Progress writes to the jobs' status (coalesced), by result.", ["result"], registry=r)
 
     # ------------------------------------------------------------------ hooks
     def queue(self, name: str = QUEUE_NAME, **kwargs: Any) -> MeteredQueue:
@@ -104,6 +109,39 @@ class Metrics:
     def watch_stuck(self, counts: Callable[[], dict[tuple[str, str], int]]) -> None:
         """Expose the pods stuck now, by job kind and reason (controller.jobs.stuck; read at scrape time)."""
         self.registry.register(_StuckCollector(counts))
+
+
+    def progress_report(self, code: int, reason: str) -> None:
+        self.progress_reports.labels(str(code), reason).inc()
+
+    def progress_write(self, result: str) -> None:
+        self.progress_writes.labels(result).inc()
+
+    def watch_progress(self, jobs: Callable[[], Iterable[tuple[str, dict[str, Any]]]]) -> None:
+        """Expose each job's last stored progress (`status.trainerStatus`, read from the caches at scrape time)."""
+        self.registry.register(_ProgressCollector(jobs))
+
+
+class _ProgressCollector:
+    def __init__(self, jobs: Callable[[], Iterable[tuple[str, dict[str, Any]]]]) -> None:
+        self.jobs = jobs
+
+    def collect(self) -> Iterable[Any]:
+        labels = ["controller", "namespace", "name"]
+        percent = GaugeMetricFamily("trainforge_job_progress_percentage", "The job's last reported progress (0-100).",
+                                    labels=labels)
+        eta = GaugeMetricFamily("trainforge_job_estimated_remaining_seconds",
+                                "The job's last reported estimate of the training time left.", labels=labels)
+        for kind, job in self.jobs():
+            progress = (job.get("status") or {}).get("trainerStatus") or {}
+            meta = job["metadata"]
+            key = [kind.lower(), meta.get("namespace", ""), meta["name"]]
+            if isinstance(progress.get("progressPercentage"), int):
+                percent.add_metric(key, progress["progressPercentage"])
+            if isinstance(progress.get("estimatedRemainingSeconds"), int):
+                eta.add_metric(key, progress["estimatedRemainingSeconds"])
+        yield percent
+        yield eta
 
 
 class _InformerCollector:
