@@ -45,6 +45,7 @@ from foundation.progress.protocol import MAX_BODY_BYTES, TRAINER_STATUS, Invalid
 log = logging.getLogger(__name__)
 
 IDLE_SECONDS = 15.0
+DRAIN_BYTES = 16 * MAX_BODY_BYTES  # an oversized body up to this is read and dropped; past it the connection closes
 READ_SECONDS = 10.0  # the Trainer's read timeout: a request must arrive whole within this
 
 
@@ -90,6 +91,8 @@ class Endpoint:
         except ValueError:
             length = -1
         if length < 0 or length > MAX_BODY_BYTES:
+            if 0 < length <= DRAIN_BYTES:
+                read_body(length)  # read past it, so the client reads the answer instead of a reset connection
             return _refusal(413, "too-large", f"the report is {length} bytes; at most {MAX_BODY_BYTES} are accepted"
                             if length >= 0 else "send a Content-Length")
         body = read_body(length)
@@ -176,7 +179,7 @@ def serve(endpoint: Endpoint, address: tuple[str, int], context: ssl.SSLContext)
             self.send_header("Content-Length", str(len(data)))
             if out.code == 503:
                 self.send_header("Retry-After", "1")
-            if out.code in (413,):
+            if out.code == 413 and int(self.headers.get("Content-Length") or -1) not in range(DRAIN_BYTES + 1):
                 self.close_connection = True  # the unread body must not be taken for the next request
             self.end_headers()
             self.wfile.write(data)
