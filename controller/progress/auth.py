@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,8 @@ from typing import Any
 from foundation.cluster import errors
 from foundation.cluster.kube import Client, Resource
 from foundation.progress.endpoint import AUDIENCE
+
+log = logging.getLogger(__name__)
 
 TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False)
 POD_NAME, POD_UID = "authentication.kubernetes.io/pod-name", "authentication.kubernetes.io/pod-uid"
@@ -82,6 +85,7 @@ class Authenticator:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, PodIdentity | Refused]] = {}
         self.reviews = 0
+        self._review_failed = False  # said once at WARNING until a review succeeds again
 
     def identify(self, header: str | None) -> PodIdentity:
         """The pod the token is bound to; raises Refused."""
@@ -124,7 +128,10 @@ class Authenticator:
         try:
             review = self.client.create(TOKENREVIEWS, None, body)
         except errors.ApiError as exc:  # the API server is down or refuses us: not the token's fault
+            log.log(logging.DEBUG if self._review_failed else logging.WARNING, "cannot review progress tokens: %s", exc)
+            self._review_failed = True
             raise Refused(503, "review-failed", f"cannot review the token now: {exc}") from exc
+        self._review_failed = False
         status = review.get("status") or {}
         if not status.get("authenticated") or self.audience not in (status.get("audiences") or [self.audience]):
             return Refused(401, "unauthenticated", "the token is not valid (forged, expired, revoked, or its pod is gone)")

@@ -9,8 +9,10 @@ Pods verify the server with the CA certificate the compiler mounts from the Conf
   Service's DNS names (and 127.0.0.1/localhost) kept in the Secret `SECRET` of the
   controller's namespace. The first replica creates it and every replica and later leader
   reads the same one, so the CA the pods hold stays valid across restarts and leader
-  changes. ECDSA P-256: generated in milliseconds; the CA lasts 10 years, the certificate
-  one, renewed by the replica that finds it within 30 days of its end (the CA stays).
+  changes. ECDSA P-256: generated in milliseconds; CA and certificate last 10 years, and
+  nothing renews them (no write the install would have to grant and no test could reach):
+  to rotate, delete the Secret and restart the controller (the pods' CA ConfigMaps follow,
+  and the kubelet refreshes their projected copy within a minute or so).
 - **CA ConfigMaps.** The leader writes the CA certificate into `CA_CONFIGMAP` in each
   namespace it sees a job in (created, or updated when it differs), once per namespace per
   process, labelled so it is recognisably the controller's.
@@ -41,7 +43,7 @@ log = logging.getLogger(__name__)
 SECRETS = Resource("", "v1", "secrets", "Secret")
 SECRET = "train-controller-progress-certs"
 LABELS = {"app.kubernetes.io/name": "train-controller", "app.kubernetes.io/component": "progress"}
-RENEW_BEFORE = dt.timedelta(days=30)
+VALIDITY = dt.timedelta(days=3650)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def new_ca() -> tuple[bytes, bytes]:
     cert = (x509.CertificateBuilder().subject_name(_name("train-controller-progress-ca"))
             .issuer_name(_name("train-controller-progress-ca")).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=3650))
+            .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
                                          data_encipherment=False, key_agreement=False, key_cert_sign=True,
@@ -97,7 +99,7 @@ def sign(ca_pem: bytes, ca_key_pem: bytes, names: list[str]) -> tuple[bytes, byt
     sans = [x509.DNSName(n) for n in names] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     cert = (x509.CertificateBuilder().subject_name(_name(names[0])).issuer_name(ca.subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=365))
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + VALIDITY)
             .add_extension(x509.SubjectAlternativeName(sans), critical=False)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .sign(ca_key, hashes.SHA256()))  # type: ignore[arg-type]
@@ -123,7 +125,7 @@ def _secret_body(namespace: str, ca: tuple[bytes, bytes], names: list[str]) -> d
 
 
 def self_managed(client: Client, namespace: str) -> ServingCert:
-    """The Secret's certificate: created when absent (one replica wins the create), renewed near its end."""
+    """The Secret's certificate: created when absent (one replica wins the create), else read."""
     names = dns_names(namespace)
     try:
         secret = client.get(SECRETS, namespace, SECRET)
@@ -134,15 +136,6 @@ def self_managed(client: Client, namespace: str) -> ServingCert:
         except errors.AlreadyExists:  # the other replica created it first
             secret = client.get(SECRETS, namespace, SECRET)
     data = {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
-    expires = x509.load_pem_x509_certificate(data["tls.crt"]).not_valid_after_utc
-    if expires - dt.datetime.now(dt.timezone.utc) < RENEW_BEFORE:
-        body = _secret_body(namespace, (data["ca.crt"], data["ca.key"]), names)
-        body["metadata"]["resourceVersion"] = secret["metadata"]["resourceVersion"]
-        try:
-            secret = client.update(SECRETS, body)
-            data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
-        except errors.Conflict:
-            return self_managed(client, namespace)
     return ServingCert(data["tls.crt"], data["tls.key"], data["ca.crt"])
 
 

@@ -112,8 +112,10 @@ class ProgressStore:
     def _write(self, job: _Job, status: dict[str, Any]) -> None:
         try:
             written = self.client.patch(job.res, job.namespace, job.name, merge_patch(job.uid, status), sub="status")
-        except errors.ApiError:
+        except errors.ApiError as exc:
             self.on_write("error")
+            log.log(logging.WARNING if isinstance(exc, errors.Forbidden) else logging.DEBUG,
+                    "could not write the progress of %s %s/%s: %s", job.res.kind, job.namespace, job.name, exc)
             raise
         self.on_write("ok")
         if TRAINER_STATUS not in (written.get("status") or {}) and not self._pruned_warned:
