@@ -40,6 +40,7 @@ from controller.runtime.informer import Informer
 from foundation.cluster import errors
 from foundation.cluster.kube import Resource
 from foundation.progress.endpoint import parse_path
+from foundation.runs.clock import parse_time
 from foundation.progress.protocol import MAX_BODY_BYTES, TRAINER_STATUS, InvalidReport, status_body, validate
 
 log = logging.getLogger(__name__)
@@ -116,8 +117,13 @@ class Endpoint:
             return _refusal(422, str(exc), str(exc), "invalid")
         if report.status is None:
             return Answer(200, {}, "empty")
+        held = parse_time(((job.get("status") or {}).get(TRAINER_STATUS) or {}).get("lastUpdatedTime"))
         try:
-            stored = self.store.offer(kind.resource, namespace, name, job["metadata"]["uid"], report.status)
+            # a new leader knows the stored report from its cache only, to the second: an older
+            # report of a crossing rank must not replace it
+            stored = self.store.offer(kind.resource, namespace, name, job["metadata"]["uid"], report.status,
+                                      observed=report.observed,
+                                      stored=held.timestamp() + 1.0 if held else float("-inf"))
         except errors.NotFound:
             return _refusal(404, "gone", f"{what} does not exist")
         except errors.ApiError as exc:

@@ -48,7 +48,9 @@ class _Job:
     name: str
     uid: str
     last_write: float = float("-inf")
+    written_observed: float = float("-inf")  # when the last written report was observed
     pending: dict[str, Any] | None = None
+    pending_observed: float = float("-inf")
     writing: bool = False
     due: float | None = None
 
@@ -79,21 +81,25 @@ class ProgressStore:
     def start(self) -> None:
         self._thread.start()
 
-    def offer(self, res: Resource, namespace: str, name: str, uid: str, status: dict[str, Any]) -> bool:
-        """Take a validated report; True when it is written now (200), False when pending (202).
-        Raises the API error of a write that failed (the caller answers it)."""
+    def offer(self, res: Resource, namespace: str, name: str, uid: str, status: dict[str, Any], *,
+              observed: float, stored: float = float("-inf")) -> bool:
+        """Take a validated report observed at `observed` (`stored`: when the report the job's
+        status holds now was observed, as far as the cache knows); True when it is written now
+        (200), False when pending or superseded by a later one (202). Raises the API error of a
+        write that failed (the caller answers it)."""
         key = f"{res.kind}/{namespace}/{name}"
         with self._lock:
             job = self._jobs.get(key)
             if job is None or job.uid != uid:
-                job = self._jobs[key] = _Job(res, namespace, name, uid)
+                job = self._jobs[key] = _Job(res, namespace, name, uid, written_observed=stored)
+            if observed < max(job.written_observed, job.pending_observed):
+                return False  # reports of several ranks cross: the one observed last wins
             now = self.clock()
             if job.writing or now - job.last_write < self.interval:
-                if job.pending is None or _newer_or_same(status, job.pending):
-                    job.pending = status
+                job.pending, job.pending_observed = status, observed
                 self._schedule(key, job, max(job.last_write + self.interval, now))
                 return False
-            job.writing, job.last_write = True, now
+            job.writing, job.last_write, job.written_observed = True, now, observed
         try:
             self._write(job, status)
         finally:
@@ -136,6 +142,7 @@ class ProgressStore:
                     continue  # superseded by an earlier schedule, or nothing left to write
                 status, job.pending, job.due = job.pending, None, None
                 job.writing, job.last_write = True, self.clock()
+                job.written_observed = max(job.written_observed, job.pending_observed)
             self._flush(item.key, job, status)
 
     def _flush(self, key: str, job: _Job, status: dict[str, Any]) -> None:
@@ -172,7 +179,3 @@ class ProgressStore:
             if status is not None:
                 self._flush(key, job, status)
 
-
-def _newer_or_same(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    """Reports of several ranks may cross: the one observed last wins (RFC 3339 UTC strings order as times)."""
-    return str(new.get("lastUpdatedTime", "")) >= str(old.get("lastUpdatedTime", ""))

@@ -51,9 +51,12 @@ class InvalidReport(ValueError):
 
 @dataclass(frozen=True)
 class Report:
-    """One accepted report: the `trainerStatus` object to store (None: a no-op report)."""
+    """One accepted report: the `trainerStatus` object to store (None: a no-op report) and when
+    it was observed, to the microsecond the sender gave (the stored time keeps whole seconds,
+    too coarse to order reports of several ranks within one second)."""
 
     status: dict[str, Any] | None
+    observed: float = 0.0
 
 
 def validate(body: bytes) -> Report:
@@ -89,7 +92,7 @@ def validate(body: bytes) -> Report:
                             f"2026-01-23T10:30:45Z, got {_shown(when)}")
     # stored as metav1.Time writes it: UTC, whole seconds
     out["lastUpdatedTime"] = parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Report(out)
+    return Report(out, parsed.timestamp())
 
 
 def _metrics(raw: Any) -> list[dict[str, str]]:
