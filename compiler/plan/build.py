@@ -177,8 +177,19 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
                                f" {watched.origin}: another spec owns that job")
     plan.summary = words.summary(pair.change, lead, verdict.clauses, unchanged_fields=bool(positions))
+    plan.throws_away = _throws_away(plan, found, (old or watched).gpus, now)
     row = gpumod.Row(plan.key, plan.namespace, plan.queue, pair.change, old, new, tuple(plan.hazards))
     return plan, row
+
+
+STOPS = (("kills-run", "kills"), ("restarts-run", "restarts"), ("suspends-run", "suspends"))
+
+
+def _throws_away(plan: JobPlan, found: Optional[live.Live], gpus: int, now: datetime) -> Optional[str]:
+    """`kills nlp/bert at 62%, 3 h 10 min left, 96 GPU-hours of progress` (the plan's headline)."""
+    verb = next((v for hazard, v in STOPS if hazard in plan.hazards), None)
+    price = found.price(gpus, now) if found is not None and verb else None
+    return f"{verb} {plan.renamed_from or plan.key} {price}" if price else None
 
 
 def _anchor(new: Optional[Job], positions: list[Position]) -> Optional[Position]:

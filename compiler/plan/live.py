@@ -6,16 +6,18 @@ state is `foundation.runs.state`'s, the one `train-compile status` prints too (t
 true condition, a TrainJob's child Jobs when it has none); `absent` when the cluster has no
 such job. The live job's `trainforge.dev/source` says which spec it was compiled from: a job
 of the same name from another spec (another folder or repository) is named as such, not
-taken for this one's run.
+taken for this one's run. A running job that reported progress (`foundation.progress`) also
+prices its run: how far it got and the GPU-hours of progress a kill or restart throws away.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
 
-from compiler.plan.judge import duration
+from foundation.progress.reading import price
+from foundation.runs.clock import duration
 from foundation.runs.state import job_state
 from schemas.marks import SOURCE
 
@@ -25,6 +27,14 @@ class Live:
     state: str
     since: Optional[datetime] = None  # when that condition became true
     source: Optional[str] = None  # the live job's trainforge.dev/source: the spec it was compiled from
+    obj: Optional[dict[str, Any]] = field(default=None, compare=False, repr=False)  # the live job as read
+
+    def price(self, gpus: int, now: datetime) -> Optional[str]:
+        """What stopping its run throws away, from the progress it reported (`at 62%, 3 h 10 min
+        left, 96 GPU-hours of progress`); None when the job reported none or is not running."""
+        if self.obj is None or self.state in ("absent", "Succeeded", "Failed", "Suspended"):
+            return None
+        return price(self.obj, gpus, now, since=self.since)
 
     def fact(self, now: datetime) -> str:
         """`Running for 3 h 12 min` (or the bare state when the cluster gives no time)."""
@@ -41,7 +51,7 @@ def state_of(obj: Optional[dict[str, Any]]) -> Live:
     if obj is None:
         return ABSENT
     found = job_state(obj)
-    return Live(found.state, found.since_time, ((obj.get("metadata") or {}).get("annotations") or {}).get(SOURCE))
+    return Live(found.state, found.since_time, ((obj.get("metadata") or {}).get("annotations") or {}).get(SOURCE), obj)
 
 
 def index(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
