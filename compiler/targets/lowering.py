@@ -16,6 +16,7 @@ from compiler import podsecurity, strategic
 from foundation.frameworks import adapter as adapter_for
 from foundation.frameworks.base import Facts, ReplicaPlan
 from compiler.reading.resolve import Target
+from compiler.targets import progress
 from compiler.targets.base import TargetApi
 from schemas.bundle import Bundle, JsonObject, json_copy
 from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
@@ -184,8 +185,11 @@ def lower(target: Target, api: TargetApi) -> Bundle:
         replica: JsonObject = {"replicas": plan.replicas}
         if spec.policy.restart is not None:
             replica["restartPolicy"] = spec.policy.restart
-        replica["template"] = canonical_quantities(pod_template(spec, plan, facts, target, last=True),
-                                                  POD_TEMPLATE_QUANTITIES)
+        template = pod_template(spec, plan, facts, target, last=True)
+        if target.controller == progress.CONTROLLER:  # its pods report progress there (compiler.targets.progress)
+            template = progress.report_to_controller(template, namespace=target.namespace, plural=facts.plural,
+                                                     name=target.name)
+        replica["template"] = canonical_quantities(template, POD_TEMPLATE_QUANTITIES)
         replicas[plan.replica_type] = replica
     metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
     if target.labels:
