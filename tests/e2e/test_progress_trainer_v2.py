@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from controller_kit import wait_for
 from e2e_kit import running
 from progress_kit import SERVICEACCOUNTS, mint
 from status_kit import apply, cli, project, spec, write
@@ -29,7 +30,7 @@ from testworld.controller_manager import TRAINER_CONTROLLERS, ControllerManager
 from testworld.kwok import Kwok
 from testworld.scheduler import Scheduler
 from testworld.trainer import Trainer, status_url
-from testworld.watching import wait_for
+
 from testworld.world import World
 
 TRAINJOBS = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
