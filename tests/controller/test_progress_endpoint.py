@@ -252,3 +252,20 @@ def test_reports_for_a_finished_or_deleted_job_change_nothing(env: Env) -> None:
     code, answer = env.post("done", master, report(100))
     assert code in (401, 403), answer  # its pods may linger (no garbage collector here): the job is gone either way
     assert _get(env.client, env.jobs, NS, "done") is None
+
+
+def test_the_hugging_face_callback_reports_end_to_end(env: Env, tmp_path) -> None:
+    """The callback driven as transformers drives it (tests/clients' stand-in loop), through a real
+    Reporter, train-controller's endpoint and the API server."""
+    from test_progress_callbacks import Clock, hf_train
+
+    env.job("hf")
+    (tmp_path / "token").write_text(env.token("hf-master-0"))
+    (tmp_path / "ca.crt").write_bytes(env.ca)
+    reporter = trainforge_progress.Reporter(f"https://127.0.0.1:{env.poster.port}{path(NS, PYTORCHJOBS, 'hf')}",
+                                            ca_file=str(tmp_path / "ca.crt"), token_file=str(tmp_path / "token"))
+    clock = Clock()
+    hf_train(trainforge_progress.HuggingFaceProgress(reporter, clock=clock), clock, steps=4)
+    stored = wait_for(lambda: (lambda s: s if s and s.get("progressPercentage") == 100 else None)(env.stored("hf")),
+                      timeout=INTERVAL * 3, what="the final report (forced at on_train_end)")
+    assert {"name": "eval_accuracy", "value": "0.91"} in stored["metrics"]
