@@ -37,6 +37,7 @@ from controller.jobs.restarts import ends_attempt
 from controller.jobs.run_record import CONTROLLERREVISIONS
 from controller.jobs.run_records import RunRecords
 from controller.progress.service import Progress, ProgressOptions
+from controller.progress.store import only_progress_changed
 from controller.runtime import bugs
 from foundation.cluster import errors
 from foundation import jsondata
@@ -197,6 +198,8 @@ class Manager:
             obj = new or old
             if obj is not None and self.progress is not None and etype == "ADDED":
                 self.progress.saw_namespace(obj["metadata"].get("namespace", ""))
+            if etype == "MODIFIED" and only_progress_changed(old, new):
+                return  # a progress write (controller.progress): the pass would change nothing
             if obj is not None:
                 self.queue.add(job_key(kind.name, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
         return handle

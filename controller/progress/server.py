@@ -18,7 +18,8 @@ refusal counted in `trainforge_progress_reports_total{code,reason}`:
 
 TLS is negotiated in each connection's own thread, so a slow or silent client never holds up
 the accept loop; connections are kept alive for `IDLE_SECONDS` so a pod that reports every
-few seconds pays one handshake, not one per report.
+few seconds pays one handshake, not one per report; each answer is one write with
+TCP_NODELAY (headers and body apart would wait out the client's delayed ACK, 40 ms a report).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import socketserver
 from typing import Any
 
 from controller.jobs import conditions
@@ -132,24 +133,32 @@ class Endpoint:
         return Answer(200 if stored else 202, {TRAINER_STATUS: report.status}, "stored" if stored else "coalesced")
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(socketserver.ThreadingTCPServer):
+    """One thread per connection; TLS is negotiated in that thread, then requests are read with a
+    small HTTP/1.1 loop (`_Connection`): http.server's handler parses every header block with
+    the email package, which cost more than the whole report behind it (bench/README.md)."""
+
     daemon_threads = True
+    allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], handler: type, context: ssl.SSLContext) -> None:
+    def __init__(self, address: tuple[str, int], endpoint: Endpoint, context: ssl.SSLContext) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.context = context
-        super().__init__(address, handler)
+        self.endpoint, self.context = endpoint, context
+        super().__init__(address, socketserver.BaseRequestHandler)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         request.settimeout(READ_SECONDS)
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # an answer is one write: send it now
         try:
             tls = self.context.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError) as exc:
             log.debug("TLS handshake with %s failed: %s", client_address, exc)
             return
         try:
-            super().finish_request(tls, client_address)
+            _Connection(tls, self.endpoint).serve()
+        except (OSError, ssl.SSLError, ValueError) as exc:  # a client gone mid-request, or garbage
+            log.debug("progress connection from %s ended: %s", client_address, exc)
         finally:
             try:
                 tls.close()
@@ -157,42 +166,80 @@ class _Server(ThreadingHTTPServer):
                 pass
 
 
+class _Connection:
+    """Requests on one kept-alive connection until the client closes it or idles past IDLE_SECONDS."""
+
+    MAX_LINE, MAX_HEADERS = 8192, 64
+
+    def __init__(self, sock: Any, endpoint: Endpoint) -> None:
+        self.sock, self.endpoint = sock, endpoint
+        self.reader = sock.makefile("rb")
+
+    def serve(self) -> None:
+        while True:
+            self.sock.settimeout(IDLE_SECONDS)
+            line = self.reader.readline(self.MAX_LINE + 1)
+            if not line or line in (b"\r\n", b"\n"):
+                return
+            self.sock.settimeout(READ_SECONDS)
+            parts = line.decode("latin-1").split()
+            if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                self._send(_refusal(400, "bad-request", "not an HTTP/1.1 request"), close=True)
+                return
+            method, path, version = parts
+            headers = self._headers()
+            if headers is None:
+                self._send(_refusal(400, "bad-request", "too many or too long headers"), close=True)
+                return
+            try:
+                out = self.endpoint.answer(method, path, headers, self.reader.read)
+            except Exception:  # a bug must cost one answer, never the server
+                log.exception("progress request %s %s failed", method, path)
+                out = _refusal(500, "bug", "internal error")
+            wanted_close = headers.get("Connection", "").lower() == "close" or version == "HTTP/1.0"
+            unread = out.code == 413 and int(headers.get("Content-Length") or -1) not in range(DRAIN_BYTES + 1)
+            self._send(out, close=wanted_close or unread)
+            if wanted_close or unread:
+                return
+
+    def _headers(self) -> _Headers | None:
+        headers = _Headers()
+        for _ in range(self.MAX_HEADERS):
+            line = self.reader.readline(self.MAX_LINE + 1)
+            if line in (b"\r\n", b"\n", b""):
+                return headers
+            if len(line) > self.MAX_LINE:
+                return None
+            name, sep, value = line.decode("latin-1").partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        return None
+
+    def _send(self, out: Answer, *, close: bool) -> None:
+        data = json.dumps(out.body).encode()
+        head = [f"HTTP/1.1 {out.code} {_PHRASES.get(out.code, 'Error')}", "Content-Type: application/json",
+                f"Content-Length: {len(data)}"]
+        if out.code == 503:
+            head.append("Retry-After: 1")
+        if close:
+            head.append("Connection: close")
+        self.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+
+
+class _Headers(dict):
+    """Header names in any case (HTTP's), read as the endpoint reads them."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+
+_PHRASES = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+            405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 422: "Unprocessable Entity",
+            500: "Internal Server Error", 503: "Service Unavailable"}
+
+
 def serve(endpoint: Endpoint, address: tuple[str, int], context: ssl.SSLContext) -> tuple[_Server, tuple[str, int]]:
     """Serve `endpoint` on `address` in a daemon thread; returns the server and the bound address."""
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: every answer carries a Content-Length
-        timeout = IDLE_SECONDS
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's names
-            self._answer("POST")
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._answer("GET")
-
-        def do_PUT(self) -> None:  # noqa: N802
-            self._answer("PUT")
-
-        def _answer(self, method: str) -> None:
-            try:
-                out = endpoint.answer(method, self.path, self.headers, self.rfile.read)
-            except Exception:  # a bug must cost one answer, never the server
-                log.exception("progress request %s %s failed", method, self.path)
-                out = _refusal(500, "bug", "internal error")
-            data = json.dumps(out.body).encode()
-            self.send_response(out.code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if out.code == 503:
-                self.send_header("Retry-After", "1")
-            if out.code == 413 and int(self.headers.get("Content-Length") or -1) not in range(DRAIN_BYTES + 1):
-                self.close_connection = True  # the unread body must not be taken for the next request
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - one line per report is noise
-            log.debug("progress: " + format, *args)
-
-    server = _Server(address, Handler, context)
+    server = _Server(address, endpoint, context)
     threading.Thread(target=server.serve_forever, name="progress-server", daemon=True).start()
     return server, server.server_address[:2]

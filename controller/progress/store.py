@@ -179,3 +179,17 @@ class ProgressStore:
             if status is not None:
                 self._flush(key, job, status)
 
+
+
+def only_progress_changed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+    """Whether a job's update changed nothing but its progress (and the version the write made):
+    such an update needs no reconcile pass, which would compute the same status and write nothing."""
+    if old is None or new is None:
+        return False
+    before, after = old.get("status") or {}, new.get("status") or {}
+    if before.get(TRAINER_STATUS) == after.get(TRAINER_STATUS):
+        return False
+    rest = lambda status: {k: v for k, v in status.items() if k != TRAINER_STATUS}  # noqa: E731
+    meta = lambda obj: {k: v for k, v in (obj.get("metadata") or {}).items()  # noqa: E731
+                        if k not in ("resourceVersion", "managedFields")}
+    return rest(before) == rest(after) and old.get("spec") == new.get("spec") and meta(old) == meta(new)
