@@ -243,6 +243,8 @@ class Trainer(Composite):
 
     name = "trainer"
     builds = (JOBSET, TRAINER)
+    # TrainJobStatus gives each trainer pod a projected token: the world runs ServiceAccount admission
+    service_accounts = True
 
     def __init__(self) -> None:
         super().__init__()
