@@ -43,7 +43,7 @@ from controller.runtime.informer import Informer
 from controller.runtime.workqueue import WorkQueue
 from controller.runtime.writes import Writes, job_key
 from foundation import jsondata
-from foundation.progress.protocol import TRAINER_STATUS
+from foundation.progress.protocol import carry_progress
 from foundation.cluster import errors
 from foundation.cluster.kube import PODS, SERVICES, Client, Resource
 from foundation.frameworks.defaulting import defaulted
@@ -331,13 +331,7 @@ class Reconciler:
                       hold: bool = False) -> bool:
         """PUT `status` unless the cache holds it already; with --pods-first a plain pass's write
         (`hold`) waits out a pod burst, and any other write replaces what was held for the job."""
-        # the job's progress is the progress endpoint's (controller.progress.store), never the
-        # pass's: a held or older status must not take back what a report wrote since
-        progress = (job.get("status") or {}).get(TRAINER_STATUS)
-        if progress is None:
-            status.pop(TRAINER_STATUS, None)
-        else:
-            status[TRAINER_STATUS] = progress
+        carry_progress(status, job.get("status") or {})  # the endpoint's field, never the pass's
         if not status.get("replicaStatuses"):
             # upstream's field is a Go map with omitempty: an empty one is not written at all
             # (a job suspended at creation has none); the parity test holds us to that

@@ -235,7 +235,7 @@ class _Headers(dict):
 
 _PHRASES = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
             405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large", 422: "Unprocessable Entity",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+            500: "Internal Error", 503: "Service Unavailable"}
 
 
 def serve(endpoint: Endpoint, address: tuple[str, int], context: ssl.SSLContext) -> tuple[_Server, tuple[str, int]]:

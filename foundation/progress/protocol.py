@@ -127,6 +127,16 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def carry_progress(status: dict[str, Any], current: dict[str, Any]) -> None:
+    """Give a status the controller is about to write the progress the job has now: the field
+    is the progress endpoint's, and a pass's status (held, or computed from an older copy)
+    must never take back what a report wrote since."""
+    if current.get(TRAINER_STATUS) is None:
+        status.pop(TRAINER_STATUS, None)
+    else:
+        status[TRAINER_STATUS] = current[TRAINER_STATUS]
+
+
 def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
     """A `metav1.Status` failure, the body of every refusal (the Trainer's and the API server's shape)."""
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
