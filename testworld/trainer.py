@@ -176,11 +176,13 @@ class _Trainer(_Manager):
         (see ``status_server_inputs``), each bind-mounted from the world's dir."""
         argv = super().argv(world)
         certs, account = world.dir / self.cert_dir, world.dir / SA_DIR
-        for fixed in (FIXED_CERT_DIR, FIXED_SA_DIR):
-            fixed.mkdir(parents=True, exist_ok=True)  # a mount point, empty outside the namespace
-        return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                f'mount --bind "$0" {FIXED_CERT_DIR} && mount --bind "$1" {FIXED_SA_DIR} && shift && exec "$@"',
-                str(certs), str(account), *argv]
+        FIXED_CERT_DIR.mkdir(parents=True, exist_ok=True)  # a mount point, empty outside (as testworld.upstream's)
+        # The account's folder must not exist outside: the Kubeflow SDK (and other clients) take
+        # /var/run/secrets/kubernetes.io/serviceaccount for being in a pod. So inside the namespace
+        # a tmpfs covers /run (the Trainer uses nothing there) and the folder is made in it.
+        script = (f'mount --bind "$0" {FIXED_CERT_DIR} && mount -t tmpfs tmpfs /run && mkdir -p {FIXED_SA_DIR} '
+                  f'&& mount --bind "$1" {FIXED_SA_DIR} && shift && exec "$@"')
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(certs), str(account), *argv]
 
 
 # TrainJobStatus (the progress endpoint, issue 49) is on. Its status server, unlike the webhook
@@ -192,7 +194,7 @@ class _Trainer(_Manager):
 # webhook's certificate (which names 127.0.0.1) and that Secret with the world's CA.
 STATUS_GATE = "TrainJobStatus"
 FIXED_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
-FIXED_SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+FIXED_SA_DIR = Path("/run/secrets/kubernetes.io/serviceaccount")  # /var/run is /run
 SA_DIR = "trainer-serviceaccount"
 TRAINER_NAMESPACE = "kubeflow-system"  # the Trainer's default operator namespace
 TRAINER_ACCOUNT = "kubeflow-trainer-controller-manager"
