@@ -20,8 +20,8 @@ from compiler.plan import hazards as table
 from compiler.plan.aspects import Aspects
 from compiler.plan.hazards import Effect
 from compiler.plan.model import HAZARDS
-from foundation.runs.clock import duration
-from schemas.upstream import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
+from foundation.frameworks.base import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
+from schemas.durations import prose
 
 SCOPE_DOES = {"job": "restarts the whole job as one attempt (every pod, one new attempt)",
               "pod": "restarts on its own beside the running pods"}
@@ -62,7 +62,7 @@ class Context:
 
 def ttl(verdict: Verdict, ctx: Context) -> None:
     if ctx.ttl is not None and "ttl" in ctx.rules:
-        verdict.add(ctx.rules["ttl"], ctx.state, controller=ctx.controller, ttl=duration(ctx.ttl))
+        verdict.add(ctx.rules["ttl"], ctx.state, controller=ctx.controller, ttl=prose(ctx.ttl))
 
 
 def update(a: Aspects, ctx: Context) -> Verdict:

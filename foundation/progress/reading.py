@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any, Optional
 
 from foundation.progress.protocol import TRAINER_STATUS
-from foundation.runs.clock import duration, parse_time
+from foundation.runs.clock import parse_time
+from schemas.durations import prose as duration
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,3 @@ def parse_time(text: Any) -> Optional[datetime]:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
-
-def duration(seconds: int) -> str:
-    """`90` -> 1 min 30 s, `86400` -> 24 h: how a sentence says a TTL, an age or an ETA (the plan's
-    and the progress words alike)."""
-    hours, rest = divmod(int(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours} h" if hours else "", f"{minutes} min" if minutes else "", f"{secs} s" if secs else ""]
-    return " ".join(p for p in parts if p) or "0 s"

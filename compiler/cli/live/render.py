@@ -14,11 +14,12 @@ import json
 from datetime import datetime
 from typing import Any
 
-from compiler.cli.live.clock import age, span
+from compiler.cli.live.clock import age
 from compiler.cli.live.gather import JobReport, StatusReport
 from compiler.cli.live.pods import PodView, phases
 from foundation.progress.reading import headline, progress_of
 from foundation.runs.state import job_state
+from schemas import durations
 
 SHOWN_PODS = 5  # pod names listed for one reason before "and N more"
 SHOWN_METRICS = 6  # metrics named in text and markdown (JSON has every one)
@@ -67,7 +68,7 @@ def _progress(job: JobReport, now: datetime) -> str | None:
         return None
     shown = "; " + ", ".join(f"{n} {v}" for n, v in found.metrics[:SHOWN_METRICS]) if found.metrics else ""
     more = f" and {len(found.metrics) - SHOWN_METRICS} more" if len(found.metrics) > SHOWN_METRICS else ""
-    when = f" (reported {span(max(0.0, (now - found.updated).total_seconds()))} ago)" if found.updated else ""
+    when = f" (reported {durations.age(max(0.0, (now - found.updated).total_seconds()))} ago)" if found.updated else ""
     return headline(found) + shown + more + when
 
 

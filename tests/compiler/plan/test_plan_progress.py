@@ -38,11 +38,11 @@ def test_a_removed_running_job_that_reported_is_priced():
     found = state_of(live_job(progress={"progressPercentage": 62, "estimatedRemainingSeconds": 11400}))
     lead = words.delete_lead(OLD, found, NOW)
     assert lead == ("removed from git; kills bert-finetune at 62%, 3 h 10 min left, 96 GPU-hours of progress"
-                    " (Running for 3 h 12 min)")
+                    " (Running for 3h12m)")
 
 
 def test_a_job_that_never_reported_reads_as_before():
-    assert words.delete_lead(OLD, state_of(live_job()), NOW) == "removed from git; kills bert-finetune, Running for 3 h 12 min"
+    assert words.delete_lead(OLD, state_of(live_job()), NOW) == "removed from git; kills bert-finetune, Running for 3h12m"
 
 
 @pytest.mark.parametrize("hazards, verb", [(["kills-run"], "kills"), (["restarts-run", "mixed-run"], "restarts"),
