@@ -4,7 +4,7 @@ A PyTorchJob compiled for `controller: train-controller` is applied; train-contr
 process a user runs, the project's CRDs, progress on) makes its pods and kwok runs them. The
 compiler gave each pod the Trainer's environment pointing at train-controller's Service and a
 projected token volume; the controller wrote its CA into the namespace. The simulated training
-process is `examples/progress/train.py` run as a process with the pod's environment (the URL's
+process is `clients/python/examples/train.py` run as a process with the pod's environment (the URL's
 host made 127.0.0.1, as a Service would route it), the CA the controller published, and a token
 the API server mints for the pod with the audience the pod's volume asks for. Then
 `train-compile status` shows the progress (text and JSON), and `plan --live` prices removing
@@ -42,7 +42,7 @@ from testworld.world import World
 
 pytestmark = pytest.mark.both_orders
 CRDS = REPO_ROOT / "controller" / "install" / "crds"
-TRAIN = REPO_ROOT / "examples" / "progress" / "train.py"
+TRAIN = REPO_ROOT / "clients" / "python" / "examples" / "train.py"
 
 
 @pytest.fixture(scope="module")
