@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from compiler.diagnostics import Diagnostic, has_errors, ordered
 from compiler.reading.resolve import Target, targets_for
-from compiler.reading.sources import collect
+from compiler.reading.sources import Sources, collect
 from compiler.reading.validation import diagnostics_from
 from compiler.review import policy, rules
 from compiler.targets import api
@@ -126,7 +126,12 @@ def _shared_objects(bundles: list[Bundle]) -> list[Diagnostic]:
 
 def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs: bool = True) -> Result:
     """Validate (and, with `lower_jobs`, lower) every job under `paths`."""
-    sources = collect(paths)
+    return compile_documents(collect(paths), env=env, lower_jobs=lower_jobs)
+
+
+def compile_documents(sources: Sources, *, env: Optional[str] = None, lower_jobs: bool = True) -> Result:
+    """`compile_sources` on documents already read: what `train-compile import` compiles its
+    specs with in memory, before anything is written."""
     result = Result(diagnostics=list(sources.diagnostics))
     project = _project(sources.project, result.diagnostics)
     if project is None:

@@ -179,5 +179,6 @@ ADAPTER = Adapter(
     # the launcher decides; upstream's MPIJob failure reason carries the kind twice: MPIJobMPIJobFailed
     operator=Operator(StatusRule(deciders=("Launcher",), restart="exit-code", failed_reason=f"{FACTS.kind}Failed"),
                       only("Launcher"), defaults=_defaults, reconciler_check=_reconciler_check,
-                      spec_fields={"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32}),
+                      spec_fields={"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32},
+                      implicit=((("slotsPerWorker",), 1),)),  # the hostfile's `slots` when unset
 )

@@ -167,5 +167,6 @@ ADAPTER = Adapter(
         master_or_worker0("Master"), defaults=_defaults, fills_selector=True,
         spec_fields={"elasticPolicy": elastic_policy_schema(torch_rendezvous=True), "nprocPerNode": STRING},
         webhook=WebhookRules(master_exactly_one=True, others_at_least_one=True, elastic=True),
+        implicit=((("elasticPolicy", "rdzvBackend"), "c10d"),),  # rendezvous_env's `or "c10d"`
     ),
 )

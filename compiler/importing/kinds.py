@@ -1,0 +1,110 @@
+"""The job kinds `train-compile import` reads, each with what the round trip needs to know of it.
+
+A `JobKind` pairs an `apiVersion`/`kind` with its framework adapter (every fact of the kind
+lives there: `foundation/frameworks/`) and says where the kind keeps its replicas and pod
+templates and how its operator defaults a job. The importer and the round trip ask the kind
+instead of naming one, so a kind the adapters learn (the mpi-operator's `kubeflow.org/v2beta1`
+MPIJob, say) is one entry in `KINDS`. `refusal` names the versions nobody runs any more,
+so such a manifest gets the reason rather than "not a training job".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from foundation.frameworks import ADAPTERS
+from foundation.frameworks.base import GROUP, Adapter
+from foundation.frameworks.operator import defaulted, pod_restart_policy, replica_specs, run_policy
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One kind the importer reads: its apiVersion and kind, its framework adapter, and the
+    project target whose lowering writes it back."""
+
+    api_version: str
+    adapter: Adapter
+    target: str  # the environment target that compiles to this kind (schemas/project.py)
+
+    @property
+    def kind(self) -> str:
+        return self.adapter.facts.kind
+
+    @property
+    def replica_specs(self) -> str:
+        return self.adapter.facts.replica_specs
+
+    def replicas(self, job: Obj) -> dict[str, Obj]:
+        found = (job.get("spec") or {}).get(self.replica_specs)
+        return {str(k): v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
+
+    def default(self, job: Obj) -> Obj:
+        """`job` (changed in place) as the operator reads it: its defaulting, the values it takes
+        for unset fields, and every pod template's restartPolicy the one the operator writes
+        into the pods."""
+        defaulted(job, self.adapter.facts, self.adapter.operator)
+        self.adapter.operator.with_implicit(job["spec"])
+        for replica in self.replicas(job).values():
+            spec = (replica.get("template") or {}).get("spec")
+            if isinstance(spec, dict):
+                spec["restartPolicy"] = pod_restart_policy(replica)
+        return job
+
+    def templates(self, job: Obj) -> Iterator[tuple[str, Obj]]:
+        """(replica type, its pod template) of every replica that has one."""
+        for replica_type, replica in self.replicas(job).items():
+            if isinstance(replica.get("template"), dict):
+                yield replica_type, replica["template"]
+
+    def spec_fields(self) -> set[str]:
+        """The fields of the kind's `spec` its CRD defines (others are dropped by the API server)."""
+        return {self.replica_specs, "runPolicy", *self.adapter.operator.spec_fields}
+
+    def unknown_fields(self, job: Obj) -> list[Loc]:
+        """Where `job` has a field its CRD does not define, above the pod templates: the API
+        server drops each (kubectl's strict validation refuses it first)."""
+        spec = job.get("spec")
+        if not isinstance(spec, dict):
+            return []
+        found: list[Loc] = [("spec", key) for key in spec if key not in self.spec_fields()]
+        run = spec.get("runPolicy")
+        if isinstance(run, dict):
+            found += [("spec", "runPolicy", key) for key in run if key not in RUN_POLICY_FIELDS]
+        for replica_type, replica in self.replicas(job).items():
+            found += [("spec", self.replica_specs, replica_type, key) for key in replica if key not in REPLICA_FIELDS]
+        return found
+
+
+Loc = tuple[Any, ...]
+RUN_POLICY_FIELDS = frozenset(run_policy()["properties"])
+REPLICA_FIELDS = frozenset(replica_specs()["additionalProperties"]["properties"])
+V1 = f"{GROUP}/v1"
+KINDS: dict[tuple[str, str], JobKind] = {
+    (V1, adapter.facts.kind): JobKind(V1, adapter, "kubeflow-v1") for adapter in ADAPTERS.values()
+}
+# versions of the kinds above that no operator serves any more: the manifest must be moved on first
+LEGACY_VERSIONS = ("v1alpha1", "v1alpha2", "v1beta1", "v1beta2")
+
+
+def kind_of(job: Obj) -> Optional[JobKind]:
+    return KINDS.get((str(job.get("apiVersion")), str(job.get("kind"))))
+
+
+def refusal(job: Obj) -> Optional[str]:
+    """Why a manifest of a job kind in a version nobody serves is refused, or None."""
+    api_version, kind = str(job.get("apiVersion")), str(job.get("kind"))
+    group, _, version = api_version.rpartition("/")
+    known = {k for (_, k) in KINDS}
+    if group == GROUP and kind in known and version in LEGACY_VERSIONS:
+        served = sorted(v for (v, k) in KINDS if k == kind)
+        return (f"{api_version} {kind} is a legacy version no operator serves any more (the API server refuses it);"
+                f" move the manifest to {' or '.join(served)} first")
+    return None
+
+
+def is_job_kind(kind: Any) -> bool:
+    """Whether `kind` names a training job kind in any version (for a clear refusal of the others)."""
+    return kind in {k for (_, k) in KINDS}

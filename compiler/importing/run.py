@@ -1,0 +1,295 @@
+"""`train-compile import`, end to end and in memory: manifests in, spec texts and verdicts out.
+
+For each job: the server's fields are dropped (`clean`), its shape and first-class fields read
+(`shapes`, `lifting`), the spec compiled as `train-compile render` would and compared with the
+manifest (`sameness`); what differs inside the pod templates becomes `podTemplate`, common
+to all roles or a role's own (`residual`), and the spec is compiled and compared once more.
+A job still different after that, or different outside its pod templates (a field the spec
+has no way to say), is refused at the manifest field that differs. The spec that is compiled
+is the text that will be written, read back through the project's loader, so what `--check`
+shows is what `render` of the written folder gives.
+
+The project settings the jobs need (`project`) are gathered before the jobs are compiled: the
+target of their kinds, the GPU resource they name, the pod security level their pods need,
+and `namespaces: {create: false}` (a namespace the jobs already ran in is someone else's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from compiler.diagnostics import Diagnostic, has_errors, ordered
+from compiler.importing import kinds, lifting, manifests, project, residual, sameness, shapes, writing
+from compiler.importing.kinds import JobKind
+from compiler.importing.manifests import Input, Manifest
+from compiler.importing.sameness import Difference
+from foundation import jsondata, poddefaults
+from schemas.loader import load_text
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Job:
+    """One job of the input and what became of it."""
+
+    manifest: Manifest
+    kind: JobKind
+    original: Obj = field(default_factory=dict)  # the manifest without the server's fields
+    spec: Optional[Obj] = None  # the TrainJob document
+    text: str = ""
+    path: str = ""  # the spec's file, relative to the output folder
+    kept: list[str] = field(default_factory=list)  # fields kept in podTemplate
+    differences: list[Difference] = field(default_factory=list)  # what the round trip changes
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.spec is not None and not self.differences and not has_errors(self.diagnostics)
+
+    @property
+    def name(self) -> str:
+        meta = self.original.get("metadata") or {}
+        return str(meta.get("name") or meta.get("generateName") or "")
+
+    @property
+    def namespace(self) -> str:
+        return str((self.original.get("metadata") or {}).get("namespace") or sameness.DEFAULT_NAMESPACE)
+
+
+@dataclass
+class Outcome:
+    jobs: list[Job]
+    project: Optional[Obj]
+    files: dict[str, str]
+    diagnostics: list[Diagnostic]
+    left_out: list[Manifest]
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+def import_sources(sources: list[str], *, existing_project: Optional[Obj] = None) -> Outcome:
+    return import_input(manifests.read(sources), existing_project=existing_project)
+
+
+def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Outcome:
+    diagnostics = list(found.diagnostics)
+    jobs = [prepare(m, kinds.kind_of(m.data)) for m in found.jobs]  # type: ignore[arg-type]
+    for manifest in found.trainer:
+        diagnostics.append(manifest.error(("kind",), f"{manifest.data.get('apiVersion')} {manifest.data.get('kind')}"
+                                          " is not read by this train-compile yet", prefer_key=False))
+    live = [j for j in jobs if j.spec is not None and not has_errors(j.diagnostics)]
+    settings, problems = project.settings([(j.manifest, j.kind, j.original) for j in live])
+    diagnostics += problems
+    chosen = existing_project if existing_project is not None else settings
+    if not problems:
+        for job in live:
+            finish(job, chosen)
+    for job in jobs:
+        diagnostics += job.diagnostics
+    if not jobs and not has_errors(diagnostics):
+        where = f" in {found.files} file(s)" if found.files else ""
+        diagnostics.append(Diagnostic(
+            found.diagnostics[0].file if found.diagnostics else "-", 1, 1, "",
+            f"found no training job{where}", "give import Kubeflow job manifests (PyTorchJob, TFJob, MPIJob..."
+            " kubeflow.org/v1) or kubectl get -o yaml of them"))
+    files = layout(jobs, settings if existing_project is None else None)
+    return Outcome(jobs, chosen, files, ordered(diagnostics), found.left_out)
+
+
+# --- one job ---------------------------------------------------------------------------------
+
+
+def prepare(manifest: Manifest, kind: JobKind) -> Job:
+    """Clean the manifest and read its first-class fields (`spec` None when it cannot be)."""
+    job = Job(manifest, kind)
+    job.original, problems = clean(manifest, kind)
+    job.diagnostics += problems
+    if has_errors(problems):
+        return job
+    canon = sameness.canonical(job.original, kind)
+    replicas = kind.replicas(canon)
+    counts = {t: int(r.get("replicas", 1)) for t, r in replicas.items()}
+    found = shapes.shape(kind.adapter, counts, _elastic(kind, canon))
+    if found is None:
+        shown = ", ".join(f"{t} x{n}" for t, n in counts.items())
+        job.diagnostics.append(manifest.error(
+            ("spec", kind.replica_specs), f"the replicas ({shown}) are no shape a {kind.adapter.name} spec can say"
+            f" with nodes and roles", "see docs/import.md, 'What is refused'"))
+        return job
+    templates = {t: r.get("template") or {} for t, r in replicas.items()}
+    job.spec = lifting.lift(job.original, canon, kind.adapter, found, templates, replicas)
+    return job
+
+
+def _elastic(kind: JobKind, canon: Obj) -> Optional[Obj]:
+    if not kind.adapter.facts.elastic:
+        return None
+    policy = (canon.get("spec") or {}).get("elasticPolicy")
+    if not isinstance(policy, dict):
+        return None
+    out = {"minNodes": policy.get("minReplicas"), "maxNodes": policy.get("maxReplicas")}
+    if policy.get("maxRestarts") is not None:
+        out["maxRestarts"] = policy["maxRestarts"]
+    return out
+
+
+def clean(manifest: Manifest, kind: JobKind) -> tuple[Obj, list[Diagnostic]]:
+    """The manifest without what the API server wrote or would drop; a notice for each."""
+    job = jsondata.copy(manifest.data)
+    problems: list[Diagnostic] = []
+    meta = job.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(job.get("spec"), dict):
+        return job, [manifest.error((), f"{kind.kind} without metadata or spec", "add them")]
+    server = ["status"] if "status" in job else []
+    job.pop("status", None)
+    server += sameness.clean_metadata(meta)
+    if server:
+        problems.append(manifest.error((), f"left out what the cluster wrote: {', '.join(server)}",
+                                       severity="notice"))
+    if not meta.get("name"):
+        at = ("metadata", "generateName") if "generateName" in meta else ("metadata",)
+        problems.append(manifest.error(at, "the job has no name (generateName asks the API server for a new one"
+                                       " at every create); a job kept in git needs a fixed name",
+                                       "write metadata.name"))
+    elif "generateName" in meta:
+        del meta["generateName"]
+    if meta.get("ownerReferences"):
+        owner = meta["ownerReferences"][0]
+        problems.append(manifest.error(("metadata", "ownerReferences"), f"the job is owned by {owner.get('kind')}"
+                                       f" {owner.get('name')}, which manages it; from git it would have two owners",
+                                       "import the owner's manifest, or the job's own without ownerReferences"))
+    for loc in kind.unknown_fields(job):
+        problems.append(manifest.error(loc, f"{kind.kind} has no field {loc[-1]} (the API server drops it); left out",
+                                       severity="warning"))
+        sameness.drop(job, loc)
+    return job, problems
+
+
+def finish(job: Job, settings: Obj) -> None:
+    """Compile the lifted spec, move what differs into podTemplate, and compare again."""
+    assert job.spec is not None
+    canon = sameness.canonical(job.original, job.kind)
+    compiled, errors = compile_spec(job, settings)
+    if compiled is None:
+        job.diagnostics += errors
+        job.spec = None
+        return
+    patches = {rtype: residual.patch(template, _template(canon, job.kind, rtype),
+                                     poddefaults.strip(jsondata.copy(_template(canon, job.kind, rtype))))
+               for rtype, template in job.kind.templates(sameness.canonical(compiled, job.kind))}
+    shared = residual.common(list(patches.values()))
+    own = {rtype: residual.without(p, shared) for rtype, p in patches.items()}
+    if shared:
+        job.spec["spec"]["podTemplate"] = shared
+    for rtype, rest in own.items():
+        if rest:
+            job.diagnostics.append(job.manifest.error(
+                ("spec", job.kind.replica_specs, rtype, "template"),
+                f"the {rtype} pods differ from the others in what the spec has no field for"
+                f" ({', '.join(kept_fields(rest))}), and this train-compile has no per-role podTemplate",
+                "see docs/import.md, 'What is refused'"))
+    if shared:
+        compiled, errors = compile_spec(job, settings)
+        if compiled is None:
+            job.diagnostics += errors
+            job.spec = None
+            return
+    job.differences = sameness.differences(job.original, compiled)
+    job.kept = kept_fields(shared)
+    for difference in job.differences:
+        job.diagnostics.append(refusal(job, difference))
+
+
+def _template(canon: Obj, kind: JobKind, rtype: str) -> Obj:
+    return dict(kind.templates(canon)).get(rtype) or {}
+
+
+def compile_spec(job: Job, settings: Obj) -> tuple[Optional[Obj], list[Diagnostic]]:
+    """The job `render` makes of the spec's text, or None and why not (at the manifest)."""
+    from compiler.pipeline import compile_documents
+    from compiler.reading.sources import Sources
+    from schemas.loader import Document
+
+    assert job.spec is not None
+    job.text = writing.dump(job.spec)
+    docs, problems = load_text(job.text, f"{job.name}.yaml")
+    if problems or len(docs) != 1 or docs[0].data != job.spec:
+        raise AssertionError(f"the spec written for {job.name} does not read back as written: {problems}")
+    result = compile_documents(Sources(jobs=docs, project=Document("trainforge.yaml", 0, settings)))
+    if not result.ok:
+        shown = "; ".join(f"{d.path}: {d.message}" for d in result.diagnostics if d.severity == "error")
+        return None, [job.manifest.error((), f"the imported spec does not compile: {shown}",
+                                         "see docs/import.md, 'What is refused'", prefer_key=False)]
+    bundles = [b for env in result.bundles.values() for b in env]
+    return bundles[0].rendered_job(), []
+
+
+def refusal(job: Job, difference: Difference) -> Diagnostic:
+    """A difference the spec cannot take away, at the manifest field it is about."""
+    loc = raw_loc(job.manifest.data, difference.loc)
+    return job.manifest.error(
+        loc, f"the spec cannot say this: the round trip gives {sameness.show(difference.roundtripped)}"
+        f" where the manifest has {sameness.show(difference.original)}",
+        "see docs/import.md, 'What is refused'")
+
+
+def raw_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`loc` of a canonical form as a path into the manifest as written (a keyed list item by
+    its index there); as far as it goes."""
+    out: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(part, sameness.Item) and isinstance(node, list):
+            index = next((i for i, item in enumerate(node) if isinstance(item, dict)
+                          and str(item.get(part.key)) == str(part)), None)
+            if index is None:
+                break
+            out.append(index)
+            node = node[index]
+        elif isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        else:
+            break
+    return tuple(out)
+
+
+def kept_fields(patch: Obj, prefix: str = "") -> list[str]:
+    """The fields a podTemplate writes, as `import` lists them: pod fields by name, container
+    fields as `containers[name].field`, labels and annotations by key."""
+    out: list[str] = []
+    for part in ("metadata", "spec"):
+        value = patch.get(part)
+        if not isinstance(value, dict):
+            continue
+        for key, item in value.items():
+            if part == "metadata":
+                out += [f"{key}.{k}" for k in (item or {})] if isinstance(item, dict) else [str(key)]
+            elif key in ("containers", "initContainers") and isinstance(item, list) and any(
+                    isinstance(i, dict) and "$patch" not in i and len(i) > 1 and "image" not in i for i in item):
+                for container in item:
+                    if isinstance(container, dict) and container.get("name") is not None:
+                        out += [f"{key}[{container['name']}].{k}" for k in container if k != "name"] \
+                            if "image" not in container else [f"{key}[{container['name']}]"]
+            else:
+                out.append(str(key))
+    return out
+
+
+def layout(jobs: list[Job], settings: Optional[Obj]) -> dict[str, str]:
+    """Relative path -> text of every file to write: one spec per job, in namespace folders
+    when the jobs use more than one namespace, and the project file when one is needed."""
+    done = [j for j in jobs if j.ok]
+    spaces = {j.namespace for j in done}
+    files: dict[str, str] = {}
+    for job in done:
+        folder = f"{job.namespace}/" if len(spaces) > 1 else ""
+        job.path = f"{folder}{job.name}.yaml"
+        files[job.path] = job.text
+    if settings is not None and done:
+        files[project.PROJECT_FILE] = writing.dump(settings)
+    return files

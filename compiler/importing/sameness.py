@@ -1,0 +1,313 @@
+"""When two manifests are the same job: the contract of `train-compile import`'s round trip.
+
+An imported spec, compiled again (`train-compile render`), must give the original job back.
+"The same job" is defined here, once, and `import --check` and the corpus test use it:
+
+two jobs are the same when they are equal, field for field, after both went through what
+the cluster does to a job anyway. That is, after each side is put in its `canonical` form:
+
+- what the API server writes and a person never does is left out: `status`, and in
+  `metadata` the `uid`, `resourceVersion`, `creationTimestamp`, `generation`, `selfLink`,
+  `managedFields` and the `kubectl.kubernetes.io/last-applied-configuration` annotation;
+  trainforge's own `trainforge.dev/*` labels and annotations are left out too;
+- a job without `metadata.namespace` is in `default` (where a GitOps tree puts it);
+- null is absent, and so is an empty map or list (except a volume's source: `emptyDir: {}`);
+  `runPolicy.suspend: false` is the CRDs' default;
+- the operator's defaulting of the kind (`foundation/frameworks/`, the same code
+  train-controller runs): replica counts, restart policies, the framework port,
+  `cleanPodPolicy`, ...; and the restartPolicy the operator writes into each pod over its
+  template's (`ExitCode` as `Never`);
+- Kubernetes' defaulting of the pods each template makes (`foundation/poddefaults.py`):
+  `imagePullPolicy` from the image's tag, requests from limits, a port's protocol, ...;
+- quantities are compared by amount (`cpu: 90` is `"90"`, `1Gi` is `1024Mi`);
+- lists Kubernetes keys by a field and whose order does nothing (volumes, volume mounts,
+  ports, pull secrets, ...) are compared by that key; every other list in order (env,
+  containers, init containers, args, tolerations...).
+
+So `restartPolicy` left out and `OnFailure` written are the same job on a PyTorchJob, and
+a different image is not. `differences` lists what differs, each with its field path and
+both values, for a person to read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Iterator, Optional
+
+from compiler.importing.kinds import JobKind, kind_of
+from compiler.strategic import MERGE_KEYS
+from compiler.targets.lowering import POD_TEMPLATE_QUANTITIES
+from foundation import jsondata, poddefaults
+from schemas import quantity
+from schemas.marks import SOURCE
+
+Obj = dict[str, Any]
+SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "selfLink", "managedFields",
+                   "deletionTimestamp", "deletionGracePeriodSeconds", "clusterName")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+OWN_PREFIX = SOURCE.split("/")[0] + "/"  # trainforge.dev/
+DEFAULT_NAMESPACE = "default"
+# keyed lists whose order changes nothing in the pod: compared by key (the rest of strategic's
+# MERGE_KEYS, containers and env, keep their order: init containers run in it, $(VAR) reads
+# the variables before it)
+UNORDERED = {"volumes", "volumeMounts", "ports", "imagePullSecrets", "resourceClaims", "volumeDevices",
+             "hostAliases", "topologySpreadConstraints", "schedulingGates"}
+VOLUME_LISTS = ("volumes",)  # their items' sources may be empty maps that mean something
+ABSENT = object()  # a side of a difference where the field is not set
+
+
+class Item(str):
+    """A keyed list item in a difference's path: its key's value (`key` names the key)."""
+
+    key: str = "name"
+
+    @classmethod
+    def of(cls, value: str, key: str) -> "Item":
+        item = cls(value)
+        item.key = key
+        return item
+
+
+ORDER = "(order)"  # the last part of a path whose list has its items in another order
+
+
+@dataclass(frozen=True)
+class Difference:
+    loc: tuple[Any, ...]  # keys, indexes and `Item`s, e.g. (..., "containers", Item("pytorch"), "image")
+    original: Any  # ABSENT when the original lacks it
+    roundtripped: Any
+
+    @property
+    def path(self) -> str:
+        """e.g. spec.pytorchReplicaSpecs.Worker.template.spec.containers[pytorch].image"""
+        out = ""
+        for part in self.loc:
+            text = str(part)
+            if isinstance(part, (int, Item)) or "." in text or "/" in text:
+                out += f"[{text}]"
+            elif part == ORDER:
+                out += f" {ORDER}"
+            else:
+                out += f".{text}" if out else text
+        return out
+
+    def text(self) -> str:
+        return f"{self.path}: {show(self.original)} -> {show(self.roundtripped)}"
+
+
+def show(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    import json
+
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+# --- the canonical form ----------------------------------------------------------------------
+
+
+def canonical(job: Obj, kind: Optional[JobKind] = None) -> Obj:
+    """`job` (not changed) in the form two jobs are compared in (module docstring)."""
+    kind = kind or kind_of(job)
+    out = jsondata.copy(job)
+    out.pop("status", None)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        clean_metadata(meta)
+        meta.setdefault("namespace", DEFAULT_NAMESPACE)
+    out = _pruned(out)
+    if kind is not None:
+        for loc in kind.unknown_fields(out):
+            drop(out, loc)
+        kind.default(out)
+        for _, template in kind.templates(out):
+            canonical_template(template)
+        run_policy = (out.get("spec") or {}).get("runPolicy")
+        if isinstance(run_policy, dict) and run_policy.get("suspend") is False:
+            del run_policy["suspend"]
+    return _sorted(_pruned(out))
+
+
+def drop(obj: Obj, loc: tuple[Any, ...]) -> None:
+    """Delete the field at `loc` of `obj` (in place), if it is there."""
+    node: Any = obj
+    for key in loc[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(loc[-1], None)
+
+
+def plain(value: Any) -> Any:
+    """A canonical value back as plain JSON (an `Amount` as the text it was written as)."""
+    if isinstance(value, Amount):
+        return value.text
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def clean_metadata(meta: Obj) -> list[str]:
+    """Drop what the API server writes and trainforge's own marks from `meta` (in place); the
+    names of what was there."""
+    dropped = [key for key in SERVER_METADATA if key in meta]
+    for key in dropped:
+        del meta[key]
+    for part in ("labels", "annotations"):
+        values = meta.get(part)
+        if isinstance(values, dict):
+            for key in [k for k in values if str(k).startswith(OWN_PREFIX) or k == LAST_APPLIED]:
+                dropped.append(f"{part}.{key}" if key != LAST_APPLIED else f"annotations.{LAST_APPLIED}")
+                del values[key]
+    return dropped
+
+
+def canonical_template(template: Obj) -> None:
+    """A pod template (in place): marks dropped, the pod defaults filled, quantities by amount."""
+    meta = template.get("metadata")
+    if isinstance(meta, dict):
+        clean_metadata(meta)
+    poddefaults.fill(template)
+    _amounts(template, QUANTITY_TRIE)
+
+
+def _trie(paths: tuple[tuple[str, ...], ...]) -> dict:
+    root: dict = {}
+    for path in paths:
+        node = root
+        for key in path:
+            node = node.setdefault(key, {})
+        node[""] = {}
+    return root
+
+
+QUANTITY_TRIE = _trie(POD_TEMPLATE_QUANTITIES)
+
+
+class Amount(str):
+    """A quantity as written, equal to any other writing of the same amount."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (str, int, float)) and not isinstance(other, bool):
+            return _amount(self) == _amount(other if not isinstance(other, float) else repr(other))
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash(_amount(self))
+
+    @property
+    def text(self) -> str:
+        return str.__str__(self)
+
+
+def _amount(value: object) -> object:
+    try:
+        return quantity.read(value)[0].normalize()
+    except ValueError:
+        return value
+
+
+def _amounts(node: Any, trie: dict) -> None:
+    """Quantities under `trie` as `Amount`s (in place)."""
+    if isinstance(node, dict):
+        for key, sub in trie.items():
+            if key == "*":
+                for k in list(node):
+                    node[k] = _leaf(node[k], sub)
+            elif key and key in node:
+                node[key] = _leaf(node[key], sub)
+    elif isinstance(node, list) and "*" in trie:
+        for i, item in enumerate(node):
+            node[i] = _leaf(item, trie["*"])
+
+
+def _leaf(value: Any, trie: dict) -> Any:
+    if "" in trie and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+        return Amount(text) if isinstance(_amount(text), Decimal) else value
+    _amounts(value, trie)
+    return value
+
+
+def _pruned(node: Any, keep_empty: bool = False) -> Any:
+    """Nulls dropped, and empty maps and lists, except the empty maps of a volume (`keep_empty`:
+    its source, `emptyDir: {}`)."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in VOLUME_LISTS and isinstance(value, list):
+                value = [_pruned(item, keep_empty=True) for item in value]
+            else:
+                value = _pruned(value)
+            if value is None or (value in ({}, []) and not (keep_empty and isinstance(value, dict))):
+                continue
+            out[key] = value
+        return out
+    if isinstance(node, list):
+        return [_pruned(item) for item in node]
+    return node
+
+
+def keyed(field: str, items: Any) -> Optional[str]:
+    """The key `items` of list `field` are compared by, when every item has a distinct one."""
+    key = MERGE_KEYS.get(field)
+    if key is None or not isinstance(items, list) or not all(isinstance(i, dict) and key in i for i in items):
+        return None
+    values = [str(i[key]) for i in items]
+    return key if len(set(values)) == len(values) else None
+
+
+def _sorted(node: Any, field: str = "") -> Any:
+    if isinstance(node, dict):
+        return {k: _sorted(v, str(k)) for k, v in node.items()}
+    if isinstance(node, list):
+        items = [_sorted(item) for item in node]
+        key = keyed(field, items) if field in UNORDERED else None
+        return sorted(items, key=lambda i: str(i[key])) if key else items
+    return node
+
+
+# --- the differences ---------------------------------------------------------------------------
+
+
+def differences(original: Obj, roundtripped: Obj) -> list[Difference]:
+    """What differs between two jobs, in their canonical forms; [] when they are the same job."""
+    return list(diff(canonical(original), canonical(roundtripped)))
+
+
+def diff(a: Any, b: Any, loc: tuple[Any, ...] = (), field: str = "") -> Iterator[Difference]:
+    """Differences between two canonical values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in [*a, *(k for k in b if k not in a)]:
+            yield from diff(a.get(key, ABSENT), b.get(key, ABSENT), loc + (key,), str(key))
+    elif isinstance(a, list) and isinstance(b, list) and (key := keyed(field, a)) and keyed(field, b) == key:
+        left, right = {str(i[key]): i for i in a}, {str(i[key]): i for i in b}
+        for name in [*left, *(n for n in right if n not in left)]:
+            yield from diff(left.get(name, ABSENT), right.get(name, ABSENT), loc + (Item.of(name, key),))
+        common = [n for n in left if n in right]
+        if field not in UNORDERED and common != [n for n in right if n in left]:
+            yield Difference(loc + (ORDER,), common, [n for n in right if n in left])
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and any(
+            isinstance(i, (dict, list)) for i in a + b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from diff(x, y, loc + (i,))
+    elif not same(a, b):
+        yield Difference(loc, plain(a) if a is not ABSENT else a, plain(b) if b is not ABSENT else b)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal leaves (or whole values): a quantity by amount, anything else by value and type (a
+    YAML `true` is no `1`, an `"8"` no `8`)."""
+    if isinstance(a, Amount) or isinstance(b, Amount):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b

@@ -1,0 +1,87 @@
+"""From a job's replica types and counts to the spec's `nodes`, `roles` and `elastic`.
+
+The framework adapter's `plan(spec)` says which replica types a spec becomes (PyTorchJob:
+Master x1 + Worker x(nodes-1), or Worker x nodes when elastic; TFJob: Chief + Worker, plus
+`ps` and `evaluator` roles...). The importer runs it backwards by asking it: it finds which
+replica type each of the kind's roles adds, then tries the few node counts that could give
+the manifest's replicas and keeps the first spec whose plan is exactly the manifest's. So no
+kind's shape is written down twice, and a shape the spec cannot say (an MXJob's tuner, a
+PyTorchJob with two Masters) is found to be one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+from pydantic import ValidationError
+
+from foundation.frameworks.base import Adapter, ReplicaPlan
+from schemas.trainjob import TrainJobSpec
+
+Obj = dict[str, Any]
+PROBE_IMAGE = "probe"  # any image: plans never read it
+
+
+@dataclass(frozen=True)
+class Shape:
+    nodes: int
+    roles: dict[str, Obj]  # spec.roles entries with their replicas
+    elastic: Optional[Obj]  # spec.elastic, when the plan needs it
+    plans: tuple[ReplicaPlan, ...]  # what the adapter plans for them, in its order
+    role_types: dict[str, str]  # role -> its replica type (the roles above, and a launcher's)
+
+    def plan(self, replica_type: str) -> ReplicaPlan:
+        return next(p for p in self.plans if p.replica_type == replica_type)
+
+
+def _spec(adapter: Adapter, nodes: int, roles: dict[str, Obj], elastic: Optional[Obj]) -> Optional[TrainJobSpec]:
+    data: Obj = {"framework": adapter.name, "image": PROBE_IMAGE, "nodes": nodes, "roles": roles}
+    if elastic is not None:
+        data["elastic"] = elastic
+    try:
+        return TrainJobSpec.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def role_types(adapter: Adapter) -> dict[str, str]:
+    """role name -> the replica type it adds (found by asking the adapter's plan)."""
+    base = _spec(adapter, 1, {}, None)
+    assert base is not None
+    plain = {p.replica_type for p in adapter.plan(base)}
+    found: dict[str, str] = {}
+    for role in adapter.facts.allowed_roles:
+        spec = _spec(adapter, 1, {role: {"replicas": 1}}, None)
+        added = {p.replica_type for p in adapter.plan(spec)} - plain if spec is not None else set()
+        if len(added) == 1:
+            found[role] = added.pop()
+    return found
+
+
+def _candidates(counts: dict[str, int]) -> Iterator[int]:
+    total = sum(counts.values())
+    seen: set[int] = set()
+    for nodes in (total, total + 1, total - 1, *counts.values(), *(c + 1 for c in counts.values())):
+        if nodes >= 1 and nodes not in seen:
+            seen.add(nodes)
+            yield nodes
+
+
+def shape(adapter: Adapter, counts: dict[str, int], elastic: Optional[Obj] = None) -> Optional[Shape]:
+    """The spec shape whose plan has exactly `counts` (replica type -> replicas), or None.
+    `elastic` is the spec's elastic block when the job has an elastic policy."""
+    by_role = role_types(adapter)
+    roles = {role: {"replicas": counts[rtype]} for role, rtype in by_role.items() if counts.get(rtype)}
+    program = {t: n for t, n in counts.items() if t not in by_role.values()}
+    for nodes in _candidates(program or counts):
+        spec = _spec(adapter, nodes, roles, elastic)
+        if spec is None:
+            continue
+        plans = tuple(p for p in adapter.plan(spec) if p.replicas > 0)
+        if {p.replica_type: p.replicas for p in plans} == counts:
+            kinds = {r: t for r, t in by_role.items() if r in roles}
+            if adapter.launcher is not None:  # a launcher is always planned; its role holds resources only
+                kinds[adapter.launcher.role] = adapter.launcher.replica_type
+            return Shape(nodes, roles, elastic, plans, kinds)
+    return None
