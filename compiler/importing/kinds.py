@@ -15,7 +15,7 @@ from typing import Any, Iterator, Optional
 
 from foundation.frameworks import ADAPTERS
 from foundation.frameworks.base import GROUP, Adapter
-from foundation.frameworks.operator import defaulted, pod_restart_policy, replica_specs, run_policy
+from foundation.frameworks.operator import defaulted, replica_specs, run_policy
 
 Obj = dict[str, Any]
 
@@ -42,15 +42,16 @@ class JobKind:
         return {str(k): v for k, v in found.items() if isinstance(v, dict)} if isinstance(found, dict) else {}
 
     def default(self, job: Obj) -> Obj:
-        """`job` (changed in place) as the operator reads it: its defaulting, the values it takes
-        for unset fields, and every pod template's restartPolicy the one the operator writes
-        into the pods."""
+        """`job` (changed in place) as the operator reads it: its defaulting and the values it
+        takes for unset fields. A pod template's own restartPolicy is dropped: the operator
+        writes the replica's into every pod over it (`pod_restart_policy`), so the replica's
+        says it all."""
         defaulted(job, self.adapter.facts, self.adapter.operator)
         self.adapter.operator.with_implicit(job["spec"])
         for replica in self.replicas(job).values():
             spec = (replica.get("template") or {}).get("spec")
             if isinstance(spec, dict):
-                spec["restartPolicy"] = pod_restart_policy(replica)
+                spec.pop("restartPolicy", None)
         return job
 
     def templates(self, job: Obj) -> Iterator[tuple[str, Obj]]:
@@ -108,3 +109,11 @@ def refusal(job: Obj) -> Optional[str]:
 def is_job_kind(kind: Any) -> bool:
     """Whether `kind` names a training job kind in any version (for a clear refusal of the others)."""
     return kind in {k for (_, k) in KINDS}
+
+
+def known() -> str:
+    """The kinds read, for messages: `kubeflow.org/v1 PyTorchJob, TFJob, ...`."""
+    by_version: dict[str, list[str]] = {}
+    for version, kind in KINDS:
+        by_version.setdefault(version, []).append(kind)
+    return "; ".join(f"{version} {', '.join(names)}" for version, names in by_version.items())

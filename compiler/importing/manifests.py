@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import Diagnostic, closest
 from compiler.importing import kinds
 from compiler.reading.validation import format_path
 from schemas.loader import Document, Loc, load_file, load_text, yaml_files
@@ -65,6 +65,7 @@ class Input:
     left_out: list[Manifest] = field(default_factory=list)  # not training jobs
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: int = 0
+    first: str = ""  # the first file read, where "found no training job" points
 
 
 def read(sources: list[str]) -> Input:
@@ -73,26 +74,27 @@ def read(sources: list[str]) -> Input:
     for source in sources:
         if source == STDIN:
             documents, problems = load_text(sys.stdin.read(), STDIN_NAME)
-            _add(out, documents, problems)
+            _add(out, documents, problems, STDIN_NAME)
             continue
         path = Path(source)
         if not path.exists():
             out.diagnostics.append(Diagnostic(source, 1, 1, "", "no such file or folder", "check the path"))
             continue
         for file in yaml_files(path) if path.is_dir() else [path]:
-            _add(out, *load_file(file))
+            _add(out, *load_file(file), str(file))
     return out
 
 
 def read_text(text: str, name: str) -> Input:
     """The same for one text (tests, the benchmark)."""
     out = Input()
-    _add(out, *load_text(text, name))
+    _add(out, *load_text(text, name), name)
     return out
 
 
-def _add(out: Input, documents: list[Document], problems: list[Any]) -> None:
+def _add(out: Input, documents: list[Document], problems: list[Any], name: str = "") -> None:
     out.files += 1
+    out.first = out.first or name
     out.diagnostics += [Diagnostic(p.file, p.line, p.col, "", p.message, p.fix) for p in problems]
     for doc in documents:
         _sort(out, doc, (), doc.data)
@@ -136,6 +138,12 @@ def _refusal(manifest: Manifest) -> Optional[Diagnostic]:
         return manifest.error(("apiVersion",), f"{api_version} {kind} is not a version train-compile writes ({served})",
                               f"move the manifest to {served}, or import it with a train-compile that writes"
                               f" {api_version}", prefer_key=False)
+    group = api_version.split("/")[0]
+    if group in (kinds.GROUP, TRAINER_GROUP) and not kinds.is_job_kind(kind) and kind.endswith("Job"):
+        meant = closest(kind, {k for (_, k) in kinds.KINDS})
+        hint = f"did you mean {meant}? " if meant else ""
+        return manifest.error(("kind",), f"{api_version} {kind} is no job kind train-compile reads",
+                              f"{hint}import reads {kinds.known()}", prefer_key=False)
     if api_version.split("/")[0] == OUR_GROUP:
         return manifest.error(("kind",), f"{kind} is a trainforge spec already, not a manifest to import",
                               "compile it with train-compile build; import reads Kubeflow jobs", prefer_key=False)

@@ -93,9 +93,9 @@ def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Out
     if not jobs and not has_errors(diagnostics):
         where = f" in {found.files} file(s)" if found.files else ""
         diagnostics.append(Diagnostic(
-            found.diagnostics[0].file if found.diagnostics else "-", 1, 1, "",
-            f"found no training job{where}", "give import Kubeflow job manifests (PyTorchJob, TFJob, MPIJob..."
-            " kubeflow.org/v1) or kubectl get -o yaml of them"))
+            found.diagnostics[0].file if found.diagnostics else found.first or "-", 1, 1, "",
+            f"found no training job{where}", f"give import the manifests of Kubeflow jobs ({kinds.known()})"
+            " or what kubectl get -o yaml prints for them"))
     files = layout(jobs, settings if existing_project is None else None)
     return Outcome(jobs, chosen, files, ordered(diagnostics), found.left_out)
 
@@ -231,10 +231,14 @@ def compile_spec(job: Job, settings: Obj) -> tuple[Optional[Obj], list[Diagnosti
 def refusal(job: Job, difference: Difference) -> Diagnostic:
     """A difference the spec cannot take away, at the manifest field it is about."""
     loc = raw_loc(job.manifest.data, difference.loc)
-    return job.manifest.error(
-        loc, f"the spec cannot say this: the round trip gives {sameness.show(difference.roundtripped)}"
-        f" where the manifest has {sameness.show(difference.original)}",
-        "see docs/import.md, 'What is refused'")
+    original, back = sameness.show(difference.original), sameness.show(difference.roundtripped)
+    if difference.roundtripped is sameness.ABSENT:
+        what = f"the round trip leaves out {original}"
+    elif difference.original is sameness.ABSENT:
+        what = f"the round trip adds {back}, which the manifest does not have"
+    else:
+        what = f"the round trip gives {back} where the manifest has {original}"
+    return job.manifest.error(loc, f"the spec cannot say this: {what}", "see docs/import.md, 'What is refused'")
 
 
 def raw_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -116,7 +116,7 @@ def canonical(job: Obj, kind: Optional[JobKind] = None) -> Obj:
     if isinstance(meta, dict):
         clean_metadata(meta)
         meta.setdefault("namespace", DEFAULT_NAMESPACE)
-    out = _pruned(out)
+    out = pruned(out)
     if kind is not None:
         for loc in kind.unknown_fields(out):
             drop(out, loc)
@@ -126,7 +126,7 @@ def canonical(job: Obj, kind: Optional[JobKind] = None) -> Obj:
         run_policy = (out.get("spec") or {}).get("runPolicy")
         if isinstance(run_policy, dict) and run_policy.get("suspend") is False:
             del run_policy["suspend"]
-    return _sorted(_pruned(out))
+    return _sorted(pruned(out))
 
 
 def drop(obj: Obj, loc: tuple[Any, ...]) -> None:
@@ -235,22 +235,22 @@ def _leaf(value: Any, trie: dict) -> Any:
     return value
 
 
-def _pruned(node: Any, keep_empty: bool = False) -> Any:
+def pruned(node: Any, keep_empty: bool = False) -> Any:
     """Nulls dropped, and empty maps and lists, except the empty maps of a volume (`keep_empty`:
     its source, `emptyDir: {}`)."""
     if isinstance(node, dict):
         out = {}
         for key, value in node.items():
             if key in VOLUME_LISTS and isinstance(value, list):
-                value = [_pruned(item, keep_empty=True) for item in value]
+                value = [pruned(item, keep_empty=True) for item in value]
             else:
-                value = _pruned(value)
+                value = pruned(value)
             if value is None or (value in ({}, []) and not (keep_empty and isinstance(value, dict))):
                 continue
             out[key] = value
         return out
     if isinstance(node, list):
-        return [_pruned(item) for item in node]
+        return [pruned(item) for item in node]
     return node
 
 
@@ -283,6 +283,8 @@ def differences(original: Obj, roundtripped: Obj) -> list[Difference]:
 
 def diff(a: Any, b: Any, loc: tuple[Any, ...] = (), field: str = "") -> Iterator[Difference]:
     """Differences between two canonical values."""
+    if isinstance(a, dict) and b is ABSENT or a is ABSENT and isinstance(b, dict):  # each leaf of a map one side lacks
+        a, b = (a, {}) if b is ABSENT else ({}, b)
     if isinstance(a, dict) and isinstance(b, dict):
         for key in [*a, *(k for k in b if k not in a)]:
             yield from diff(a.get(key, ABSENT), b.get(key, ABSENT), loc + (key,), str(key))
