@@ -100,7 +100,7 @@ def test_kubectl_get_output_on_stdin_drops_what_the_cluster_wrote(tmp_path):
     run = CliRunner().invoke(main, ["import", "-", "-o", str(tmp_path / "jobs")], input=kubectl_get())
 
     assert run.exit_code == 0, run.stderr
-    assert "left out what the cluster wrote: status, uid, resourceVersion, generation, creationTimestamp," \
+    assert "left out what the cluster wrote: status, uid, resourceVersion, creationTimestamp, generation," \
            " managedFields, annotations.kubectl.kubernetes.io/last-applied-configuration" in run.stderr
     spec = yaml.safe_load((tmp_path / "jobs" / "bert.yaml").read_text())
     assert "annotations" not in spec["metadata"]
@@ -158,7 +158,7 @@ BAD = [
     ("a field the target cannot carry", PYTORCHJOB.replace(
         "spec:\n  pytorchReplicaSpecs:", "spec:\n  runPolicy:\n    schedulingPolicy: {queue: research}\n"
         "  pytorchReplicaSpecs:"),
-     'job.yaml:8:23: error: spec.runPolicy.schedulingPolicy.queue: the spec cannot say this: the round trip leaves'
+     'job.yaml:8:24: error: spec.runPolicy.schedulingPolicy.queue: the spec cannot say this: the round trip leaves'
      ' out "research"'),
     ("not a mapping", "- a\n- b\n", "job.yaml:1:1: error: not a Kubernetes object (a list)"),
 ]

@@ -62,7 +62,7 @@ OTHER = [
         ::(-1 if c is j["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0] else 1)])
         for r in j["spec"]["pytorchReplicaSpecs"].values() for c in r["template"]["spec"]["containers"]],
      "spec.pytorchReplicaSpecs.Worker.template.spec.containers[pytorch].env (order)"),
-    ("a label on the job", lambda j: j["metadata"].update(labels={"team": "nlp"}), "metadata.labels"),
+    ("a label on the job", lambda j: j["metadata"].update(labels={"team": "nlp"}), "metadata.labels.team"),
     ("a boolean for a number", lambda j: j["spec"].update(runPolicy={"backoffLimit": True}),
      "spec.runPolicy.backoffLimit"),
 ]
