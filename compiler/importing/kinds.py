@@ -28,6 +28,7 @@ class JobKind:
     api_version: str
     adapter: Adapter
     target: str  # the environment target that compiles to this kind (schemas/project.py)
+    whole_pods: bool = True  # its templates are whole pods (Kubernetes' pod defaults apply), not patches
 
     @property
     def kind(self) -> str:
@@ -59,6 +60,11 @@ class JobKind:
         for replica_type, replica in self.replicas(job).items():
             if isinstance(replica.get("template"), dict):
                 yield replica_type, replica["template"]
+
+    def containers(self, job: Obj) -> list[Obj]:
+        """The containers whose resources name the job's GPUs (every pod template's)."""
+        return [c for _, t in self.templates(job) for c in ((t.get("spec") or {}).get("containers") or [])
+                if isinstance(c, dict)]
 
     def spec_fields(self) -> set[str]:
         """The fields of the kind's `spec` its CRD defines (others are dropped by the API server)."""

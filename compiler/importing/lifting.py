@@ -165,11 +165,15 @@ def storage(roles: Roles) -> list[Obj]:
     return out
 
 
-def scheduling(job: Obj, roles: Roles) -> Obj:
+def scheduling(job: Obj, roles: Optional[Roles]) -> Obj:
+    """spec.scheduling: the Kueue queue label, and (v1 kinds: `roles`) the PriorityClass and
+    the placement every role has alike."""
     out: Obj = {}
     queue = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     if queue:
         out["queue"] = queue
+    if roles is None:
+        return out
     policy = ((job.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy") or {}
     priority = policy.get("priorityClass")
     if priority and roles.alike(lambda t: roles.pod(t).get("priorityClassName")) == priority:

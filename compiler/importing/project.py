@@ -35,17 +35,12 @@ def pod_security(kind: JobKind, job: Obj) -> str:
     return BASELINE
 
 
-def _containers(kind: JobKind, job: Obj) -> list[Obj]:
-    return [c for _, t in kind.templates(job) for c in ((t.get("spec") or {}).get("containers") or [])
-            if isinstance(c, dict)]
-
-
 def settings(jobs: list[tuple[Manifest, JobKind, Obj]]) -> tuple[Obj, list[Diagnostic]]:
-    """The project document for `jobs` (manifest, kind, cleaned job), and what keeps them apart."""
+    """The project document for `jobs` (manifest, kind, canonical job), and what keeps them apart."""
     problems: list[Diagnostic] = []
     first: dict[str, tuple[str, Manifest]] = {}
     for manifest, kind, job in jobs:
-        for setting, value in (("target", kind.target), ("gpuResource", gpu_asked(_containers(kind, job)))):
+        for setting, value in (("target", kind.target), ("gpuResource", gpu_asked(kind.containers(job)))):
             if value is None:
                 continue
             seen = first.setdefault(setting, (value, manifest))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from compiler.diagnostics import Diagnostic, has_errors, ordered
-from compiler.importing import kinds, lifting, manifests, project, residual, sameness, shapes, writing
+from compiler.importing import kinds, lifting, manifests, project, residual, sameness, shapes, trainer, writing
 from compiler.importing.kinds import JobKind
 from compiler.importing.manifests import Input, Manifest
 from compiler.importing.sameness import Difference
@@ -78,11 +78,18 @@ def import_sources(sources: list[str], *, existing_project: Optional[Obj] = None
 def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Outcome:
     diagnostics = list(found.diagnostics)
     jobs = [prepare(m, kinds.kind_of(m.data)) for m in found.jobs]  # type: ignore[arg-type]
+    runtimes = {(r.kind, r.name): r for r in (trainer.runtime_of(m) for m in found.trainer
+                                              if m.data.get("kind") in trainer.RUNTIME_KINDS)}
     for manifest in found.trainer:
-        diagnostics.append(manifest.error(("kind",), f"{manifest.data.get('apiVersion')} {manifest.data.get('kind')}"
-                                          " is not read by this train-compile yet", prefer_key=False))
+        api_version, kind = manifest.data.get("apiVersion"), manifest.data.get("kind")
+        if (api_version, kind) == (trainer.VERSION, trainer.JOB_KIND):
+            jobs.append(prepare_trainjob(manifest, runtimes))
+        elif kind not in trainer.RUNTIME_KINDS or api_version != trainer.VERSION:
+            diagnostics.append(manifest.error(("kind",), f"{api_version} {kind} is no object train-compile import"
+                                              f" reads (it reads {trainer.VERSION} {trainer.JOB_KIND}s and their"
+                                              " runtimes)", prefer_key=False))
     live = [j for j in jobs if j.spec is not None and not has_errors(j.diagnostics)]
-    settings, problems = project.settings([(j.manifest, j.kind, j.original) for j in live])
+    settings, problems = project.settings([(j.manifest, j.kind, sameness.canonical(j.original, j.kind)) for j in live])
     diagnostics += problems
     chosen = existing_project if existing_project is not None else settings
     if not problems:
@@ -92,6 +99,8 @@ def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Out
         diagnostics += job.diagnostics
     if not jobs and not has_errors(diagnostics):
         where = f" in {found.files} file(s)" if found.files else ""
+        if runtimes:
+            where += f" (only {len(runtimes)} runtime(s): a runtime is imported with the TrainJobs that name it)"
         diagnostics.append(Diagnostic(
             found.diagnostics[0].file if found.diagnostics else found.first or "-", 1, 1, "",
             f"found no training job{where}", f"give import the manifests of Kubeflow jobs ({kinds.known()})"
@@ -123,6 +132,40 @@ def prepare(manifest: Manifest, kind: JobKind) -> Job:
     templates = {t: r.get("template") or {} for t, r in replicas.items()}
     job.spec = lifting.lift(job.original, canon, kind.adapter, found, templates, replicas)
     return job
+
+
+def prepare_trainjob(manifest: Manifest, runtimes: dict[tuple[str, str], "trainer.Runtime"]) -> Job:
+    """A Trainer v2 TrainJob: its runtime (beside it in the sources, or a stock one) says its framework."""
+    runtime_kind, name = trainer.ref(manifest.data)
+    runtime = runtimes.get((runtime_kind, name)) or (
+        trainer.stock(name) if runtime_kind == trainer.DEFAULT_RUNTIME_KIND else None)
+    adapter = trainer.framework_of(runtime) if runtime is not None else None
+    kind = trainer.TrainerKind(trainer.VERSION, adapter or next(iter(kinds.KINDS.values())).adapter, "trainer-v2",
+                               runtime=runtime)
+    job = Job(manifest, kind)
+    at = ("spec", "runtimeRef", "name")
+    if runtime is None:
+        job.diagnostics.append(manifest.error(at, f"{runtime_kind} {name} is no stock runtime and not among the"
+                                              " sources, so the job's framework cannot be told",
+                                              "import the runtime's manifest together with the job", prefer_key=False))
+        return job
+    if adapter is None:
+        able = ", ".join(sorted({a.trainer_v2.ml_policy for a in kinds_adapters() if a.trainer_v2 is not None}))
+        job.diagnostics.append(manifest.error(at, f"{runtime_kind} {name} runs mlPolicy {runtime.ml_policy}, which"
+                                              f" no trainforge framework runs ({able})",
+                                              "see docs/import.md, 'What is refused'", prefer_key=False))
+        return job
+    job.original, problems = clean(manifest, kind)
+    job.diagnostics += problems
+    if not has_errors(problems):
+        job.spec = trainer.lift(job.original, sameness.canonical(job.original, kind), kind)
+    return job
+
+
+def kinds_adapters() -> list[Any]:
+    from foundation.frameworks import ADAPTERS
+
+    return list(ADAPTERS.values())
 
 
 def _elastic(kind: JobKind, canon: Obj) -> Optional[Obj]:
@@ -198,7 +241,7 @@ def finish(job: Job, settings: Obj) -> None:
             job.diagnostics += errors
             job.spec = None
             return
-    job.differences = sameness.differences(job.original, compiled)
+    job.differences = sameness.differences(job.original, compiled, job.kind)
     job.kept = kept_fields(shared)
     for difference in job.differences:
         job.diagnostics.append(refusal(job, difference))

@@ -122,7 +122,7 @@ def canonical(job: Obj, kind: Optional[JobKind] = None) -> Obj:
             drop(out, loc)
         kind.default(out)
         for _, template in kind.templates(out):
-            canonical_template(template)
+            canonical_template(template, whole_pod=kind.whole_pods)
         run_policy = (out.get("spec") or {}).get("runPolicy")
         if isinstance(run_policy, dict) and run_policy.get("suspend") is False:
             del run_policy["suspend"]
@@ -164,12 +164,14 @@ def clean_metadata(meta: Obj) -> list[str]:
     return dropped
 
 
-def canonical_template(template: Obj) -> None:
-    """A pod template (in place): marks dropped, the pod defaults filled, quantities by amount."""
+def canonical_template(template: Obj, *, whole_pod: bool = True) -> None:
+    """A pod template (in place): marks dropped, the pod defaults filled (a whole pod's, not a
+    patch's), quantities by amount."""
     meta = template.get("metadata")
     if isinstance(meta, dict):
         clean_metadata(meta)
-    poddefaults.fill(template)
+    if whole_pod:
+        poddefaults.fill(template)
     _amounts(template, QUANTITY_TRIE)
 
 
@@ -184,6 +186,11 @@ def _trie(paths: tuple[tuple[str, ...], ...]) -> dict:
 
 
 QUANTITY_TRIE = _trie(POD_TEMPLATE_QUANTITIES)
+
+
+def amounts(node: Any, paths: tuple[tuple[str, ...], ...]) -> None:
+    """The quantities at `paths` of `node` (in place) as `Amount`s, compared by amount."""
+    _amounts(node, _trie(paths))
 
 
 class Amount(str):
@@ -276,9 +283,9 @@ def _sorted(node: Any, field: str = "") -> Any:
 # --- the differences ---------------------------------------------------------------------------
 
 
-def differences(original: Obj, roundtripped: Obj) -> list[Difference]:
+def differences(original: Obj, roundtripped: Obj, kind: Optional[JobKind] = None) -> list[Difference]:
     """What differs between two jobs, in their canonical forms; [] when they are the same job."""
-    return list(diff(canonical(original), canonical(roundtripped)))
+    return list(diff(canonical(original, kind), canonical(roundtripped, kind)))
 
 
 def diff(a: Any, b: Any, loc: tuple[Any, ...] = (), field: str = "") -> Iterator[Difference]:
