@@ -182,7 +182,29 @@ def scheduling(job: Obj, roles: Optional[Roles]) -> Obj:
         value = roles.alike(lambda t, field=field: roles.pod(t).get(field))
         if value:
             out[field] = plain(value)
+    gang = _gang(policy, roles)
+    if gang is not None:
+        out["gang"] = gang
     return out
+
+
+def _gang(policy: Obj, roles: Roles) -> Any:
+    """scheduling.gang: a schedulingPolicy with minAvailable and every pod on one gang scheduler
+    (`true` for volcano, the environment default's default; the object with a timeout or for
+    coscheduling). minAvailable and minResources are the compiler's to compute: a manifest whose
+    figures differ is found by the comparison."""
+    from overlays.scheduling import SCHEDULERS
+
+    if policy.get("minAvailable") is None:
+        return None
+    name = roles.alike(lambda t: roles.pod(t).get("schedulerName"))
+    scheduler = next((s for s in SCHEDULERS.values() if s.scheduler_name == name), None)
+    if scheduler is None:
+        return None
+    timeout = policy.get("scheduleTimeoutSeconds")
+    if scheduler.volcano and timeout is None:
+        return True
+    return {"scheduler": scheduler.name, **({"timeoutSeconds": timeout} if isinstance(timeout, int) else {})}
 
 
 def policy(kind_default: str, job: Obj, roles: Roles, replicas: dict[str, Obj]) -> Obj:

@@ -189,10 +189,14 @@ def clean(manifest: Manifest, kind: JobKind) -> tuple[Obj, list[Diagnostic]]:
         return job, [manifest.error((), f"{kind.kind} without metadata or spec", "add them")]
     server = ["status"] if "status" in job else []
     job.pop("status", None)
-    server += sameness.clean_metadata(meta)
+    dropped = sameness.clean_metadata(meta)
+    own = [d for d in dropped if sameness.OWN_PREFIX in d]
+    server += [d for d in dropped if d not in own]
     if server:
         problems.append(manifest.error((), f"left out what the cluster wrote: {', '.join(server)}",
                                        severity="notice"))
+    if own:
+        problems.append(manifest.error((), f"left out trainforge's own marks: {', '.join(own)}", severity="notice"))
     if not meta.get("name"):
         at = ("metadata", "generateName") if "generateName" in meta else ("metadata",)
         problems.append(manifest.error(at, "the job has no name (generateName asks the API server for a new one"
