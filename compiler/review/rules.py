@@ -16,7 +16,7 @@ from compiler.diagnostics import Diagnostic
 from foundation.frameworks import ADAPTERS, adapter
 from foundation.frameworks.base import Facts
 from compiler.reading.resolve import Target
-from compiler.review import admission_review, podcheck, podrules, podschema, policy
+from compiler.review import admission_review, podcheck, podrules, podschema, policy, resources
 from compiler.targets import api
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from schemas.marks import RESTART_SCOPE
@@ -83,11 +83,8 @@ def _processes(target: Target) -> Iterator[Diagnostic]:
 
 
 def _gpu_type(target: Target) -> Iterator[Diagnostic]:
-    asked = [(("resources",), target.spec.resources)] + [
-        (("roles", name, "resources"), role.resources) for name, role in target.spec.roles.items()
-    ]
-    for at, resources in asked:
-        gpu_type = resources.gpuType if resources is not None else None
+    for at, asked in resources.asked(target):
+        gpu_type = asked.gpuType
         if gpu_type is None:
             continue
         known = sorted(target.environment.gpuTypes)
@@ -185,6 +182,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _elastic,
     _processes,
     _gpu_type,
+    resources.check,
     _storage,
     _pod_template,
     _own_marks,

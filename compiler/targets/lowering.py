@@ -41,6 +41,9 @@ def env_vars(spec: TrainJobSpec) -> list[JsonObject]:
 
 
 def resource_requirements(resources: Optional[Resources], gpu_resource: str) -> JsonObject:
+    """A container's requests and limits: cpu and memory requested (memory limited at its request
+    unless `limits` says otherwise), GPUs and `devices` with limit = request (the API server
+    refuses an extended resource whose request differs from its limit)."""
     if resources is None:
         return {}
     requests: JsonObject = {}
@@ -50,16 +53,39 @@ def resource_requirements(resources: Optional[Resources], gpu_resource: str) -> 
     if resources.memory is not None:
         requests["memory"] = resources.memory
         limits["memory"] = resources.memory
+    own = resources.limits
+    if own is not None:
+        for name in ("cpu", "memory"):
+            value = getattr(own, name)
+            if value is not None:
+                limits[name] = value
+            elif own.dropped(name):
+                limits.pop(name, None)
     if resources.gpu:
         # extended resources cannot be overcommitted: requests must equal limits
         limits[gpu_resource] = resources.gpu
         requests[gpu_resource] = resources.gpu
+    for name, amount in resources.devices.items():
+        limits[name] = amount
+        requests[name] = amount
     out: JsonObject = {}
     if limits:
         out["limits"] = limits
     if requests:
         out["requests"] = requests
     return out
+
+
+def shared_memory_volume(size: str) -> JsonObject:
+    """/dev/shm's volume for `resources.sharedMemory`: a memory-backed emptyDir of that size, one
+    without a sizeLimit (`unsized`: it may take up to the pod's memory limit), or the node's own
+    /dev/shm (`host`, a hostPath volume, which the baseline pod security level refuses)."""
+    if size == "host":
+        return {"name": SHM_VOLUME, "hostPath": {"path": SHM_PATH}}
+    empty: JsonObject = {"medium": "Memory"}
+    if size != "unsized":
+        empty["sizeLimit"] = size
+    return {"name": SHM_VOLUME, "emptyDir": empty}
 
 
 def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource: str) -> JsonObject:
@@ -115,9 +141,7 @@ def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Ta
 def _pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Target) -> JsonObject:
     pod_spec: JsonObject = {"containers": [_container(spec, plan, facts, target.environment.gpuResource)]}
     if plan.accelerated and spec.resources.sharedMemory:
-        pod_spec["volumes"] = [
-            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.resources.sharedMemory}}
-        ]
+        pod_spec["volumes"] = [shared_memory_volume(spec.resources.sharedMemory)]
     template: JsonObject = {"spec": pod_spec}
     if target.labels:
         template["metadata"] = {"labels": dict(sorted(target.labels.items()))}

@@ -37,6 +37,7 @@ from compiler.targets.lowering import (
     SHM_VOLUME,
     env_vars,
     resource_requirements,
+    shared_memory_volume,
 )
 from compiler.targets.trainer_v2_rules import CONTAINER, capability, runtime_ref
 from overlays import waves
@@ -98,9 +99,7 @@ def _pod_template(target: Target) -> JsonObject:
     pod: JsonObject = {"containers": [container]}
     if spec.resources.sharedMemory:
         container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
-        pod["volumes"] = [
-            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.resources.sharedMemory}}
-        ]
+        pod["volumes"] = [shared_memory_volume(spec.resources.sharedMemory)]
     if spec.serviceAccount is not None and spec.serviceAccount.imagePullSecrets:
         pod["imagePullSecrets"] = [{"name": name} for name in spec.serviceAccount.imagePullSecrets]
     template: JsonObject = {"spec": pod}

@@ -116,7 +116,7 @@ CASES = [
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
      "8:15: error: spec.resources.gpus: unknown field 'gpus'; did you mean 'gpu'?"
-     " allowed here: cpu, gpu, gpuType, memory, sharedMemory"),
+     " allowed here: cpu, devices, gpu, gpuType, limits, memory, sharedMemory"),
     ("an unknown field inside a role suggests the closest one",
      job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
      "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
@@ -500,6 +500,63 @@ CASES = [
      "12:11: error: spec.environments.default.podTemplate.spec.hostNetwork: pod security level 'baseline' forbids"
      " hostNetwork: true (Host Namespaces); remove hostNetwork, or ask for policy.podSecurity: privileged in"
      " trainforge.yaml"),
+    # --- resources: requests and limits apart, devices, /dev/shm (compiler/review/resources.py)
+    ("a limit below its request is refused at the limit",
+     job_text("resources: {cpu: '8', limits: {cpu: '4'}}\n"),
+     "8:39: error: spec.resources.limits.cpu: the cpu limit 4 is below the request 8, which the API server "
+     "refuses; raise limits.cpu to at least 8, or lower cpu"),
+    ("a memory limit below the memory request is refused",
+     job_text("resources: {memory: 64Gi, limits: {memory: 32Gi}}\n"),
+     "8:46: error: spec.resources.limits.memory: the memory limit 32Gi is below the request 64Gi, which the "
+     "API server refuses; raise limits.memory to at least 64Gi, or lower memory"),
+    ("an unknown limit names the two a spec can set",
+     job_text("resources: {limits: {gpu: 2}}\n"),
+     "8:24: error: spec.resources.limits.gpu: unknown field 'gpu'; did you mean 'cpu'? allowed here: cpu, "
+     "memory"),
+    ("cpu under devices points at its own field",
+     job_text("resources: {devices: {cpu: 2}}\n"),
+     "8:25: error: spec.resources.devices.cpu: cpu has its own field; write resources.cpu (and "
+     "resources.limits.cpu for a limit that differs)"),
+    ("a device name without a domain is not a container resource",
+     job_text("resources: {devices: {efa: 2}}\n"),
+     "8:25: error: spec.resources.devices.efa: 'efa' is not a resource a container can ask for; write "
+     "ephemeral-storage, hugepages-<size> or an extended resource such as vpc.amazonaws.com/efa"),
+    ("a device in the kubernetes.io domain is refused",
+     job_text("resources: {devices: {kubernetes.io/efa: 2}}\n"),
+     "8:25: error: spec.resources.devices.kubernetes.io/efa: 'kubernetes.io/efa' is in the kubernetes.io "
+     "domain, which no extended resource may use; write the device plugin's own name, e.g. "
+     "vpc.amazonaws.com/efa"),
+    ("a hugepages resource without a page size is refused",
+     job_text("resources: {memory: 1Gi, devices: {hugepages-big: 2Mi}}\n"),
+     "8:38: error: spec.resources.devices.hugepages-big: 'hugepages-big' names no page size; write "
+     "hugepages-2Mi or hugepages-1Gi"),
+    ("an extended resource that is not a whole number is refused",
+     job_text("resources: {devices: {vpc.amazonaws.com/efa: 500m}}\n"),
+     "8:48: error: spec.resources.devices.vpc.amazonaws.com/efa: vpc.amazonaws.com/efa is an extended "
+     "resource, which the API server counts in whole units; 500m is not one; write a whole number, e.g. 1"),
+    ("hugepages that are not whole pages are refused with a rounded-up amount",
+     job_text("resources: {memory: 1Gi, devices: {hugepages-2Mi: 5M}}\n"),
+     "8:53: error: spec.resources.devices.hugepages-2Mi: 5M of hugepages-2Mi is not a whole number of 2Mi "
+     "pages, which the API server refuses; write a multiple of 2Mi, e.g. 6Mi"),
+    ("hugepages without cpu or memory are refused as the API server does",
+     job_text("resources: {devices: {hugepages-2Mi: 4Mi}}\n"),
+     "8:25: error: spec.resources.devices.hugepages-2Mi: a container with hugepages-2Mi must also ask for cpu "
+     'or memory (the API server refuses it: "HugePages require cpu or memory"); set memory (the memory the '
+     "program uses beside the huge pages) in the same resources"),
+    ("the environment's gpu resource under devices points at gpu",
+     job_text("resources: {devices: {nvidia.com/gpu: 2}}\n"),
+     "8:25: error: spec.resources.devices.nvidia.com/gpu: nvidia.com/gpu is the GPU resource of environment "
+     "'default'; write gpu: 2 instead (it asks for nvidia.com/gpu and places the pods by gpuType)"),
+    ("a shared memory that is neither a size nor a choice lists both",
+     job_text("resources: {sharedMemory: big}\n"),
+     "8:29: error: spec.resources.sharedMemory: 'big' is not a size; write a quantity such as 64Gi, unsized "
+     "(memory-backed, no size limit) or host (the node's /dev/shm)"),
+    ("the node's dev shm is refused at baseline and names the level that lifts it",
+     job_text("resources: {sharedMemory: host}\n"),
+     "8:29: error: spec.resources.sharedMemory: pod security level 'baseline' forbids a hostPath volume "
+     "(HostPath Volumes): sharedMemory: host mounts the node's /dev/shm; write sharedMemory: unsized "
+     "(memory-backed, no size limit) or a size such as 64Gi, or ask for policy.podSecurity: privileged in "
+     "trainforge.yaml"),
     # --- environments
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),
