@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 import yaml
 from testworld.assets import kubectl_path
+from testworld.paths import MPI_OPERATOR_CRD
 
 from compiler_builders import example_sets, run_cli, shared_dir
 
@@ -66,14 +67,14 @@ def pruned_fields(obj: Any, schema: dict[str, Any], path: str = "") -> Iterator[
 def crd_schemas() -> dict[tuple[str, str, str], dict[str, Any]]:
     """(group, version, kind) -> openAPIV3Schema of every served version of the reference CRDs."""
     schemas = {}
-    for folder in CRD_FOLDERS:
-        for path in sorted((shared_dir() / "reference" / "crds" / folder).glob("*.yaml")):
-            crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)  # C: CRDs are large
-            names = crd["spec"]["names"]
-            for version in crd["spec"]["versions"]:
-                if version.get("served"):
-                    key = (crd["spec"]["group"], version["name"], names["kind"])
-                    schemas[key] = version["schema"]["openAPIV3Schema"]
+    files = [p for folder in CRD_FOLDERS for p in sorted((shared_dir() / "reference" / "crds" / folder).glob("*.yaml"))]
+    for path in [*files, MPI_OPERATOR_CRD]:  # the mpi-operator's v2beta1 MPIJob (target mpi-operator)
+        crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)  # C: CRDs are large
+        names = crd["spec"]["names"]
+        for version in crd["spec"]["versions"]:
+            if version.get("served"):
+                key = (crd["spec"]["group"], version["name"], names["kind"])
+                schemas[key] = version["schema"]["openAPIV3Schema"]
     return schemas
 
 
@@ -99,9 +100,10 @@ def _minimal_pytorchjob(**template_spec: Any) -> dict[str, Any]:
     }
 
 
-def test_the_reference_crds_are_there_for_all_seven_kinds():
-    kinds = {kind for group, _, kind in crd_schemas() if group == "kubeflow.org"}
+def test_the_reference_crds_are_there_for_all_seven_kinds_and_the_mpi_operators_mpijob():
+    kinds = {kind for group, version, kind in crd_schemas() if (group, version) == ("kubeflow.org", "v1")}
     assert kinds == {"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "MXJob"}
+    assert ("kubeflow.org", "v2beta1", "MPIJob") in crd_schemas()
 
 
 def test_the_walker_accepts_a_job_with_only_declared_fields():
