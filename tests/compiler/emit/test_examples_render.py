@@ -21,46 +21,12 @@ import yaml
 from testworld.assets import kubectl_path
 from testworld.paths import MPI_OPERATOR_CRD
 
-from compiler_builders import example_sets, run_cli, shared_dir
+from compiler_builders import example_sets, pruned_fields, run_cli, shared_dir
 
 KUBECTL = str(kubectl_path())
 CRD_FOLDERS = ("kubeflow-v1", "scheduling", "trainer-v2.3.0")
 
 SETS = example_sets()
-
-
-# --- the structural-schema walker ------------------------------------------------------
-
-
-def pruned_fields(obj: Any, schema: dict[str, Any], path: str = "") -> Iterator[str]:
-    """Paths in `obj` that the API server would drop under this structural schema.
-
-    A mapping key survives when the schema lists it in `properties`, or the schema has
-    `additionalProperties` (a schema or true), or `x-kubernetes-preserve-unknown-fields`.
-    An object's `apiVersion`, `kind` and `metadata` survive at the root and in embedded
-    resources.
-    """
-    if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
-        return
-    if isinstance(obj, dict):
-        properties = schema.get("properties", {})
-        additional = schema.get("additionalProperties")
-        keep = {"apiVersion", "kind", "metadata"} if (not path or schema.get("x-kubernetes-embedded-resource")) else set()
-        for key, value in obj.items():
-            child = f"{path}.{key}" if path else str(key)
-            if key in keep:  # ObjectMeta is the server's own, not the CRD's, to prune
-                continue
-            if key in properties:
-                yield from pruned_fields(value, properties[key], child)
-            elif isinstance(additional, dict):
-                yield from pruned_fields(value, additional, child)
-            elif additional is True or schema.get("x-kubernetes-preserve-unknown-fields"):
-                continue
-            else:
-                yield child
-    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(obj):
-            yield from pruned_fields(item, schema["items"], f"{path}[{i}]")
 
 
 @functools.cache
