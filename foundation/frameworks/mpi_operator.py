@@ -40,6 +40,10 @@ OPERATOR_TITLE = "the mpi-operator"
 RESTART_POLICIES = ("Never", "OnFailure")
 DEFAULT_SSH_AUTH_MOUNT_PATH = "/root/.ssh"
 WORKER_COMMAND = ("/usr/sbin/sshd", "-De")  # a worker without command and args runs this (as root)
+# what that root sshd needs of the container runtime's default capabilities: its privilege
+# separation chroots and changes user, and port 22 is privileged (OpenSSH 9.2 without them:
+# 'chroot("/run/sshd"): Operation not permitted' at the first connection; tests/e2e note it)
+ROOT_SSHD_CAPABILITIES = ("NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
 # the pods' training.kubeflow.org/job-role label -> the replica type
 POD_ROLES = {"launcher": LAUNCHER, "worker": WORKER}
 # runPolicy.managedBy: the values its validation admits; MultiKueue writes the second

@@ -194,7 +194,41 @@ BAD = [
          " port above 1024 (their command, e.g. /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config); or ask for"
          " policy.podSecurity: baseline"],
         id="root's SSH key path written under restricted is an error at the path"),
+
+
+    pytest.param(
+        "", "mpi", {"policy": {"podSecurityDefaults": True}},
+        ["6:3: spec.framework: the workers' sshd runs as root (the SSH keys at /root/.ssh) and needs NET_BIND_SERVICE,"
+         " SETGID, SETUID, SYS_CHROOT (privilege separation, port 22), which the workers' container drops (drop: [ALL]"
+         " is what policy.podSecurityDefaults writes where a container sets no capabilities); set mpi.sshAuthMountPath"
+         " to that user's ~/.ssh (e.g. /home/mpiuser/.ssh, as the mpi-operator's base images have) and start the"
+         " workers' sshd as that user on a port above 1024 (their command, e.g. /usr/sbin/sshd -De -f"
+         " /home/mpiuser/.sshd_config); or keep those capabilities (podTemplate capabilities.add, which baseline"
+         " allows), or set policy.podSecurityDefaults: false for this environment"],
+        id="root's sshd without the default capabilities (podSecurityDefaults at baseline) is an error"),
+    pytest.param(
+        "podTemplate: {spec: {securityContext: {runAsUser: 1000}}}\n", "mpi", {},
+        ["6:3: spec.framework: the pods run as a non-root user (podTemplate's runAsNonRoot or runAsUser), and the"
+         " mpi-operator mounts the SSH keys at /root/.ssh (root's, mode 0600), which that user cannot read: mpirun"
+         " could not reach the workers; set mpi.sshAuthMountPath to that user's ~/.ssh (e.g. /home/mpiuser/.ssh, as"
+         " the mpi-operator's base images have) and start the workers' sshd as that user on a port above 1024 (their"
+         " command, e.g. /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config); or let the workers run as root"],
+        id="a non-root user with root's SSH keys is an error at baseline too"),
 ]
+OK = [
+    pytest.param("podTemplate: {spec: {containers: [{name: mpi, securityContext: {capabilities: {drop: [ALL], add:"
+                 " [NET_BIND_SERVICE, SETGID, SETUID, SYS_CHROOT]}}}]}}\n", {"policy": {"podSecurityDefaults": True}},
+                 id="root's sshd with its capabilities added back is fine"),
+    pytest.param("mpi: {sshAuthMountPath: /home/mpiuser/.ssh}\n", {"policy": {"podSecurityDefaults": True}},
+                 id="a user's own key path under podSecurityDefaults is fine"),
+    pytest.param("mpi: {runLauncherAsWorker: true}\n", {"policy": {"podSecurityDefaults": True}},
+                 id="a launcher alone (one node, runLauncherAsWorker) runs no sshd"),
+]
+
+
+@pytest.mark.parametrize(("spec", "prod"), OK)
+def test_what_sshd_can_run_with_is_not_refused(tmp_path, spec, prod):
+    assert errors_of(tmp_path, spec, **prod) == []
 
 
 @pytest.mark.parametrize(("spec", "framework", "prod", "expected"), BAD)
