@@ -258,6 +258,28 @@ class Policy(StrictModel):
     )
 
 
+class Mpi(StrictModel):
+    """The mpi-operator's own MPIJob settings (`kubeflow.org/v2beta1`, target mpi-operator).
+
+    Each is written only when set, so the mpi-operator's defaults apply otherwise (OpenMPI,
+    /root/.ssh, the launcher not a worker, created at startup)."""
+
+    implementation: Optional[Literal["OpenMPI", "Intel", "MPICH"]] = Field(
+        None, description="mpiImplementation: which MPI the image runs (the hostfile's format and the launcher's"
+        " variables follow it); default OpenMPI."
+    )
+    sshAuthMountPath: Optional[NonEmptyStr] = Field(
+        None, description="Where the job's SSH keys are mounted in every pod; default /root/.ssh (root's: a"
+        " non-root user, as policy.podSecurity: restricted needs, reads its own, e.g. /home/mpiuser/.ssh)."
+    )
+    runLauncherAsWorker: Optional[bool] = Field(
+        None, description="The launcher also runs MPI processes (it is in the hostfile); default false."
+    )
+    launcherCreationPolicy: Optional[Literal["AtStartup", "WaitForWorkersReady"]] = Field(
+        None, description="WaitForWorkersReady: the launcher starts once every worker is Ready; default AtStartup."
+    )
+
+
 class PolicyRule(StrictModel):
     apiGroups: list[str] = Field(default_factory=lambda: [""])
     resources: list[NonEmptyStr] = Field(min_length=1)
@@ -357,6 +379,10 @@ class TrainJobSpec(StrictModel):
     podTemplate: dict[str, Any] = Field(
         default_factory=dict, description="Strategic-merge patch onto every pod template, checked against"
         " Kubernetes v1.32's PodTemplateSpec (null deletes a field; $patch, $retainKeys allowed)."
+    )
+    mpi: Optional[Mpi] = Field(
+        None, description="framework mpi under target mpi-operator only: the MPI implementation, where the SSH keys"
+        " are mounted, whether the launcher is also a worker, when the launcher starts."
     )
     runtime: Optional[RuntimeChoice] = Field(
         None,

@@ -1,12 +1,14 @@
 """The one small interface every output API ("target") implements.
 
 A target is what an environment's jobs are lowered to: `kubeflow-v1` (the Training
-Operator's `kubeflow.org/v1` kinds) or `trainer-v2` (Kubeflow Trainer v2 TrainJobs). The
+Operator's `kubeflow.org/v1` kinds), `trainer-v2` (Kubeflow Trainer v2 TrainJobs) or
+`mpi-operator` (the mpi-operator's `kubeflow.org/v2beta1` MPIJob). The
 rest of the compiler asks the target, through this table entry, instead of testing its
 name: which frameworks it can run, what it cannot express (positioned diagnostics), how
 a resolved job is lowered, where the lowered object keeps its pod templates (the
 overlays patch those), whether gang scheduling and the priority class live in the job
-(`runPolicy.schedulingPolicy`) or in the runtime, and which review rules hold for its pods
+(`runPolicy.schedulingPolicy`) or in the runtime, whether Kueue manages its jobs, who makes
+its pods (the environment's `controller`, or the target's own), and which review rules hold for its pods
 (whole pod templates or patches of a runtime's, upstream's admission rules, the init
 containers an operator adds). Adding a target is one module plus one line in
 `compiler/targets/__init__.py`; the review facts have no defaults, so a new target states them.
@@ -35,8 +37,16 @@ class JobRuntime:
 
 
 @dataclass(frozen=True)
+class PodMaker:
+    """The controller a target's jobs always go to (so the project's `controller` does not apply)."""
+
+    key: str  # how the plan's hazard table names it
+    title: str  # how messages name it
+
+
+@dataclass(frozen=True)
 class TargetApi:
-    name: str  # as written in trainforge.yaml: kubeflow-v1 | trainer-v2
+    name: str  # as written in trainforge.yaml: kubeflow-v1 | trainer-v2 | mpi-operator
     supports: Callable[[str], bool]  # framework name -> can this target run it
     check: Callable[["Target"], Iterator["Diagnostic"]]  # what the target cannot express
     lower: Callable[["Target"], "Bundle"]
@@ -65,6 +75,17 @@ class TargetApi:
     scheduling_policy: bool = True
     # a job may bring its own runtime that must exist before the job (trainer-v2: restartScope: job)
     job_runtime: Optional[JobRuntime] = None
+    # framework -> Kueue manages this target's job of it (a queue label on a job it does not
+    # manage is ignored: the job runs at once, outside the queue's quota)
+    kueue_manages: Callable[[str], bool] = lambda framework: True
+    # who makes the pods when the target decides it; None: the environment's `controller` does
+    maker: Optional[PodMaker] = None
+    # the PodGroup of a gang is written beside the job and the pods carry its decoration (the
+    # Training Operator finds it equal to its own); False: the operator makes the PodGroup itself
+    # and refuses one it does not own, so only runPolicy.schedulingPolicy is written
+    pod_group_in_git: bool = True
+    # top-level spec fields only this target reads (mpi-operator: `mpi`); elsewhere an error
+    own_fields: tuple[str, ...] = ()
 
 
 def gpus_in(resources: dict[str, Any]) -> int:

@@ -41,7 +41,7 @@ def _queue(target: "Target") -> Iterator["Diagnostic"]:
     unmanaged = adapter(target.spec.framework).facts.kueue_unmanaged
     if queue is None or unmanaged is None:
         return
-    from compiler.targets import supporting  # the table imports this module
+    from compiler.targets import TARGETS, supporting  # the table imports this module
 
     framework, loc = target.spec.framework, ("scheduling", "queue")
     written = target.view.written(loc)
@@ -49,9 +49,9 @@ def _queue(target: "Target") -> Iterator["Diagnostic"]:
     unqueued = ("remove scheduling.queue" if written else
                 f"write scheduling.queue: null for environment '{target.env_name}' to run it unqueued")
     kind = adapter(framework).facts.kind
-    others = [name for name in supporting(framework) if name != API.name]
-    instead = (f"set environments.{target.env_name}.target: {others[0]} in trainforge.yaml (Kueue manages its"
-               " TrainJobs), or " if others else "")
+    others = [name for name in supporting(framework) if name != API.name and TARGETS[name].kueue_manages(framework)]
+    instead = (f"set environments.{target.env_name}.target: {' or '.join(others)} in trainforge.yaml (Kueue manages"
+               f" {'its' if len(others) == 1 else 'their'} jobs), or " if others else "")
     yield target.view.error(
         loc,
         f"queue '{queue}'{where} would be ignored: {unmanaged}, so this kubeflow.org/v1 {kind} gets no"
@@ -119,4 +119,5 @@ API = TargetApi(
     whole_pod_templates=True,
     upstream_admission=True,
     operator_init_containers=operator_init_containers,
+    kueue_manages=lambda framework: adapter(framework).facts.kueue_unmanaged is None,
 )

@@ -199,26 +199,43 @@ POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+def replica_specs(target: Target, *, restart: bool = True, omit_empty: bool = False) -> JsonObject:
+    """Every replica type of the adapter's plan with its pod template (`restart`: the policy's
+    restartPolicy on each; `omit_empty`: leave out a type of 0 replicas, which an API may refuse)."""
+    spec = target.spec
+    fw = adapter_for(spec.framework)
+    replicas: JsonObject = {}
+    for plan in fw.plan(spec):
+        if omit_empty and plan.replicas == 0:
+            continue
+        replica: JsonObject = {"replicas": plan.replicas}
+        if restart and spec.policy.restart is not None:
+            replica["restartPolicy"] = spec.policy.restart
+        replica["template"] = canonical_quantities(pod_template(spec, plan, fw.facts, target, last=True),
+                                                  POD_TEMPLATE_QUANTITIES)
+        replicas[plan.replica_type] = replica
+    return replicas
+
+
+def job_metadata(target: Target, annotations: Optional[dict[str, str]] = None) -> JsonObject:
+    """The job's own metadata: name, namespace, the job's labels and annotations (and ours)."""
+    metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
+    if target.labels:
+        metadata["labels"] = dict(sorted(target.labels.items()))
+    merged = {**target.annotations, **(annotations or {})}
+    if merged:
+        metadata["annotations"] = dict(sorted(merged.items()))
+    return metadata
+
+
 def lower(target: Target, api: TargetApi) -> Bundle:
     """The kubeflow.org/v1 job of `target`, in a Bundle that names `api` (the target table's
     entry that calls this) for the overlays."""
     spec = target.spec
     fw = adapter_for(spec.framework)
     facts = fw.facts
-    replicas: JsonObject = {}
-    for plan in fw.plan(spec):
-        replica: JsonObject = {"replicas": plan.replicas}
-        if spec.policy.restart is not None:
-            replica["restartPolicy"] = spec.policy.restart
-        replica["template"] = canonical_quantities(pod_template(spec, plan, facts, target, last=True),
-                                                  POD_TEMPLATE_QUANTITIES)
-        replicas[plan.replica_type] = replica
-    metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
-    if target.labels:
-        metadata["labels"] = dict(sorted(target.labels.items()))
-    annotations = {**target.annotations, **restart_scope_mark(spec.policy)}
-    if annotations:
-        metadata["annotations"] = dict(sorted(annotations.items()))
+    replicas = replica_specs(target)
+    metadata = job_metadata(target, restart_scope_mark(spec.policy))
     job_spec: dict[str, Any] = fw.job_fields(spec)
     policy = run_policy(spec.policy)
     if policy:  # omitted when empty; overlays add it when they need schedulingPolicy

@@ -29,7 +29,7 @@ from foundation.frameworks import adapter as adapter_for
 from compiler.reading.resolve import Target
 from compiler.targets import trainer_v2_restarts as restarts
 from compiler.targets import trainer_v2_rules
-from compiler.targets.base import JobRuntime, TargetApi, gpus_in
+from compiler.targets.base import JobRuntime, PodMaker, TargetApi, gpus_in
 from compiler.targets.lowering import (
     DIVISOR,
     POD_TEMPLATE_QUANTITIES,
@@ -217,4 +217,5 @@ API = TargetApi(
     operator_init_containers=lambda kind, replica_type, replica_types: [],  # the Training Operator's; runtimes differ
     scheduling_policy=False,
     job_runtime=JobRuntime(RUNTIME_COMPONENT, restarts.GROUP_VERSION, restarts.KIND),
+    maker=PodMaker("trainer", "Kubeflow Trainer"),
 )

@@ -28,6 +28,8 @@ from foundation.frameworks import adapter as adapter_for
 from foundation.frameworks.base import TrainerV2Capable
 from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES, StockRuntime
 from compiler.reading.resolve import Target
+from compiler.targets.diagnose import error as _error
+from compiler.targets.diagnose import unset as _unset
 from schemas.bundle import JsonObject
 from schemas.loader import Loc
 from schemas.trainjob import Gang, RuntimeRef
@@ -76,24 +78,6 @@ def _runtime_of(target: Target) -> tuple[dict[str, str], Optional[StockRuntime]]
 
 def _where(target: Target) -> str:
     return f"environment '{target.env_name}' targets {NAME}"
-
-
-def _written(target: Target, loc: Loc) -> bool:
-    """The job file itself sets `loc` (else an environment default in trainforge.yaml does)."""
-    keys = target.doc.key_pos
-    return ("spec",) + loc in keys or ("spec", "environments", target.env_name) + loc in keys
-
-
-def _error(target: Target, loc: Loc, what: str, fix: str, *, severity: str = "error") -> Diagnostic:
-    if not _written(target, loc):
-        what += f" (the default of environment '{target.env_name}' in trainforge.yaml)"
-    d = target.view.error(loc, what, fix, prefer_key=True)
-    return d if severity == "error" else Diagnostic(d.file, d.line, d.col, d.path, d.message, d.fix, severity)  # type: ignore[arg-type]
-
-
-def _unset(target: Target, loc: Loc) -> str:
-    dotted = ".".join(str(p) for p in loc)
-    return f"remove it, or unset it for this environment with environments.{target.env_name}.{dotted}: null"
 
 
 def _framework(target: Target) -> Iterator[Diagnostic]:
