@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
-from foundation.frameworks import ADAPTERS
+from foundation.frameworks import ADAPTERS, mpi_operator
 from foundation.frameworks.base import GROUP, Adapter
 from foundation.frameworks.operator import defaulted, replica_specs, run_policy
 
@@ -61,6 +61,17 @@ class JobKind:
             if isinstance(replica.get("template"), dict):
                 yield replica_type, replica["template"]
 
+    def extra(self, job: Obj) -> Obj:
+        """The spec fields beside nodes and roles that the framework's plan reads: a v1 kind's elastic
+        policy as `elastic` (its bounds and restarts; the rest is compared like any field)."""
+        policy = (job.get("spec") or {}).get("elasticPolicy")
+        if not self.adapter.facts.elastic or not isinstance(policy, dict):
+            return {}
+        elastic = {"minNodes": policy.get("minReplicas"), "maxNodes": policy.get("maxReplicas")}
+        if policy.get("maxRestarts") is not None:
+            elastic["maxRestarts"] = policy["maxRestarts"]
+        return {"elastic": elastic}
+
     def containers(self, job: Obj) -> list[Obj]:
         """The containers whose resources name the job's GPUs (every pod template's)."""
         return [c for _, t in self.templates(job) for c in ((t.get("spec") or {}).get("containers") or [])
@@ -88,10 +99,33 @@ class JobKind:
 Loc = tuple[Any, ...]
 RUN_POLICY_FIELDS = frozenset(run_policy()["properties"])
 REPLICA_FIELDS = frozenset(replica_specs()["additionalProperties"]["properties"])
+@dataclass(frozen=True)
+class MpiOperatorKind(JobKind):
+    """The mpi-operator's MPIJob (`kubeflow.org/v2beta1`): the v1 MPIJob's shape and adapter, its own
+    defaults and fields (`foundation.frameworks.mpi_operator`)."""
+
+    def default(self, job: Obj) -> Obj:
+        mpi_operator.defaulted(job)
+        for replica in self.replicas(job).values():  # the operator writes the replica's into every pod
+            spec = (replica.get("template") or {}).get("spec")
+            if isinstance(spec, dict):
+                spec.pop("restartPolicy", None)
+        return job
+
+    def spec_fields(self) -> set[str]:
+        return set(mpi_operator.SPEC_FIELDS)
+
+    def extra(self, job: Obj) -> Obj:
+        settings = mpi_operator.settings_of(job.get("spec") or {})
+        return {"mpi": settings} if settings else {}
+
+
 V1 = f"{GROUP}/v1"
 KINDS: dict[tuple[str, str], JobKind] = {
     (V1, adapter.facts.kind): JobKind(V1, adapter, "kubeflow-v1") for adapter in ADAPTERS.values()
 }
+KINDS[(mpi_operator.API_VERSION, mpi_operator.KIND)] = MpiOperatorKind(
+    mpi_operator.API_VERSION, ADAPTERS[mpi_operator.FRAMEWORK], "mpi-operator")
 # versions of the kinds above that no operator serves any more: the manifest must be moved on first
 LEGACY_VERSIONS = ("v1alpha1", "v1alpha2", "v1beta1", "v1beta2")
 

@@ -21,6 +21,7 @@ from typing import Any, Optional
 from compiler.importing.sameness import Amount, plain, same
 from compiler.importing.shapes import Shape
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
+from schemas.types import SHARED_MEMORY_CHOICES
 from foundation.frameworks.base import Adapter, ReplicaPlan
 from schemas.trainjob import API_VERSION
 from schemas.types import DNS1035, ENV_NAME
@@ -28,6 +29,7 @@ from schemas.upstream import QUEUE_LABEL
 
 Obj = dict[str, Any]
 DEFAULT_GPU = "nvidia.com/gpu"
+SHM_UNSIZED, SHM_HOST = SHARED_MEMORY_CHOICES  # sharedMemory: unsized | host
 _DIGITS = re.compile(r"^[1-9][0-9]*$")
 
 
@@ -82,7 +84,10 @@ def gpu_resource(containers: list[Obj]) -> str:
 
 
 def resources(container: Obj, gpu: str) -> Obj:
-    """spec.resources from a container: the GPU count, and cpu and memory requests."""
+    """spec.resources from a container (its requests already filled from its limits, as the API
+    server does): the GPUs, cpu and memory requests, the limits where they differ from what those
+    imply (no CPU limit, the memory request as the memory limit), and every other resource whose
+    request is its limit as a device."""
     own = container.get("resources") or {}
     requests, limits = own.get("requests") or {}, own.get("limits") or {}
     out: Obj = {}
@@ -92,21 +97,54 @@ def resources(container: Obj, gpu: str) -> Obj:
     for key in ("cpu", "memory"):
         if key in requests:
             out[key] = plain(requests[key])
+    differ: Obj = {}
+    if "cpu" in limits:
+        differ["cpu"] = plain(limits["cpu"])
+    if "memory" in requests and "memory" not in limits:
+        differ["memory"] = None
+    elif "memory" in limits and not same(limits["memory"], requests.get("memory")):
+        differ["memory"] = plain(limits["memory"])
+    if differ:
+        out["limits"] = differ
+    devices = {key: plain(value) for key, value in limits.items()
+               if key not in ("cpu", "memory", gpu) and same(requests.get(key), value) and _device(key)}
+    if devices:
+        out["devices"] = devices
     return out
 
 
+def _device(name: str) -> bool:
+    """A resource `devices` takes (schemas.types.DeviceName: extended, hugepages, ephemeral-storage)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from schemas.types import DeviceName
+
+    try:
+        TypeAdapter(DeviceName).validate_python(name)
+    except ValidationError:
+        return False
+    return True
+
+
 def shared_memory(roles: Roles) -> Optional[str]:
-    """resources.sharedMemory: the sized memory emptyDir every node role mounts at /dev/shm."""
+    """resources.sharedMemory: the `dshm` volume every node role mounts at /dev/shm: a sized or
+    unsized memory emptyDir, or the node's own /dev/shm (`host`)."""
     def read(rtype: str) -> Any:
         volume = next((v for v in roles.pod(rtype).get("volumes") or [] if v.get("name") == SHM_VOLUME), {})
-        source = volume.get("emptyDir") or {}
-        mounted = any(m.get("name") == SHM_VOLUME and m.get("mountPath") == SHM_PATH
-                      for m in roles.container(rtype).get("volumeMounts") or [])
-        return source.get("sizeLimit") if mounted and source.get("medium") == "Memory" else None
+        mounted = [m for m in roles.container(rtype).get("volumeMounts") or [] if m.get("name") == SHM_VOLUME]
+        if mounted != [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]:
+            return None
+        empty, host = volume.get("emptyDir"), volume.get("hostPath")
+        if set(volume) == {"name", "emptyDir"} and isinstance(empty, dict) and empty.get("medium") == "Memory" \
+                and set(empty) <= {"medium", "sizeLimit"}:
+            return plain(empty["sizeLimit"]) if "sizeLimit" in empty else SHM_UNSIZED
+        if set(volume) == {"name", "hostPath"} and isinstance(host, dict) and host.get("path") == SHM_PATH \
+                and not host.get("type"):
+            return SHM_HOST
+        return None
 
     nodes = tuple(p for p in roles.plans() if p.accelerated)
-    size = roles.alike(read, nodes) if nodes else None
-    return plain(size) if isinstance(size, Amount) else None
+    return roles.alike(read, nodes) if nodes else None
 
 
 def env(container: Obj) -> Obj:
@@ -266,8 +304,7 @@ def spec_fields(adapter: Adapter, canon: Obj, roles: Roles, gpu: str, replicas: 
     own_roles = _roles(roles, gpu)
     if own_roles:
         spec["roles"] = own_roles
-    if roles.shape.elastic is not None:
-        spec["elastic"] = roles.shape.elastic
+    spec.update(roles.shape.extra)
     return spec
 
 
@@ -336,5 +373,6 @@ def _job_fields(adapter: Adapter, canon: Obj, spec: Obj) -> Obj:
 def _probe(spec: Obj, processes: Any) -> Any:
     from schemas.trainjob import TrainJobSpec
 
-    fields = {k: v for k, v in spec.items() if k in ("framework", "image", "nodes", "resources", "elastic", "roles")}
+    fields = {k: v for k, v in spec.items() if k in ("framework", "image", "nodes", "resources", "elastic", "roles",
+                                                     "mpi")}
     return TrainJobSpec.model_validate({**fields, "processesPerNode": processes})

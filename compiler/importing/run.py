@@ -122,7 +122,7 @@ def prepare(manifest: Manifest, kind: JobKind) -> Job:
     canon = sameness.canonical(job.original, kind)
     replicas = kind.replicas(canon)
     counts = {t: int(r.get("replicas", 1)) for t, r in replicas.items()}
-    found = shapes.shape(kind.adapter, counts, _elastic(kind, canon))
+    found = shapes.shape(kind.adapter, counts, kind.extra(canon))
     if found is None:
         shown = ", ".join(f"{t} x{n}" for t, n in counts.items())
         job.diagnostics.append(manifest.error(
@@ -166,18 +166,6 @@ def kinds_adapters() -> list[Any]:
     from foundation.frameworks import ADAPTERS
 
     return list(ADAPTERS.values())
-
-
-def _elastic(kind: JobKind, canon: Obj) -> Optional[Obj]:
-    if not kind.adapter.facts.elastic:
-        return None
-    policy = (canon.get("spec") or {}).get("elasticPolicy")
-    if not isinstance(policy, dict):
-        return None
-    out = {"minNodes": policy.get("minReplicas"), "maxNodes": policy.get("maxReplicas")}
-    if policy.get("maxRestarts") is not None:
-        out["maxRestarts"] = policy["maxRestarts"]
-    return out
 
 
 def clean(manifest: Manifest, kind: JobKind) -> tuple[Obj, list[Diagnostic]]:
@@ -247,8 +235,10 @@ def finish(job: Job, settings: Obj) -> None:
             return
     job.differences = sameness.differences(job.original, compiled, job.kind)
     job.kept = kept_fields(shared)
+    told = {rtype for rtype, rest in own.items() if rest}  # their differences are named above
     for difference in job.differences:
-        job.diagnostics.append(refusal(job, difference))
+        if not (len(difference.loc) > 2 and difference.loc[1] == job.kind.replica_specs and difference.loc[2] in told):
+            job.diagnostics.append(refusal(job, difference))
 
 
 def _template(canon: Obj, kind: JobKind, rtype: str) -> Obj:

@@ -140,6 +140,8 @@ def drop(obj: Obj, loc: tuple[Any, ...]) -> None:
 
 def plain(value: Any) -> Any:
     """A canonical value back as plain JSON (an `Amount` as the text it was written as)."""
+    if value is ABSENT:
+        return value
     if isinstance(value, Amount):
         return value.text
     if isinstance(value, dict):
@@ -298,7 +300,11 @@ def diff(a: Any, b: Any, loc: tuple[Any, ...] = (), field: str = "") -> Iterator
     elif isinstance(a, list) and isinstance(b, list) and (key := keyed(field, a)) and keyed(field, b) == key:
         left, right = {str(i[key]): i for i in a}, {str(i[key]): i for i in b}
         for name in [*left, *(n for n in right if n not in left)]:
-            yield from diff(left.get(name, ABSENT), right.get(name, ABSENT), loc + (Item.of(name, key),))
+            item = loc + (Item.of(name, key),)
+            if name in left and name in right:
+                yield from diff(left[name], right[name], item)
+            else:  # an item one side lacks is one difference, the whole item
+                yield Difference(item, plain(left.get(name, ABSENT)), plain(right.get(name, ABSENT)))
         common = [n for n in left if n in right]
         if field not in UNORDERED and common != [n for n in right if n in left]:
             yield Difference(loc + (ORDER,), common, [n for n in right if n in left])

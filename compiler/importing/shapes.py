@@ -27,7 +27,7 @@ PROBE_IMAGE = "probe"  # any image: plans never read it
 class Shape:
     nodes: int
     roles: dict[str, Obj]  # spec.roles entries with their replicas
-    elastic: Optional[Obj]  # spec.elastic, when the plan needs it
+    extra: Obj  # the spec fields the plan read beside nodes and roles (elastic, mpi)
     plans: tuple[ReplicaPlan, ...]  # what the adapter plans for them, in its order
     role_types: dict[str, str]  # role -> its replica type (the roles above, and a launcher's)
 
@@ -35,10 +35,8 @@ class Shape:
         return next(p for p in self.plans if p.replica_type == replica_type)
 
 
-def _spec(adapter: Adapter, nodes: int, roles: dict[str, Obj], elastic: Optional[Obj]) -> Optional[TrainJobSpec]:
-    data: Obj = {"framework": adapter.name, "image": PROBE_IMAGE, "nodes": nodes, "roles": roles}
-    if elastic is not None:
-        data["elastic"] = elastic
+def _spec(adapter: Adapter, nodes: int, roles: dict[str, Obj], extra: Optional[Obj]) -> Optional[TrainJobSpec]:
+    data: Obj = {"framework": adapter.name, "image": PROBE_IMAGE, "nodes": nodes, "roles": roles, **(extra or {})}
     try:
         return TrainJobSpec.model_validate(data)
     except ValidationError:
@@ -68,14 +66,14 @@ def _candidates(counts: dict[str, int]) -> Iterator[int]:
             yield nodes
 
 
-def shape(adapter: Adapter, counts: dict[str, int], elastic: Optional[Obj] = None) -> Optional[Shape]:
+def shape(adapter: Adapter, counts: dict[str, int], extra: Optional[Obj] = None) -> Optional[Shape]:
     """The spec shape whose plan has exactly `counts` (replica type -> replicas), or None.
-    `elastic` is the spec's elastic block when the job has an elastic policy."""
+    `extra` holds the spec fields the plan also reads (`elastic`, an MPIJob's `mpi`)."""
     by_role = role_types(adapter)
     roles = {role: {"replicas": counts[rtype]} for role, rtype in by_role.items() if counts.get(rtype)}
     program = {t: n for t, n in counts.items() if t not in by_role.values()}
     for nodes in _candidates(program or counts):
-        spec = _spec(adapter, nodes, roles, elastic)
+        spec = _spec(adapter, nodes, roles, extra)
         if spec is None:
             continue
         plans = tuple(p for p in adapter.plan(spec) if p.replicas > 0)
@@ -83,5 +81,5 @@ def shape(adapter: Adapter, counts: dict[str, int], elastic: Optional[Obj] = Non
             kinds = {r: t for r, t in by_role.items() if r in roles}
             if adapter.launcher is not None:  # a launcher is always planned; its role holds resources only
                 kinds[adapter.launcher.role] = adapter.launcher.replica_type
-            return Shape(nodes, roles, elastic, plans, kinds)
+            return Shape(nodes, roles, dict(extra or {}), plans, kinds)
     return None

@@ -85,3 +85,44 @@ def worker_name(job: str, index: int) -> str:
 def object_names(job: str) -> list[str]:
     """The Service, the hostfile ConfigMap and the SSH Secret it makes beside the pods."""
     return [job, f"{job}-config", f"{job}-ssh"]
+
+
+# --- what the cluster fills in an MPIJob (the importer's round trip compares jobs after it) ---
+# the CRD's schema defaults of the job's own fields (v0.8.0's kubeflow.org_mpijobs.yaml)
+SPEC_DEFAULTS = {
+    "launcherCreationPolicy": "AtStartup",
+    "mpiImplementation": "OpenMPI",
+    "runLauncherAsWorker": False,
+    "slotsPerWorker": 1,
+    "sshAuthMountPath": DEFAULT_SSH_AUTH_MOUNT_PATH,
+}
+SPEC_FIELDS = frozenset({*SPEC_DEFAULTS, REPLICA_SPECS, "runPolicy"})
+# SetDefaults_MPIJob: the replicas and restart policy of each replica type (launcher, worker)
+REPLICA_DEFAULTS = {LAUNCHER: (1, "OnFailure"), WORKER: (0, "Never")}
+
+
+def defaulted(job: dict[str, Any]) -> dict[str, Any]:
+    """`job` (changed in place) as the API server stores it and the operator reads it: the CRD's
+    defaults, `runPolicy.cleanPodPolicy: None` and each replica type's count and restart policy."""
+    spec = job.setdefault("spec", {})
+    for field, value in SPEC_DEFAULTS.items():
+        if spec.get(field) is None:
+            spec[field] = value
+    run_policy = spec.setdefault("runPolicy", {})
+    if run_policy.get("cleanPodPolicy") is None:
+        run_policy["cleanPodPolicy"] = "None"
+    replicas = spec.get(REPLICA_SPECS)
+    for name, (count, restart) in REPLICA_DEFAULTS.items():
+        replica = replicas.get(name) if isinstance(replicas, dict) else None
+        if isinstance(replica, dict):
+            if replica.get("replicas") is None:
+                replica["replicas"] = count
+            if not replica.get("restartPolicy"):
+                replica["restartPolicy"] = restart
+    return job
+
+
+def settings_of(job_spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec.mpi` from an MPIJob's own fields: those not at their default (`job_fields` backwards)."""
+    return {own: job_spec[field] for own, field in _FIELDS.items()
+            if job_spec.get(field) is not None and job_spec[field] != SPEC_DEFAULTS[field]}

@@ -113,7 +113,7 @@ def verdicts(file: str) -> tuple[JobVerdict, ...]:
         title = f"{job.kind.kind} {job.namespace}/{job.name}"
         manifest = manifest_text(CORPUS / file, job.manifest.position(())[0])
         if job.ok and outcome.ok:
-            differences = sameness.differences(job.original, rendered[(job.namespace, job.name)])
+            differences = sameness.differences(job.original, rendered[(job.namespace, job.name)], job.kind)
             out.append(JobVerdict(file, title, not differences, [d.text() for d in differences], job.kept,
                                   content_lines(job.text), content_lines(manifest)))
         else:
