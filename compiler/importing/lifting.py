@@ -242,7 +242,7 @@ def _gang(policy: Obj, roles: Roles) -> Any:
     timeout = policy.get("scheduleTimeoutSeconds")
     if scheduler.volcano and timeout is None:
         return True
-    return {"scheduler": scheduler.name, **({"timeoutSeconds": timeout} if isinstance(timeout, int) else {})}
+    return dict(scheduler=scheduler.name, **({"timeoutSeconds": timeout} if isinstance(timeout, int) else {}))
 
 
 def policy(kind_default: str, job: Obj, roles: Roles, replicas: dict[str, Obj]) -> Obj:
