@@ -14,6 +14,7 @@ comparing (`compiler/importing/residual.py`), so a field read too eagerly here c
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -113,6 +114,7 @@ def resources(container: Obj, gpu: str) -> Obj:
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def _device(name: str) -> bool:
     """A resource `devices` takes (schemas.types.DeviceName: extended, hugepages, ephemeral-storage)."""
     from pydantic import TypeAdapter, ValidationError

@@ -11,6 +11,7 @@ PyTorchJob with two Masters) is found to be one.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
@@ -36,7 +37,18 @@ class Shape:
 
 
 def _spec(adapter: Adapter, nodes: int, roles: dict[str, Obj], extra: Optional[Obj]) -> Optional[TrainJobSpec]:
-    data: Obj = {"framework": adapter.name, "image": PROBE_IMAGE, "nodes": nodes, "roles": roles, **(extra or {})}
+    import json
+
+    return _validated(json.dumps({"framework": adapter.name, "image": PROBE_IMAGE, "nodes": nodes, "roles": roles,
+                                  **(extra or {})}, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=4096)
+def _validated(text: str) -> Optional[TrainJobSpec]:
+    """The probe spec of that JSON (remembered: a thousand jobs ask for a few dozen shapes)."""
+    import json
+
+    data = json.loads(text)
     try:
         return TrainJobSpec.model_validate(data)
     except ValidationError:
@@ -45,6 +57,14 @@ def _spec(adapter: Adapter, nodes: int, roles: dict[str, Obj], extra: Optional[O
 
 def role_types(adapter: Adapter) -> dict[str, str]:
     """role name -> the replica type it adds (found by asking the adapter's plan)."""
+    return dict(_role_types(adapter.name))
+
+
+@functools.lru_cache(maxsize=None)
+def _role_types(framework: str) -> tuple[tuple[str, str], ...]:
+    from foundation.frameworks import adapter as adapter_for
+
+    adapter = adapter_for(framework)
     base = _spec(adapter, 1, {}, None)
     assert base is not None
     plain = {p.replica_type for p in adapter.plan(base)}
@@ -54,7 +74,7 @@ def role_types(adapter: Adapter) -> dict[str, str]:
         added = {p.replica_type for p in adapter.plan(spec)} - plain if spec is not None else set()
         if len(added) == 1:
             found[role] = added.pop()
-    return found
+    return tuple(found.items())
 
 
 def _candidates(counts: dict[str, int]) -> Iterator[int]:

@@ -147,6 +147,15 @@ def dump(document: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def check(text: str, data: dict[str, Any]) -> None:
+    """`text` reads back as `data` (libyaml; the quoting rule above makes YAML 1.1 and 1.2 readers
+    agree, and the corpus test renders every written folder through the project's loader)."""
+    import yaml
+
+    if yaml.load(text, Loader=yaml.CSafeLoader) != data:
+        raise AssertionError(f"the text written does not read back as the spec:\n{text}")
+
+
 def write(files: dict[str, str], out: Path) -> list[str]:
     """Write `files` (relative path -> text) into `out`; the paths written. All or nothing: a
     file that exists with other content stops the run before anything is written."""
