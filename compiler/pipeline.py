@@ -129,11 +129,15 @@ def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs:
     return compile_documents(collect(paths), env=env, lower_jobs=lower_jobs)
 
 
-def compile_documents(sources: Sources, *, env: Optional[str] = None, lower_jobs: bool = True) -> Result:
+def compile_documents(sources: Sources, *, env: Optional[str] = None, lower_jobs: bool = True,
+                      review: bool = True, project: Optional[Project] = None) -> Result:
     """`compile_sources` on documents already read: what `train-compile import` compiles its
-    specs with in memory, before anything is written."""
+    specs with in memory, before anything is written. `review=False` leaves the cross-field
+    rules out (the importer's first lowering of a spec it will change, reviewed once final);
+    `project` is the sources' project document, validated already."""
     result = Result(diagnostics=list(sources.diagnostics))
-    project = _project(sources.project, result.diagnostics)
+    if project is None:
+        project = _project(sources.project, result.diagnostics)
     if project is None:
         result.diagnostics = ordered(result.diagnostics)
         return result
@@ -151,8 +155,9 @@ def compile_documents(sources: Sources, *, env: Optional[str] = None, lower_jobs
             continue
         found, problems = targets_for(doc, job, project, result.environments)
         result.diagnostics.extend(problems)
-        for target in found:
-            result.diagnostics.extend(rules.check(target))
+        if review:
+            for target in found:
+                result.diagnostics.extend(rules.check(target))
         targets.extend(found)
     if lower_jobs and not has_errors(result.diagnostics):
         for env_name in result.environments:

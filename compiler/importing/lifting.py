@@ -373,8 +373,7 @@ def _job_fields(adapter: Adapter, canon: Obj, spec: Obj) -> Obj:
 
 
 def _probe(spec: Obj, processes: Any) -> Any:
-    from schemas.trainjob import TrainJobSpec
+    from compiler.importing.shapes import probe
 
-    fields = {k: v for k, v in spec.items() if k in ("framework", "image", "nodes", "resources", "elastic", "roles",
-                                                     "mpi")}
-    return TrainJobSpec.model_validate({**fields, "processesPerNode": processes})
+    fields = {k: v for k, v in spec.items() if k in ("framework", "nodes", "resources", "elastic", "roles", "mpi")}
+    return probe({**fields, "processesPerNode": processes})

@@ -24,6 +24,7 @@ from compiler.importing import kinds, lifting, manifests, project, residual, sam
 from compiler.importing.kinds import JobKind
 from compiler.importing.manifests import Input, Manifest
 from compiler.importing.sameness import Difference
+from compiler.reading.sources import PROJECT_FILE
 from foundation import jsondata, poddefaults
 
 Obj = dict[str, Any]
@@ -56,6 +57,15 @@ class Job:
     @property
     def namespace(self) -> str:
         return str((self.original.get("metadata") or {}).get("namespace") or sameness.DEFAULT_NAMESPACE)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The project document the jobs compile with, and its model (None: invalid, and each
+    compile says why)."""
+
+    data: Obj
+    model: Any
 
 
 @dataclass
@@ -93,8 +103,9 @@ def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Out
     diagnostics += problems
     chosen = existing_project if existing_project is not None else settings
     if not problems:
+        compiled_with = Settings(chosen, validated(chosen))
         for job in live:
-            finish(job, chosen)
+            finish(job, compiled_with)
     for job in jobs:
         diagnostics += job.diagnostics
     if not jobs and not has_errors(diagnostics):
@@ -205,18 +216,21 @@ def clean(manifest: Manifest, kind: JobKind) -> tuple[Obj, list[Diagnostic]]:
     return job, problems
 
 
-def finish(job: Job, settings: Obj) -> None:
-    """Compile the lifted spec, move what differs into podTemplate, and compare again."""
+def finish(job: Job, settings: "Settings") -> None:
+    """Lower the lifted spec, move what differs into podTemplate, and compile and compare the
+    final spec. The first lowering is not reviewed: half the specs change after it, and the
+    review of the final spec (a full compile, or the rules alone when nothing changed) is what
+    counts, as `build` would run it."""
     assert job.spec is not None
     canon = job.canon
-    compiled, errors = compile_spec(job, settings)
-    if compiled is None:
+    probe, errors = compile_spec(job, settings, review=False)
+    if probe is None:
         job.diagnostics += errors
         job.spec = None
         return
     patches = {rtype: residual.patch(template, _template(canon, job.kind, rtype),
                                      poddefaults.strip(jsondata.copy(_template(canon, job.kind, rtype))))
-               for rtype, template in job.kind.templates(sameness.canonical(compiled, job.kind))}
+               for rtype, template in job.kind.templates(sameness.canonical(probe, job.kind))}
     shared = residual.common(list(patches.values()))
     own = {rtype: residual.without(p, shared) for rtype, p in patches.items()}
     if shared:
@@ -228,13 +242,13 @@ def finish(job: Job, settings: Obj) -> None:
                 f"the {rtype} pods differ from the others in what the spec has no field for"
                 f" ({', '.join(kept_fields(rest))}), and this train-compile has no per-role podTemplate",
                 "see docs/import.md, 'What is refused'"))
-    if shared:
-        compiled, errors = compile_spec(job, settings)
-        if compiled is None:
-            job.diagnostics += errors
-            job.spec = None
-            return
-    job.differences = list(sameness.diff(canon, sameness.canonical(compiled, job.kind)))
+    compiled, errors = compile_spec(job, settings, lower=bool(shared))
+    if errors:
+        job.diagnostics += errors
+        job.spec = None
+        return
+    job.differences = list(sameness.diff(canon, sameness.canonical(compiled or probe, job.kind)))
+    job.text = writing.dump(job.spec)
     job.kept = kept_fields(shared)
     told = {rtype for rtype, rest in own.items() if rest}  # their differences are named above
     for difference in job.differences:
@@ -246,22 +260,39 @@ def _template(canon: Obj, kind: JobKind, rtype: str) -> Obj:
     return dict(kind.templates(canon)).get(rtype) or {}
 
 
-def compile_spec(job: Job, settings: Obj) -> tuple[Optional[Obj], list[Diagnostic]]:
-    """The job `render` makes of the spec's text, or None and why not (at the manifest)."""
+def compile_spec(job: Job, settings: "Settings", *, review: bool = True,
+                 lower: bool = True) -> tuple[Optional[Obj], list[Diagnostic]]:
+    """The job `render` makes of the spec (None without `lower`: the review alone), and what
+    refuses it (at the manifest)."""
     from compiler.pipeline import compile_documents
     from compiler.reading.sources import Sources
     from schemas.loader import Document
 
     assert job.spec is not None
-    job.text = writing.dump(job.spec)  # tests read every corpus spec back through the loader (writing.check)
-    doc = Document(f"{job.name}.yaml", 0, job.spec)  # what the loader reads from the text, as checked
-    result = compile_documents(Sources(jobs=[doc], project=Document("trainforge.yaml", 0, settings)))
+    # the data `writing.dump` writes and the loader reads back (the corpus test renders every
+    # written folder; tests/importer/test_writing.py holds the text to the data)
+    doc = Document(f"{job.name}.yaml", 0, job.spec)
+    result = compile_documents(Sources(jobs=[doc], project=Document(PROJECT_FILE, 0, settings.data)), review=review,
+                               lower_jobs=lower, project=settings.model)
     if not result.ok:
         shown = "; ".join(f"{d.path}: {d.message}" for d in result.diagnostics if d.severity == "error")
         return None, [job.manifest.error((), f"the imported spec does not compile: {shown}",
                                          "see docs/import.md, 'What is refused'", prefer_key=False)]
     bundles = [b for env in result.bundles.values() for b in env]
-    return bundles[0].rendered_job(), []
+    return (bundles[0].rendered_job() if bundles else None), []
+
+
+def validated(settings: Obj) -> Any:
+    """The project of `settings` (validated once per import: every job compiles with it), or
+    None when it is invalid: each compile then says why, at the project file."""
+    from pydantic import ValidationError
+
+    from schemas.project import Project
+
+    try:
+        return Project.model_validate(settings)
+    except ValidationError:
+        return None
 
 
 def refusal(job: Job, difference: Difference) -> Diagnostic:

@@ -31,6 +31,7 @@ both values, for a person to read.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterator, Optional
@@ -115,8 +116,8 @@ def canonical(job: Obj, kind: Optional[JobKind] = None) -> Obj:
     meta = out.get("metadata")
     if isinstance(meta, dict):
         clean_metadata(meta)
-        meta.setdefault("namespace", DEFAULT_NAMESPACE)
-    out = pruned(out)
+        if not meta.get("namespace"):
+            meta["namespace"] = DEFAULT_NAMESPACE
     if kind is not None:
         for loc in kind.unknown_fields(out):
             drop(out, loc)
@@ -126,7 +127,7 @@ def canonical(job: Obj, kind: Optional[JobKind] = None) -> Obj:
         run_policy = (out.get("spec") or {}).get("runPolicy")
         if isinstance(run_policy, dict) and run_policy.get("suspend") is False:
             del run_policy["suspend"]
-    return _sorted(pruned(out))
+    return pruned(out)
 
 
 def drop(obj: Obj, loc: tuple[Any, ...]) -> None:
@@ -196,11 +197,20 @@ def amounts(node: Any, paths: tuple[tuple[str, ...], ...]) -> None:
 
 
 class Amount(str):
-    """A quantity as written, equal to any other writing of the same amount."""
+    """A quantity as written, equal to any other writing of the same amount (read once)."""
+
+    value: object
+
+    def __new__(cls, text: str) -> "Amount":
+        made = super().__new__(cls, text)
+        made.value = _amount(text)
+        return made
 
     def __eq__(self, other: object) -> bool:
+        if other.__class__ is Amount:
+            return self.value == other.value  # type: ignore[attr-defined]
         if isinstance(other, (str, int, float)) and not isinstance(other, bool):
-            return _amount(self) == _amount(other if not isinstance(other, float) else repr(other))
+            return self.value == _amount(other if not isinstance(other, float) else repr(other))
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -208,14 +218,23 @@ class Amount(str):
         return equal if equal is NotImplemented else not equal
 
     def __hash__(self) -> int:
-        return hash(_amount(self))
+        return hash(self.value)
 
     @property
     def text(self) -> str:
         return str.__str__(self)
 
 
+@functools.lru_cache(maxsize=4096)
+def _cached_amount(value: object) -> object:
+    return _read_amount(value)
+
+
 def _amount(value: object) -> object:
+    return _cached_amount(value) if value.__class__ in (str, int) else _read_amount(value)
+
+
+def _read_amount(value: object) -> object:
     try:
         return quantity.read(value)[0].normalize()
     except ValueError:
@@ -239,27 +258,35 @@ def _amounts(node: Any, trie: dict) -> None:
 def _leaf(value: Any, trie: dict) -> Any:
     if "" in trie and isinstance(value, (str, int, float)) and not isinstance(value, bool):
         text = value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
-        return Amount(text) if isinstance(_amount(text), Decimal) else value
+        made = Amount(text)
+        return made if isinstance(made.value, Decimal) else value
     _amounts(value, trie)
     return value
 
 
-def pruned(node: Any, keep_empty: bool = False) -> Any:
-    """Nulls dropped, and empty maps and lists, except the empty maps of a volume (`keep_empty`:
-    its source, `emptyDir: {}`)."""
-    if isinstance(node, dict):
+def pruned(node: Any, field: str = "", keep_empty: bool = False) -> Any:
+    """A copy without nulls, empty maps and empty lists (except the empty maps of a volume,
+    `keep_empty`: its source, `emptyDir: {}`), lists Kubernetes keys and does not order
+    sorted by their key (`UNORDERED`). One pass: it was two and a sort, ~40% of the importer."""
+    if node.__class__ is dict:
         out = {}
         for key, value in node.items():
-            if key in VOLUME_LISTS and isinstance(value, list):
-                value = [pruned(item, keep_empty=True) for item in value]
-            else:
-                value = pruned(value)
-            if value is None or (value in ({}, []) and not (keep_empty and isinstance(value, dict))):
+            if value is None:
                 continue
+            if value.__class__ is dict or value.__class__ is list:
+                value = pruned(value, key, False)
+                if not value and not (keep_empty and value.__class__ is dict):
+                    continue
             out[key] = value
         return out
-    if isinstance(node, list):
-        return [pruned(item) for item in node]
+    if node.__class__ is list:
+        volumes = field in VOLUME_LISTS
+        items = [pruned(item, "", volumes) if item.__class__ in (dict, list) else item for item in node]
+        if field in UNORDERED:
+            key = keyed(field, items)
+            if key is not None:
+                return sorted(items, key=lambda i: str(i[key]))
+        return items
     return node
 
 
@@ -270,16 +297,6 @@ def keyed(field: str, items: Any) -> Optional[str]:
         return None
     values = [str(i[key]) for i in items]
     return key if len(set(values)) == len(values) else None
-
-
-def _sorted(node: Any, field: str = "") -> Any:
-    if isinstance(node, dict):
-        return {k: _sorted(v, str(k)) for k, v in node.items()}
-    if isinstance(node, list):
-        items = [_sorted(item) for item in node]
-        key = keyed(field, items) if field in UNORDERED else None
-        return sorted(items, key=lambda i: str(i[key])) if key else items
-    return node
 
 
 # --- the differences ---------------------------------------------------------------------------
@@ -319,10 +336,15 @@ def diff(a: Any, b: Any, loc: tuple[Any, ...] = (), field: str = "") -> Iterator
 def same(a: Any, b: Any) -> bool:
     """Equal leaves (or whole values): a quantity by amount, anything else by value and type (a
     YAML `true` is no `1`, an `"8"` no `8`)."""
-    if isinstance(a, Amount) or isinstance(b, Amount):
+    if a is b:
+        return True
+    kind = a.__class__
+    if kind is Amount or b.__class__ is Amount:
         return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
+    if kind is not b.__class__:
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(key in b and same(value, b[key]) for key, value in a.items())
+    if kind is list:
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
+    return a == b

@@ -37,10 +37,15 @@ class Shape:
 
 
 def _spec(adapter: Adapter, nodes: int, roles: dict[str, Obj], extra: Optional[Obj]) -> Optional[TrainJobSpec]:
+    return probe({"framework": adapter.name, "nodes": nodes, "roles": roles, **(extra or {})})
+
+
+def probe(fields: Obj) -> Optional[TrainJobSpec]:
+    """A spec of these fields (any image), to ask an adapter's plan or job fields; None when
+    invalid. Remembered: a thousand jobs ask for a few dozen shapes."""
     import json
 
-    return _validated(json.dumps({"framework": adapter.name, "image": PROBE_IMAGE, "nodes": nodes, "roles": roles,
-                                  **(extra or {})}, sort_keys=True))
+    return _validated(json.dumps({"image": PROBE_IMAGE, **fields}, sort_keys=True))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -115,7 +115,9 @@ class TrainerKind(JobKind):
 
     def default(self, job: Obj) -> Obj:
         spec = job.setdefault("spec", {})
-        runtime_ref = spec.setdefault("runtimeRef", {})
+        if not isinstance(spec.get("runtimeRef"), dict):
+            spec["runtimeRef"] = {}
+        runtime_ref = spec["runtimeRef"]
         runtime_ref.setdefault("apiGroup", TRAINER_GROUP)
         runtime_ref.setdefault("kind", DEFAULT_RUNTIME_KIND)
         if spec.get("managedBy") == MANAGED_BY:
@@ -220,10 +222,11 @@ def _processes(adapter: Adapter, spec: Obj, written: Any) -> Optional[int]:
     capability = adapter.trainer_v2
     if capability is None or written is None:
         return None
-    from schemas.trainjob import TrainJobSpec
+    from compiler.importing.shapes import probe
 
-    fields = {k: v for k, v in spec.items() if k in ("framework", "image", "nodes", "resources")}
-    auto = capability.num_proc_per_node(TrainJobSpec.model_validate({"image": "probe", **fields}))
+    fields = {k: v for k, v in spec.items() if k in ("framework", "nodes", "resources")}
+    found = probe(fields)
+    auto = capability.num_proc_per_node(found) if found is not None else None
     if same(plain(written), auto) or isinstance(written, bool) or not str(plain(written)).isdigit():
         return None
     return int(str(plain(written)))

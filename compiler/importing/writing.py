@@ -17,6 +17,7 @@ moved into place, and a file that is there already with other content is never r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -63,13 +64,20 @@ def ordered(value: Any, parent: str = "") -> Any:
 
 
 def scalar(value: Any, *, flow: bool = False) -> str:
+    """A scalar as YAML text (a string plain where that reads back as the same string)."""
+    if value.__class__ is str:
+        return _string(value, flow)
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return json.dumps(value)
-    text = str(value)
+    return _string(str(value), flow)
+
+
+@functools.lru_cache(maxsize=8192)
+def _string(text: str, flow: bool) -> str:
     pattern = _PLAIN_FLOW if flow else _PLAIN
     if (not text or _AMBIGUOUS.match(text) or not pattern.match(text) or text != text.strip()
             or ": " in text or " #" in text or text.endswith(":")):
