@@ -13,8 +13,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -22,8 +20,12 @@ from pydantic import (
     model_validator,
 )
 
+# the spec's parts live in their own modules; they are imported from here too (one name per model)
+from schemas.elastic import Elastic
+from schemas.placement import Gang, GangChoice, RoleScheduling, Scheduling, Toleration  # noqa: F401
+from schemas.resources import ResourceLimits, Resources  # noqa: F401
+from schemas.strict import ConfigMapRef, EnvValue, SecretRef, StrictModel  # noqa: F401
 from schemas.types import (
-    DeviceName,
     EnvName,
     LabelKey,
     LabelValue,
@@ -35,7 +37,6 @@ from schemas.types import (
     PositiveInt,
     Quantity,
     Seconds,
-    SharedMemorySize,
 )
 
 API_VERSION = "trainforge.dev/v1alpha1"
@@ -43,114 +44,6 @@ API_VERSION = "trainforge.dev/v1alpha1"
 # tests/foundation/test_framework_table.py fails when the two differ
 Framework = Literal["pytorch", "tensorflow", "mpi", "xgboost", "paddle", "jax", "mxnet"]
 FRAMEWORKS: tuple[str, ...] = Framework.__args__  # type: ignore[attr-defined]
-
-
-class StrictModel(BaseModel):
-    """Base for every spec object: strict types, unknown keys rejected, camelCase names."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=False)
-
-
-class SecretRef(StrictModel):
-    secret: NonEmptyStr = Field(description="Secret name in the job's namespace.")
-    key: NonEmptyStr = Field(description="Key inside the Secret.")
-
-
-class ConfigMapRef(StrictModel):
-    configMap: NonEmptyStr = Field(description="ConfigMap name in the job's namespace.")
-    key: NonEmptyStr = Field(description="Key inside the ConfigMap.")
-
-
-def _env_kind(value: Any) -> str | None:
-    # Tags show up in pydantic error locs; "env:" keeps them apart from the real keys
-    # `secret` and `configMap` of the same objects (compiler/reading/validation.py skips them).
-    if isinstance(value, str):
-        return "env:value"
-    if isinstance(value, dict):
-        return "env:configMap" if "configMap" in value else "env:secret"
-    return None
-
-
-EnvValue = Annotated[
-    Annotated[str, Field(strict=True), Tag("env:value")]
-    | Annotated[SecretRef, Tag("env:secret")]
-    | Annotated[ConfigMapRef, Tag("env:configMap")],
-    Discriminator(
-        _env_kind,
-        custom_error_type="env_value",
-        custom_error_message="an env value is a string, {secret: NAME, key: KEY} or"
-        " {configMap: NAME, key: KEY}; quote numbers and booleans",
-    ),
-]
-
-
-class ResourceLimits(StrictModel):
-    """Limits where they differ from what the requests imply: none for CPU, the request for memory."""
-
-    cpu: Optional[Quantity] = Field(None, description="CPU limit; without it the container has none.")
-    memory: Optional[Quantity] = Field(
-        None, description="Memory limit when it differs from resources.memory; null: no memory limit."
-    )
-
-    def dropped(self, name: str) -> bool:
-        """`name: null` was written: no limit at all for it."""
-        return name in self.model_fields_set and getattr(self, name) is None
-
-
-class Resources(StrictModel):
-    """Per-node resources. GPUs become limits of the environment's gpuResource; cpu and memory
-    are requests (memory also the limit), `limits` sets a limit where it differs, `devices` asks
-    for other resources with limit = request."""
-
-    gpu: Optional[NonNegativeInt] = Field(
-        None, description="Whole GPUs per node: requests and limits of the environment's gpuResource."
-    )
-    gpuType: Optional[NonEmptyStr] = Field(
-        None, description="GPU model, resolved through the environment's gpuTypes table."
-    )
-    cpu: Optional[Quantity] = Field(None, description="CPU request.")
-    memory: Optional[Quantity] = Field(
-        None, description="Memory request, and the memory limit unless limits.memory says otherwise."
-    )
-    limits: Optional[ResourceLimits] = Field(
-        None, description="Limits that differ: {cpu: \"16\", memory: 80Gi}; memory: null drops the memory limit."
-    )
-    devices: dict[DeviceName, Quantity] = Field(
-        default_factory=dict,
-        description="Other resources, each with limit = request: extended resources (vpc.amazonaws.com/efa: 4,"
-        " rdma/hca_shared_devices_a: 1; whole numbers), hugepages-<size> (a multiple of the page size, beside"
-        " cpu or memory) and ephemeral-storage.",
-    )
-    sharedMemory: Optional[SharedMemorySize] = Field(
-        None, description="/dev/shm: a size (a memory-backed emptyDir of that sizeLimit), unsized (memory-backed,"
-        " no sizeLimit) or host (the node's /dev/shm as a hostPath volume: needs policy.podSecurity: privileged)."
-    )
-
-
-class Role(StrictModel):
-    """A framework-specific extra role (e.g. tensorflow `ps`, mxnet `server`)."""
-
-    replicas: NonNegativeInt = Field(1, description="Pods of this role.")
-    resources: Optional[Resources] = Field(None, description="The role's own resources (no GPUs unless asked).")
-    command: Optional[list[NonEmptyStr]] = Field(None, description="Overrides spec.command for this role.")
-    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role.")
-
-
-class Elastic(StrictModel):
-    """Elastic training (pytorch only): torchrun rendezvous between min and max nodes."""
-
-    minNodes: PositiveInt = Field(description="Fewest nodes the job runs on.")
-    maxNodes: PositiveInt = Field(description="Most nodes the job scales to.")
-    maxRestarts: Optional[NonNegativeInt] = Field(None, description="torchrun restarts before failing.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "Elastic":
-        if self.maxNodes < self.minNodes:
-            raise ValueError(
-                f"maxNodes ({self.maxNodes}) is below minNodes ({self.minNodes});"
-                " set maxNodes >= minNodes"
-            )
-        return self
 
 
 class Volume(StrictModel):
@@ -183,53 +76,47 @@ class Volume(StrictModel):
         return self
 
 
-class Toleration(StrictModel):
-    key: Optional[str] = None
-    operator: Optional[Literal["Exists", "Equal"]] = None
-    value: Optional[str] = None
-    effect: Optional[Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]] = None
-    tolerationSeconds: Optional[int] = None
+RestartPolicy = Literal["OnFailure", "Never", "ExitCode", "Always"]
 
 
-class Gang(StrictModel):
-    scheduler: Literal["volcano", "coscheduling"] = "volcano"
-    timeoutSeconds: Optional[PositiveInt] = None
+class Role(StrictModel):
+    """One replica type of the kind, by its lower-case name: settings for its pods only.
 
+    Main roles (those `nodes` counts: pytorch master and worker, tensorflow chief and worker,
+    worker elsewhere) take no `replicas`; tensorflow's `chief: {replicas: 0}` makes a job without
+    its chief pod. Extra roles (tensorflow ps and evaluator, paddle ps, mxnet server) exist only when
+    listed, with `replicas` (default 1). One-pod roles (the mpi launcher, the mxnet scheduler) are
+    always there. Each field given replaces the job's for this role; `env` is merged over spec.env."""
 
-def _gang_kind(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "switch"
-    return "object" if isinstance(value, dict) else None
-
-
-GangChoice = Annotated[
-    Annotated[bool, Tag("switch")] | Annotated[Gang, Tag("object")],
-    Discriminator(
-        _gang_kind,
-        custom_error_type="gang_value",
-        custom_error_message="gang is true, false or {scheduler: volcano | coscheduling,"
-        " timeoutSeconds: N}",
-    ),
-]
-
-
-class Scheduling(StrictModel):
-    queue: Optional[NonEmptyStr] = Field(
-        None,
-        description="Kueue LocalQueue name; null: none, not even the environment's default. Not for mpi or"
-        " mxnet under kubeflow-v1: Kueue v0.17 does not manage those kinds (refused).",
+    replicas: Optional[NonNegativeInt] = Field(
+        None, description="Pods of an extra role (default 1); 0 leaves it out. Main and one-pod roles take none"
+        " (tensorflow's chief takes 0: no chief pod)."
     )
-    priority: Optional[NonEmptyStr] = Field(None, description="PriorityClass name; under trainer-v2 only as a Kueue label (kueuePriority).")
-    gang: Optional[GangChoice] = Field(
-        None,
-        description="true = the environment's gang scheduler (else volcano), or an object.",
+    image: Optional[NonEmptyStr] = Field(None, description="Overrides spec.image for this role.")
+    command: Optional[list[NonEmptyStr]] = Field(None, description="Overrides spec.command for this role.")
+    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role.")
+    env: Optional[dict[EnvName, EnvValue]] = Field(
+        None, description="Merged over spec.env for this role (a name given here wins)."
     )
-    nodeSelector: Optional[dict[LabelKey, LabelValue]] = None
-    tolerations: Optional[list[Toleration]] = None
+    restart: Optional[RestartPolicy] = Field(
+        None, description="This replica type's restartPolicy, over policy.restart; kubeflow-v1 only."
+    )
+    resources: Optional[Resources] = Field(
+        None, description="Replaces the job's per-node resources for this role (an extra role has none of the"
+        " job's: no GPUs unless asked)."
+    )
+    scheduling: Optional[RoleScheduling] = Field(
+        None, description="nodeSelector, tolerations and affinity for this role's pods (each replaces the job's)."
+    )
+    # checked like spec.podTemplate (compiler/review/podschema.py), merged after it
+    podTemplate: dict[str, Any] = Field(
+        default_factory=dict, description="Strategic-merge patch onto this role's pod template only, after"
+        " spec.podTemplate (volumes, annotations, init containers...)."
+    )
 
 
 class Policy(StrictModel):
-    restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = Field(
+    restart: Optional[RestartPolicy] = Field(
         None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. Under trainer-v2 only with"
         " restartScope: job, as OnFailure or ExitCode."
     )
@@ -362,7 +249,8 @@ class TrainJobSpec(StrictModel):
     )
     resources: Resources = Field(default_factory=Resources, description="Per-node resources.")
     roles: dict[Name, Role] = Field(
-        default_factory=dict, description="Framework-specific extra roles (tensorflow ps/evaluator, mxnet server...);"
+        default_factory=dict, description="Per replica type, by its lower-case name: extra roles (tensorflow"
+        " ps/evaluator, paddle ps, mxnet server) and settings for one role's pods only (roles.worker.image, ...);"
         " kubeflow-v1 only."
     )
     elastic: Optional[Elastic] = Field(

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
     from compiler.reading.resolve import Target
     from schemas.bundle import Bundle
-    from schemas.trainjob import Resources
+    from schemas.trainjob import Resources, Role
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ class TargetApi:
     pod_group_in_git: bool = True
     # top-level spec fields only this target reads (mpi-operator: `mpi`); elsewhere an error
     own_fields: tuple[str, ...] = ()
+    # pod template key (as in pod_templates) -> its spec.roles entry, whose placement replaces the
+    # job's there (overlays/scheduling.py); {}: the target takes no per-role settings (trainer-v2)
+    role_entries: Callable[["Bundle"], dict[str, Optional["Role"]]] = lambda bundle: {}
 
 
 def gpus_in(resources: dict[str, Any]) -> int:

@@ -195,19 +195,44 @@ def _shape(target: Target) -> Iterator[Diagnostic]:
             " torch mlPolicy has no elastic policy)",
             f"{_unset(target, ('elastic',))} and give nodes the size to run at",
         )
-    for role in spec.roles:
-        yield _error(
-            target, ("roles", role),
-            f"a Trainer v2 TrainJob has no extra roles; every pod is a node with"
-            f" resourcesPerNode (an MPI launcher runs as one of the nodes)",
-            f"{_unset(target, ('roles',))} (the kubeflow-v1 environments keep them), {OWN_RUNTIME}",
-        )
+    yield from _roles(target)
     if spec.workingDir is not None:
         yield _error(
             target, ("workingDir",),
             "a Trainer v2 TrainJob cannot set the working directory",
             f"{_unset(target, ('workingDir',))} (cd in your command or set WORKDIR in the image)",
         )
+
+
+# what a v1 role entry sets that a TrainJob cannot set for one role's pods
+_ROLE_FIELDS = {
+    "image": "an image", "command": "a command", "args": "arguments", "env": "environment variables",
+    "restart": "a restart policy (runtimePatches set no restartPolicy)", "resources": "resources",
+    "scheduling": "placement", "podTemplate": "pod template fields",
+}
+
+
+def _roles(target: Target) -> Iterator[Diagnostic]:
+    """A TrainJob's nodes are one replicated job with one trainer: a main role's settings (v1's
+    Master or Worker only) have nowhere to go, nor has an extra role."""
+    main = adapter_for(target.spec.framework).facts.main_roles
+    for role, entry in target.spec.roles.items():
+        written = [field for field in _ROLE_FIELDS if field in entry.model_fields_set]
+        if role not in main or not written:
+            yield _error(
+                target, ("roles", role),
+                f"a Trainer v2 TrainJob has no extra roles; every pod is a node with"
+                f" resourcesPerNode (an MPI launcher runs as one of the nodes)",
+                f"{_unset(target, ('roles',))} (the kubeflow-v1 environments keep them), {OWN_RUNTIME}",
+            )
+            continue
+        for field in written:
+            yield _error(
+                target, ("roles", role, field),
+                f"a Trainer v2 TrainJob cannot give {_ROLE_FIELDS[field]} to its {role} pods alone: every node"
+                " runs one trainer from one replicated job",
+                f"set it for every node in spec (or {_unset(target, ('roles', role))}), {OWN_RUNTIME}",
+            )
 
 
 def _scheduling(target: Target) -> Iterator[Diagnostic]:

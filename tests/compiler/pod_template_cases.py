@@ -178,6 +178,15 @@ CASES: dict[str, Case] = {
         CROSS, {}, spec={"resources": {"cpu": "2", "limits": {"cpu": "1"}}}),
     "a memory limit below the memory request is refused": Case(
         CROSS, {}, spec={"resources": {"memory": "2Gi", "limits": {"memory": "1Gi"}}}),
+    "a mount in a role's podTemplate of a volume only the job's other role has is refused": Case(
+        CROSS, {}, spec={"nodes": 2, "roles": {
+            "master": {"podTemplate": pod(volumes=[{"name": "cache", "emptyDir": {}}])},
+            "worker": {"podTemplate": main(volumeMounts=[{"name": "cache", "mountPath": "/cache"}])}}},
+        frameworks=("pytorch", "xgboost")),
+    "a role's affinity without a topologyKey is refused": Case(
+        CROSS, {}, spec={"nodes": 2, "roles": {"worker": {"scheduling": {"affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"a": "b"}}}]}}}}}},
+        frameworks=("pytorch", "jax")),
     # --- conflicts the server takes
     "a volume at /dev/shm beside resources.sharedMemory is refused": Case(
         CONFLICT, pod(volumes=[{"name": "scratch", "emptyDir": {}}],
@@ -198,6 +207,12 @@ CASES: dict[str, Case] = {
     "requests and limits apart with devices, hugepages and an unsized /dev/shm are valid": Case(VALID, {}, spec={
         "resources": {"cpu": "1", "memory": "1Gi", "limits": {"cpu": "2", "memory": None}, "sharedMemory": "unsized",
                       "devices": {"rdma/hca_shared_devices_a": 1, "hugepages-2Mi": "4Mi", "ephemeral-storage": "1Gi"}}}),
+    "a role's own podTemplate, placement and a job affinity are valid": Case(VALID, {}, spec={
+        "nodes": 2, "scheduling": {"affinity": AFFINITY},
+        "roles": {"worker": {"podTemplate": pod(volumes=[{"name": "cache", "emptyDir": {}}], containers=[
+            {"name": MAIN, "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]}]),
+            "scheduling": {"nodeSelector": {"pool": "gpu"}, "tolerations": [{"key": "gpu", "operator": "Exists"}]}}}},
+        frameworks=("pytorch", "jax")),
     "an init container is valid": Case(VALID, pod(initContainers=[{"name": "warm", "image": BUSYBOX, "command": ["true"]}])),
     "a projected volume with a token of the job's account is valid": Case(VALID, volume_and_mount({"projected": {
         "sources": [{"configMap": {"name": "settings"}}, {"serviceAccountToken": {"path": "token",

@@ -120,7 +120,7 @@ CASES = [
     ("an unknown field inside a role suggests the closest one",
      job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
      "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
-     " allowed here: args, command, replicas, resources"),
+     " allowed here: args, command, env, image, podTemplate, replicas, resources, restart, scheduling"),
     ("an unknown framework suggests the closest one",
      job_text(framework="pytorc"),
      "6:14: error: spec.framework: the string 'pytorc' is not allowed; did you mean 'pytorch'?"
@@ -222,14 +222,56 @@ CASES = [
     # --- cross-field rules
     ("a role pytorch does not have is rejected",
      job_text("roles:\n  ps: {replicas: 2}\n"),
-     "9:5: error: spec.roles.ps: pytorch has no role 'ps'; allowed roles for pytorch: none"),
+     "9:5: error: spec.roles.ps: pytorch has no role 'ps'; roles of pytorch: master, worker"),
     ("a role tensorflow does not have lists the ones it has",
      job_text("roles:\n  server: {replicas: 2}\n", framework="tensorflow"),
-     "9:5: error: spec.roles.server: tensorflow has no role 'server'; allowed roles for tensorflow: ps, evaluator"),
-    ("the MPI launcher role takes only resources",
+     "9:5: error: spec.roles.server: tensorflow has no role 'server'; roles of tensorflow: chief, worker, ps,"
+     " evaluator"),
+    ("the MPI launcher role takes no replicas",
      job_text("roles:\n  launcher: {replicas: 2}\n", framework="mpi"),
-     "9:5: error: spec.roles.launcher: the MPI launcher takes only resources;"
-     " drop replicas, command and args; the launcher runs spec.command"),
+     "9:26: error: spec.roles.launcher.replicas: the MPI launcher is one pod of every MPIJob, so it takes no"
+     " replicas; remove replicas"),
+    ("a main role takes no replicas: nodes counts it",
+     job_text("roles:\n  worker: {replicas: 3}\n"),
+     "9:24: error: spec.roles.worker.replicas: worker is a role nodes counts, so it takes no replicas; remove"
+     " replicas and set nodes"),
+    ("a tensorflow chief takes replicas 0 only",
+     job_text("roles:\n  chief: {replicas: 2}\n", framework="tensorflow"),
+     "9:23: error: spec.roles.chief.replicas: chief is a role nodes counts, so it takes no replicas; remove"
+     " replicas (replicas: 0 leaves the chief out), or set nodes"),
+    ("settings for a role the job never has are refused",
+     job_text("elastic: {minNodes: 1, maxNodes: 2}\nroles:\n  master: {image: ghcr.io/acme/master:1}\n"),
+     "10:5: error: spec.roles.master: this PyTorchJob has no master pods, so these settings would apply to none;"
+     " remove roles.master, or set them under roles.worker"),
+    ("a role's podTemplate is checked against Kubernetes' schema at its own line",
+     job_text("roles:\n  worker:\n    podTemplate:\n      spec: {hostNetwrk: true}\n"),
+     "11:16: error: spec.roles.worker.podTemplate.spec.hostNetwrk: unknown field 'hostNetwrk'; did you mean "
+     "'hostNetwork'? see `kubectl explain pod.spec` for the fields"),
+    ("a role's affinity is checked as Kubernetes' Affinity",
+     job_text("roles:\n  worker:\n    scheduling:\n      affinity: {nodeAffinty: {}}\n"),
+     "11:20: error: spec.roles.worker.scheduling.affinity.nodeAffinty: unknown field 'nodeAffinty'; did you "
+     "mean 'nodeAffinity'? allowed here: nodeAffinity, podAffinity, podAntiAffinity"),
+    ("the job's affinity is checked as Kubernetes' Affinity",
+     job_text("scheduling:\n  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+              "        - {labelSelector: {matchLabels: {app: x}}}\n"),
+     "12:13: error: "
+     "spec.scheduling.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: "
+     "is required (the API server refuses a requiredDuringSchedulingIgnoredDuringExecution item without it); "
+     "add topologyKey"),
+    ("a pod restartPolicy in a role's podTemplate points at the role's restart",
+     job_text("roles:\n  worker:\n    restart: OnFailure\n    podTemplate:\n      spec: {restartPolicy: Never}\n"),
+     "12:31: error: spec.roles.worker.podTemplate.spec.restartPolicy: pod restartPolicy Never conflicts with "
+     "roles.worker.restart OnFailure, which the Training Operator writes into every pod (ExitCode as Never); "
+     "remove it from podTemplate and set roles.worker.restart (OnFailure, Never, ExitCode or Always)"),
+    ("a role toleration without a key needs operator Exists",
+     job_text("roles:\n  worker:\n    scheduling:\n      tolerations: [{value: x}]\n"),
+     "11:23: error: spec.roles.worker.scheduling.tolerations[0]: a toleration without a key must have "
+     "operator: Exists; add key: <taint key>, or operator: Exists to tolerate every taint"),
+    ("a role's podTemplate breaking baseline names the role's line",
+     job_text("nodes: 2\nroles:\n  worker:\n    podTemplate:\n      spec: {hostNetwork: true}\n"),
+     "12:16: error: spec.roles.worker.podTemplate.spec.hostNetwork: pod security level 'baseline' forbids "
+     "hostNetwork: true (Host Namespaces); remove hostNetwork, or ask for policy.podSecurity: privileged in "
+     "trainforge.yaml"),
     ("elastic training on tensorflow is rejected",
      job_text("elastic: {minNodes: 1, maxNodes: 4}\n", framework="tensorflow"),
      "8:3: error: spec.elastic: elastic training is pytorch only, not tensorflow;"
@@ -557,6 +599,34 @@ CASES = [
      "(HostPath Volumes): sharedMemory: host mounts the node's /dev/shm; write sharedMemory: unsized "
      "(memory-backed, no size limit) or a size such as 64Gi, or ask for policy.podSecurity: privileged in "
      "trainforge.yaml"),
+    # --- elastic rendezvous and metrics (schemas/elastic.py: the HPA's own rules on a MetricSpec)
+    ("an etcd rendezvous without a host is refused: worker 0 is no etcd server",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {backend: etcd}\n"),
+     "11:17: error: spec.elastic.rendezvous: the etcd backend meets at an etcd server, and worker 0 (the "
+     "default host) is none; add host (and port) of your etcd service"),
+    ("an unknown rendezvous backend lists torchrun's",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {backend: zookeeper}\n"),
+     "11:27: error: spec.elastic.rendezvous.backend: the string 'zookeeper' is not allowed; use one of c10d, "
+     "etcd, etcd-v2, static"),
+    ("a rendezvous port beyond 65535 is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {port: 70000}\n"),
+     "11:24: error: spec.elastic.rendezvous.port: 70000 is too large; use a value <= 65535"),
+    ("a resource metric with a Value target is refused as the HPA does",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Resource, resource: {name: cpu, target: {type: Value, value: 2}}}\n"),
+     "12:9: error: spec.elastic.metrics[0]: a Resource metric's target is Utilization or AverageValue (the HPA "
+     "refuses Value); write target.type: Utilization or AverageValue"),
+    ("a metric target without its value is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Resource, resource: {name: cpu, target: {type: Utilization}}}\n"),
+     "12:56: error: spec.elastic.metrics[0].resource.target: a target of type Utilization needs "
+     "averageUtilization; add averageUtilization, which the HPA scales to"),
+    ("a metric whose type names another source is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Pods, resource: {name: cpu, target: {type: AverageValue, averageValue: 1}}}\n"),
+     "12:9: error: spec.elastic.metrics[0]: a Pods metric takes pods and no other source (resource given); "
+     "write pods: {...} only"),
+    ("a zero metric target is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: External, external: {metric: {name: q}, target: {type: Value, value: 0}}}\n"),
+     "12:64: error: spec.elastic.metrics[0].external.target: value 0 is not above 0, which the HPA refuses; "
+     "give a positive amount"),
     # --- environments
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),

@@ -140,6 +140,17 @@ CASES: dict[str, Case] = {
         {}, spec={"resources": {"cpu": "1", "memory": "1Gi", "limits": {"cpu": "2", "memory": "2Gi"},
                                 "devices": {"vpc.amazonaws.com/efa": 1, "hugepages-2Mi": "4Mi",
                                             "ephemeral-storage": "1Gi"}}}),
+    "a worker-only hostNetwork in the role's podTemplate is refused": Case(
+        {}, spec={"nodes": 2, "roles": {"worker": {"podTemplate": {"spec": {"hostNetwork": True}}}}}),
+    "a launcher-only privileged container is refused": Case(
+        {}, framework="mpi", spec={"roles": {"launcher": {"podTemplate": containers(
+            {"name": "mpi", "securityContext": {"privileged": True}})}}}),
+    "affinity per job and per role is allowed": Case({}, spec={"nodes": 2, "scheduling": {"affinity": {
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}}},
+        "roles": {"worker": {"scheduling": {"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}}}}}}),
     # --- host ports
     "a hostPort is refused": Case(containers({"name": "pytorch", "ports": [{"containerPort": 8080, "hostPort": 8080}]})),
     "a hostPort on an init container is refused": Case(containers(
