@@ -31,7 +31,8 @@ CONTROLLER_HELP = (
     " makes: training-operator (upstream: its init-pytorch and kubectl-delivery init containers have no"
     " securityContext, so policy.podSecurity: restricted refuses multi-node PyTorch and MPI jobs) or"
     " train-controller (its init containers meet restricted). Under target trainer-v2 the Trainer makes"
-    " the pods: a default here does not apply there, and an environment's own controller is an error."
+    " the pods, under mpi-operator the mpi-operator: a default here does not apply there, and an"
+    " environment's own controller is an error."
 )
 
 
