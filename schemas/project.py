@@ -146,7 +146,7 @@ class ProjectDefaults(StrictModel):
         " trainer-v2 these are errors at their field: policy restart and backoffLimit (unless restartScope:"
         " job), ttlAfterFinished and cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime"
         " without podGroupPolicy (docs/migration-trainer-v2.md). mpi-operator: the mpi-operator's"
-        " kubeflow.org/v2beta1 MPIJob, for mpi only (spec.mpi; restart ExitCode and Always, restartScope:"
+        " kubeflow.org/v2beta1 MPI job, for mpi only (spec.mpi; restart ExitCode and Always, restartScope:"
         " job are errors; docs/mpi-operator.md).",
     )
     controller: ControllerName = Field(DEFAULT_CONTROLLER, description=CONTROLLER_HELP)
