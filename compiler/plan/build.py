@@ -14,7 +14,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from foundation.frameworks import BY_KIND
 from compiler.plan import fields as fieldsmod
 from compiler.plan import gpus as gpumod
 from compiler.plan import judge, live, revision, words
@@ -24,6 +23,7 @@ from compiler.plan.hazards import ENGINE_ASSUMPTIONS, REFUSED_SYNC, setting
 from compiler.plan.matching import Pair, pairs
 from compiler.plan.model import EnvironmentPlan, Gpus, JobPlan, Plan, Position
 from compiler.plan.sides import Job, Side
+from compiler.targets import api
 
 LiveIndex = dict[tuple[str, str, str], dict[str, Any]]
 
@@ -62,10 +62,10 @@ def wanted(both: Sides) -> set[tuple[str, str, str, str]]:
 
 
 def _queued(job: Optional[Job]) -> bool:
+    """A queue label on a job Kueue manages (the target table says which: not a v1 MPIJob or MXJob)."""
     if job is None or job.queue is None:
         return False
-    adapter = BY_KIND.get(job.kind)
-    return adapter is None or adapter.facts.kueue_unmanaged is None  # TrainJobs are Kueue's too
+    return job.bundle.api.kueue_manages(job.bundle.target.spec.framework)
 
 
 def _git_suspended(job: Optional[Job]) -> bool:
@@ -162,7 +162,7 @@ def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[st
             notes.append(f"environment {env} is gone from trainforge.yaml: its jobs go when train-compile argocd or flux"
                          " output drops its Application or Kustomization")
         envs.append(EnvironmentPlan(
-            name=env, target=env_setting[0], controller=None if env_setting[0] == "trainer-v2" else env_setting[1],
+            name=env, target=env_setting[0], controller=None if api(env_setting[0]).maker else env_setting[1],
             jobs=jobs, gpus=total, hours=hours, notes=notes,
             namespaces=gpumod.groups(rows, lambda r: r.namespace), queues=gpumod.groups(rows, lambda r: r.queue)))
     return Plan(both.ref, envs, live=states is not None, assumptions=list(ENGINE_ASSUMPTIONS))

@@ -1,8 +1,10 @@
 """The hazard table: what the named controller and engine really do with each kind of change.
 
-One table, keyed by the environment's setting (its `target` and `controller`; under
-`trainer-v2` the Trainer makes the pods) and the aspect of the change (`compiler.plan.
-aspects`), gives the hazards and the sentence a reviewer reads. Each entry was observed on
+One table, keyed by the environment's setting (its `target` and `controller`; where the
+target fixes who makes the pods, `TargetApi.maker`, that one: the Trainer under
+`trainer-v2`, the mpi-operator under `mpi-operator`) and the aspect of the change
+(`compiler.plan.aspects`), gives the hazards and the sentence a reviewer reads. An effect
+about some run-policy fields or replica types only names them (`Effect.only`). Each entry was observed on
 the real engines (tests/e2e/test_plan_engines.py and test_plan_kueue.py prove them; where an engine disagreed
 with the issue or the contract, the entry follows the engine). The engine settings are the
 ones `train-compile argocd` and `flux` write (prune on, Argo CD's self-heal off, Kueue's
@@ -18,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.gitops import argocd, flux
+from compiler.targets import api
+from foundation.frameworks import mpi_operator
 
 ACTIVE = frozenset({"unknown", "Created", "Running", "Restarting"})
 SUSPENDED = frozenset({"unknown", "Suspended"})
@@ -28,8 +32,9 @@ ANY = frozenset({"unknown", "absent", "Created", "Running", "Restarting", "Suspe
 FLUX_INTERVAL = flux.Target(path=".").interval  # what `train-compile flux` writes unless told otherwise
 ARGOCD_SELF_HEAL = argocd.Target(repo_url="", path=".").self_heal
 
-UPSTREAM, OURS, TRAINER = "training-operator", "train-controller", "trainer"
-V1, V2 = "kubeflow-v1", "trainer-v2"
+UPSTREAM, OURS = "training-operator", "train-controller"
+V1, V2, MPI = "kubeflow-v1", "trainer-v2", "mpi-operator"
+TRAINER, MPI_OPERATOR = (api(V2).maker.key, api(MPI).maker.key)  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class Effect:
     hazards: tuple[str, ...]
     says: str  # a clause; {placeholders} are filled by compiler.plan.judge
     when: frozenset[str] = ANY
+    only: frozenset[str] = frozenset()  # the run-policy fields or replica types it is about (empty: all)
 
 
 _MIXED = Effect(("mixed-run",), "the upstream operator adds pods from the new spec beside the running ones, deletes"
@@ -106,9 +112,37 @@ RULES: dict[tuple[str, str], dict[str, Effect]] = {
     },
 }
 
+# The mpi-operator v0.8.0 (testworld/FACTS-mpi-operator.md, proven by tests/e2e): it makes
+# workers once, never updates them, makes a deleted one again from the current spec; its
+# launcher is a batch Job made once from the launcher's template and runPolicy, never updated.
+_MPI_LAUNCHER_JOB = "the mpi-operator made the launcher Job once"
+RULES[(MPI, MPI_OPERATOR)] = {
+    "shape": Effect(("mixed-run",), "the mpi-operator makes added workers, and any worker it makes again, from the"
+                    " new spec beside the running ones (a running mpirun does not use added hosts), deletes the"
+                    " highest-indexed workers on a scale-down (the run loses their ranks) and rewrites the hostfile;"
+                    " running workers keep their old pods: one run, pods of two specs", ACTIVE),
+    "shape-held": Effect(("ignored-until-next-run",), f"{_MPI_LAUNCHER_JOB}, from the launcher's template, and never"
+                         " updates it, not even on a resume (which brings only its labels, annotations, node selector,"
+                         " tolerations and scheduling gates): this MPIJob's launcher keeps its old pod template; a"
+                         " new name runs the new one", PRESENT, frozenset({mpi_operator.LAUNCHER})),
+    "suspend": Effect(("suspends-run",), "the mpi-operator deletes the workers and suspends the launcher Job, whose pod"
+                      " is deleted: the run stops; removing suspend later starts it again from the beginning", ACTIVE),
+    "resume": Effect(("restarts-run",), "a resume: the mpi-operator makes the workers from the head spec and lets the"
+                     " launcher Job run again: the run starts again from the beginning", SUSPENDED),
+    "run-policy": Effect((), "the mpi-operator reads {fields} from the MPIJob itself, as it goes"),
+    "run-policy-held": Effect(("ignored-until-next-run",), f"{_MPI_LAUNCHER_JOB} with {{fields}} and never updates"
+                              " it: no run of this MPIJob uses the change (a new name does)", PRESENT,
+                              frozenset(mpi_operator.LAUNCHER_JOB_POLICY)),
+    "ttl": Effect((), "ttlAfterFinished is the launcher Job's: {ttl} after the run it and its pod (and the log) are"
+                  " deleted and the MPIJob stays, so nothing runs again"),
+    "suspended": _SUSPENDED, "metadata": _METADATA, "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM,
+    "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE, "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED,
+}
+
 KILLS = Effect(("kills-run",), "the engine prunes {old} with its pods: a run in progress is killed", PRESENT)
 RESTARTS = Effect(("restarts-run",), "{new} starts a new run from the beginning")
-CONTROLLER_NAMES = {UPSTREAM: "the upstream operator", OURS: "train-controller", TRAINER: "the Trainer"}
+CONTROLLER_NAMES = {UPSTREAM: "the upstream operator", OURS: "train-controller", TRAINER: "the Trainer",
+                    MPI_OPERATOR: "the mpi-operator"}
 
 ENGINE_ASSUMPTIONS = (
     "engines as train-compile argocd and flux configure them: prune on, Argo CD's self-heal "
@@ -127,4 +161,6 @@ REFUSED_SYNC = ("a refused object fails the environment's sync. Flux: its server
 
 
 def setting(target: str, controller: str) -> tuple[str, str]:
-    return (target, TRAINER if target == V2 else controller)
+    """(target, who makes the pods): the target's own maker, else the environment's controller."""
+    maker = api(target).maker
+    return (target, maker.key if maker is not None else controller)

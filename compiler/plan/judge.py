@@ -94,8 +94,7 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["resume"], state, **fill)
     if a.shape:
         _shape(v, a, ctx, suspended=before and after, changes_suspend=before != after)
-    if a.run_policy and "run-policy" in rules:
-        v.add(rules["run-policy"], state, fields=", ".join(f"runPolicy.{f}" for f in a.run_policy), **fill)
+    _run_policy(v, a, ctx)
     if a.queue is not None and a.queue[1] is not None:
         v.add(rules["queue"], state)
     if a.runtime and "runtime" in rules:
@@ -113,11 +112,28 @@ def update(a: Aspects, ctx: Context) -> Verdict:
     return v
 
 
+def _run_policy(v: Verdict, a: Aspects, ctx: Context) -> None:
+    """The run policy the controller reads live, and the fields it took once (`run-policy-held`)."""
+    held = ctx.rules.get("run-policy-held")
+    kept = [f for f in a.run_policy if held is not None and f in held.only]
+    live = [f for f in a.run_policy if f not in kept]
+    for effect, fields in ((ctx.rules.get("run-policy"), live), (held, kept)):
+        if effect is not None and fields:
+            v.add(effect, ctx.state, fields=", ".join(f"runPolicy.{f}" for f in fields), controller=ctx.controller)
+
+
 def _shape(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_suspend: bool) -> None:
     rules, state = ctx.rules, ctx.state
+    held = rules.get("shape-held")
+    kept = [t for t in a.templates if held is not None and t in held.only]
+    if kept:
+        v.add(held, state)  # the controller made that part of the run once: no resume brings the change
+    moving = [t for t in a.templates if t not in kept]
     if ctx.queued and a.containers and "kueue-reshape" in rules and not changes_suspend:
         v.add(rules["kueue-reshape"], state)
         return
+    if kept and not (a.replicas or moving or a.job_fields or a.scheduling_policy or a.restart_scope):
+        return  # only what the controller holds changed
     if suspended:
         v.add(rules["suspended"], state)
         return
@@ -133,7 +149,7 @@ def _shape(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_sus
         v.add(rules["restart-scope"], state, scope=f"{a.restart_scope[0]} -> {scope}", scope_does=SCOPE_DOES.get(
             scope, SCOPE_DOES["pod"]))
     ours = ctx.setting[1] == table.OURS  # train-controller holds schedulingPolicy and the scope with the run
-    if "shape" in rules and (a.replicas or a.templates or a.job_fields or (ours and (
+    if "shape" in rules and (a.replicas or moving or a.job_fields or (ours and (
             a.scheduling_policy or a.restart_scope))):
         v.add(rules["shape"], state)
     elif a.scheduling_policy and not ours and "run-policy" in rules:  # upstream: its PodGroup follows
