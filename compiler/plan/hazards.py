@@ -123,18 +123,18 @@ RULES[(MPI, MPI_OPERATOR)] = {
                     " running workers keep their old pods: one run, pods of two specs", ACTIVE),
     "shape-held": Effect(("ignored-until-next-run",), f"{_MPI_LAUNCHER_JOB}, from the launcher's template, and never"
                          " updates it, not even on a resume (which brings only its labels, annotations, node selector,"
-                         " tolerations and scheduling gates): this MPIJob's launcher keeps its old pod template; a"
-                         " new name runs the new one", PRESENT, frozenset({mpi_operator.LAUNCHER})),
+                         f" tolerations and scheduling gates): this {mpi_operator.KIND}'s launcher keeps its old pod"
+                         " template; a new name runs the new one", PRESENT, frozenset({mpi_operator.LAUNCHER})),
     "suspend": Effect(("suspends-run",), "the mpi-operator deletes the workers and suspends the launcher Job, whose pod"
                       " is deleted: the run stops; removing suspend later starts it again from the beginning", ACTIVE),
     "resume": Effect(("restarts-run",), "a resume: the mpi-operator makes the workers from the head spec and lets the"
                      " launcher Job run again: the run starts again from the beginning", SUSPENDED),
-    "run-policy": Effect((), "the mpi-operator reads {fields} from the MPIJob itself, as it goes"),
+    "run-policy": Effect((), f"the mpi-operator reads {{fields}} from the {mpi_operator.KIND} itself, as it goes"),
     "run-policy-held": Effect(("ignored-until-next-run",), f"{_MPI_LAUNCHER_JOB} with {{fields}} and never updates"
-                              " it: no run of this MPIJob uses the change (a new name does)", PRESENT,
+                              f" it: no run of this {mpi_operator.KIND} uses the change (a new name does)", PRESENT,
                               frozenset(mpi_operator.LAUNCHER_JOB_POLICY)),
     "ttl": Effect((), "ttlAfterFinished is the launcher Job's: {ttl} after the run it and its pod (and the log) are"
-                  " deleted and the MPIJob stays, so nothing runs again"),
+                  f" deleted and the {mpi_operator.KIND} stays, so nothing runs again"),
     "suspended": _SUSPENDED, "metadata": _METADATA, "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM,
     "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE, "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED,
 }
