@@ -8,7 +8,7 @@ so after an upgrade a queued PyTorchJob gets no Workload and runs at once, outsi
 queue's quota, and nothing says so. The mpi-operator's MPIJob and Trainer's TrainJob stay in
 that list. So `build` (and `make demo`) end their table with one line naming the
 integrations to add, when some queued job (a queue on a kind Kueue integrates,
-`TargetApi.kueue_manages`) is of a kind v0.19 leaves out; not a diagnostic, so it is seen
+`PlanFacts.kueue_manages`) is of a kind v0.19 leaves out; not a diagnostic, so it is seen
 where a build is read without becoming an annotation on every pull request.
 """
 
@@ -35,7 +35,7 @@ def integration(api_version: str, kind: str) -> str:
 def _queued(bundle: "Bundle") -> bool:
     """A queue (the job's or its environment's default) on a job Kueue acts on."""
     spec = bundle.target.spec
-    return spec.scheduling.queue is not None and bundle.api.kueue_manages(spec.framework)
+    return spec.scheduling.queue is not None and bundle.api.plan.kueue_manages(bundle.kind)
 
 
 def needed(bundles: list["Bundle"]) -> dict[str, set[str]]:

@@ -12,8 +12,8 @@ which share one condition algorithm; the mpi-operator's `kubeflow.org/v2beta1` M
 mpi-operator target) writes the same condition types (Created, Running, Suspended,
 Succeeded, Failed; v0.8.0 declares Restarting but never sets it) in the same way, and Argo
 CD keys a check by group and kind, so one check serves both MPIJob versions; Flux's
-expressions name the version, so the MPIJob row lists both. The CEL expressions say the same thing in Flux's
-vocabulary (Current / Failed / InProgress; Flux has no "Suspended", so a suspended job
+expressions name the version, so the MPIJob row lists both. The CEL expressions say the
+same thing in Flux's vocabulary (Current / Failed / InProgress; Flux has no "Suspended", so a suspended job
 is in progress). The tests run the shipped text in a real Lua runtime and a real CEL
 evaluator (tests/gitops/health_eval.py), and the real Argo CD and Flux in tests/e2e.
 """
@@ -26,6 +26,7 @@ from importlib import resources
 
 from foundation.frameworks import BY_KIND
 from foundation.frameworks import mpi_operator
+from foundation.runs.state import ENDINGS, TRAINJOB
 
 GROUP = "kubeflow.org"
 SCRIPT = "kubeflow_health.lua"
@@ -52,13 +53,17 @@ class Rule:
 
 
 # One row per kind with a health check, in the order the generated objects list them.
-# Another kind is one more row (and its Lua/CEL follow from the row).
-RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version) for kind, adapter in BY_KIND.items()}
-# the mpi-operator's v2beta1 MPIJob (the mpi-operator target): the same conditions as v1's
-RULES[mpi_operator.KIND] = Rule(RULES[mpi_operator.KIND].api_version, also=(mpi_operator.API_VERSION,))
+# Another kind is one more row (and its Lua/CEL follow from the row). Which condition says
+# what is the run semantics' table (foundation.runs.state.ENDINGS), which `status` and
+# `plan --live` read too.
+RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version, **ENDINGS[kind].as_dict())
+                          for kind, adapter in BY_KIND.items()}
 # Kubeflow Trainer v2 (the trainer-v2 target): a TrainJob ends Complete (its JobSet's
 # Completed) or Failed, and is Suspended while Kueue holds it (Trainer v2.3.0 API).
-RULES["TrainJob"] = Rule("trainer.kubeflow.org/v1alpha1", succeeded="Complete")
+RULES[TRAINJOB] = Rule("trainer.kubeflow.org/v1alpha1", **ENDINGS[TRAINJOB].as_dict())
+# the mpi-operator's v2beta1 MPIJob (the mpi-operator target): the same conditions as v1's
+RULES[mpi_operator.KIND] = Rule(RULES[mpi_operator.KIND].api_version, **ENDINGS[mpi_operator.KIND].as_dict(),
+                                also=(mpi_operator.API_VERSION,))
 
 # Flux (fluxcd/pkg runtime/cel) evaluates inProgress, then failed, then current; the first
 # true one wins, none true is InProgress, and an evaluation error is Unknown with the

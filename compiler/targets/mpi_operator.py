@@ -25,9 +25,10 @@ from typing import Any, Iterator
 from compiler.diagnostics import Diagnostic
 from compiler.reading.resolve import Target
 from compiler.targets import kubeflow_v1, mpi_operator_rules
-from compiler.targets.base import PodMaker, TargetApi
+from compiler.targets.base import PlanFacts, TargetApi
 from compiler.targets.lowering import job_metadata, replica_specs, run_policy
 from foundation.frameworks import adapter as adapter_for
+from foundation.frameworks import mpi
 from foundation.frameworks import mpi_operator as facts
 from schemas.bundle import Bundle
 
@@ -70,10 +71,19 @@ API = TargetApi(
     pod_names=pod_names,
     pods=kubeflow_v1.pods,
     whole_pod_templates=True,
+    plan=PlanFacts(
+        # its replica specs as written: the Training Operator's defaulting and train-controller's run
+        # spec are not the mpi-operator's
+        reader="replica-specs-as-written",
+        suspend=("spec", "runPolicy", "suspend"),
+        ttl=("spec", "runPolicy", "ttlSecondsAfterFinished"),  # the launcher Job's (compiler.plan.hazards)
+        plural=lambda kind: mpi.FACTS.plural if kind == facts.KIND else None,
+        kueue_manages=lambda kind: True,  # Kueue's kubeflow.org/mpijob integration is this MPIJob
+        pod_maker=facts.OPERATOR_NAME,  # whatever the environment's controller
+    ),
     upstream_admission=False,  # the Training Operator's; the mpi-operator's own checks are the rules'
     operator_init_containers=lambda kind, replica_type, replica_types: [],  # it adds none
-    kueue_manages=lambda framework: True,
-    maker=PodMaker(facts.OPERATOR_NAME, facts.OPERATOR_TITLE),
+    maker_title=facts.OPERATOR_TITLE,
     pod_group_in_git=False,
     own_fields=("mpi",),
 )

@@ -16,8 +16,8 @@ from typing import Optional
 
 import pytest
 
-from compiler.cli.live.state import job_state
 from compiler.gitops import argocd, flux, health
+from foundation.runs.state import job_state
 from health_eval import ARGO_TO_FLUX, run_cel, run_lua
 
 API_VERSION = "kubeflow.org/v2beta1"

@@ -61,12 +61,11 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
 
 
 def kind_of(api_version: str, kind: str) -> Kind:
-    from foundation.frameworks import BY_KIND
+    """The API resource of a job kind; its plural is the target table's (compiler.targets)."""
+    from compiler.targets import plural_of
 
     group, _, version = api_version.rpartition("/")
-    adapter = BY_KIND.get(kind)
-    # the adapters state their plurals; Trainer's CRD names its TrainJob's `trainjobs`
-    return Kind(group, version, adapter.facts.plural if adapter else kind.lower() + "s", kind)
+    return Kind(group, version, plural_of(kind), kind)
 
 
 def job_kinds() -> list[Kind]:
