@@ -14,7 +14,7 @@ export TRAINFORGE_UV := $(UV)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: venv lock install-check demo demo-gitops e2e e2e-assets test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale bench-curve parity parity-assets clean
+.PHONY: venv lock install-check demo docs docs-build demo-gitops e2e e2e-assets test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale bench-curve parity parity-assets clean
 
 $(UV):
 	@$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
@@ -30,12 +30,14 @@ $(STAMP): pyproject.toml uv.lock | $(UV)
 
 venv: $(STAMP)
 
-# re-resolve uv.lock to the newest versions pyproject.toml allows, and the Kubeflow SDK's own
-# pinned environment (tests/controller/sdk); commit both
+# re-resolve uv.lock to the newest versions pyproject.toml allows, and the own pinned environments
+# of the Kubeflow SDK (tests/controller/sdk) and of the documentation site's generator (docs/); commit them
 lock: | $(UV)
 	$(UV) lock --upgrade
 	$(UV) pip compile -q --upgrade --generate-hashes --python-version 3.11 \
 	    tests/controller/sdk/requirements.in -o tests/controller/sdk/requirements.txt
+	$(UV) pip compile -q --upgrade --generate-hashes --python-version 3.11 \
+	    docs/requirements.in -o docs/requirements.txt
 
 # the built wheel in clean venvs with runtime deps only: locked (pip, as the Dockerfile),
 # newest and oldest allowed; train-compile on the examples, a train-controller lifecycle
@@ -44,6 +46,14 @@ install-check: $(STAMP) k8s-assets
 
 demo: $(STAMP)
 	@$(BIN)/python -m compiler.cli.demo examples build
+
+# the documentation site (mkdocs.yml, docs/): served on 127.0.0.1:8000 as you edit, or built strictly
+# into site/ as make test builds it; mkdocs runs from a venv of its own (testworld/docsite.py)
+docs: $(STAMP)
+	@$(BIN)/python -m testworld docs serve
+
+docs-build: $(STAMP)
+	@$(BIN)/python -m testworld docs build
 
 k8s-assets:
 	@bash testworld/build-assets.sh >/dev/null
@@ -85,10 +95,11 @@ parity: parity-assets
 test-fast: $(STAMP)
 	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"
 
-# WORLD= (empty) for the bare control plane; parts from testworld/world.py PARTS
+# WORLD= (empty) for the bare control plane; parts from testworld/world.py PARTS;
+# BAD_IMAGES='regex' for the images whose pull fails (testworld/kwok.py; BAD_IMAGES= for none)
 WORLD ?= gc,scheduler,kwok
 cluster: $(STAMP) k8s-assets
-	@$(BIN)/python -m testworld cluster --with "$(WORLD)"
+	@$(BIN)/python -m testworld cluster --with "$(WORLD)" $(if $(filter undefined,$(origin BAD_IMAGES)),,--bad-images '$(BAD_IMAGES)')
 
 schema: $(STAMP)
 	$(BIN)/python -m tests.schemas.openapi_pod_template
@@ -119,4 +130,4 @@ bench-curve: $(STAMP) k8s-assets
 	$(BIN)/python -m bench.scale_curve --sizes $(SIZES) $(ARGS)
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build site .pytest_cache

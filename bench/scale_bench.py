@@ -128,7 +128,7 @@ def distinct_events(client: Client, namespace: str, jobs: int, pods_per_job: int
     """(found, expected) distinct Events a user's `kubectl describe` of each job should show: one
     "Created pod: <pod>" and one "Created service: <pod>" per pod, as both controllers word them,
     and one {Kind}Succeeded per job; a combined Event counts for every message it lists.
-    ExitedWithCode is left out: how many exits a pass sees differs between the two (README)."""
+    ExitedWithCode is left out: how many exits a pass sees differs between the two (bench/README.md)."""
     found: set[tuple[str, str, str]] = set()
     for event in client.list(EVENTS, namespace=namespace)["items"]:
         ref = event.get("involvedObject") or {}
@@ -330,7 +330,9 @@ class ScaleWorld:
         pool = NodePool(NODE_PREFIX, nodes, cpu="32", memory="256Gi", pods="250")
         # without a scheduler (pods bound by their template) the world is cheaper by one more watch of every pod
         parts = [QuickScheduler()] if scheduler else []
-        self.world = World([*parts, QuietKwok(nodes=(pool,))], plane=plane)
+        # no testworld.kubelet (no pull failures, lookups or logs): kwok starts each pod as it sees it
+        self.world = World([*parts, QuietKwok(nodes=(pool,), bad_images=None, config_refs=False, logs=False)],
+                           plane=plane)
         self.cpu: Optional[server_cost.ServerCPU] = None
 
     def __enter__(self) -> ScaleWorld:

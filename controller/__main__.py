@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from controller.jobs.stuck import duration as format_duration
 from foundation.frameworks import ADAPTERS
+from foundation.runs.stuck import STUCK_AFTER
 from foundation.versions import CONTROLLER_DEPS, version_option
 
 if TYPE_CHECKING:
@@ -124,11 +126,14 @@ def _lease_namespace(flag: str | None) -> str:
               help="Gang scheduling: 'volcano', or the schedulerName of a scheduler-plugins (coscheduling) scheduler; empty: off.")
 @click.option("--pods-first/--no-pods-first", default=True, show_default=True,
               help="During a burst of pod creates, send the headless Services, plain status writes and Events once "
-                   "it is over (pods ~2x faster on a busy API server; those land up to one burst later). "
+                   "it is over (pods sooner on a busy API server, figures in bench/README.md; those land up "
+                   "to one burst later). "
                    "--no-pods-first: upstream's order, each pass's Services and status beside its pods.")
-@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default="3m", show_default=True, type=duration,
+@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default=format_duration(STUCK_AFTER), show_default=True,
+              type=duration,
               help="How long a pod of a running job may wait for a reason it cannot get past without help (image "
-                   "pull, config error, unschedulable, crash loop) before a Warning Event on the job says so; 0: never.")
+                   "pull, config error, unschedulable, crash loop) before a Warning Event on the job says so; 0: never. "
+                   "train-compile status calls a pod stuck after the same time.")
 @click.option("--log-level", envvar="LOG_LEVEL", default="INFO", show_default=True,
               type=click.Choice(("DEBUG", "INFO", "WARNING", "ERROR"), case_sensitive=False),
               help="Log verbosity (also $LOG_LEVEL).")

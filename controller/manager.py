@@ -34,11 +34,12 @@ from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.mpi import MPI
 from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
 from controller.jobs.restarts import ends_attempt
-from controller.jobs.revisions import CONTROLLERREVISIONS
-from controller.jobs.run_revisions import RunRevisions
+from controller.jobs.run_record import CONTROLLERREVISIONS
+from controller.jobs.run_records import RunRecords
 from controller.runtime import bugs
 from foundation.cluster import errors
 from foundation import jsondata
+from foundation.runs.stuck import STUCK_AFTER  # when a waiting pod is stuck: the rule status applies too
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
 from controller.runtime.events import EventRecorder
@@ -70,11 +71,6 @@ HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (
 # PyTorchJobs x 8 pods on kwok (make bench-scale): see bench/README.md. Not for a pod of a
 # whole-job restart scope that failed: the job's other pods wait on that restart, now.
 POD_UPDATE_BATCH = 0.5
-# How long a pod of a running job may wait for a reason it cannot get past alone (a pull, a missing
-# Secret, a crash loop, no node) before its job says so (controller.jobs.stuck): longer than an image
-# pull or a scale-up usually takes, shorter than the kubelet's longest crash back-off (5 min), so a
-# crash loop is reported once its back-off has grown past it.
-STUCK_AFTER = 180.0
 
 
 def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT, pods_first: bool = True) -> int:
@@ -126,8 +122,8 @@ class Manager:
         hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if autoscaled else None
         job_steps: dict[str, JobStep] = {name: hpa for name in autoscaled if hpa is not None}
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
-        # each run's shape and whole-job attempt (controller.jobs.run_revisions): labelled like the pods
-        revisions = RunRevisions(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
+        # each run's record and whole-job attempt (controller.jobs.run_records): labelled like the pods
+        records = RunRecords(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
         self.creates = CreatePool(client, size=CREATES_IN_FLIGHT, held=self.held)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
@@ -135,7 +131,7 @@ class Manager:
             queue=self.queue, options=options or Options(), gang=gang, pod_passes=pod_passes, job_steps=job_steps,
             creates=self.creates,
             held=self.held,
-            revisions=revisions,
+            records=records,
             stuck_after=stuck_after,
             **({"clock": clock} if clock else {}),
         )
@@ -150,7 +146,7 @@ class Manager:
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
         r = self.reconciler
-        parts = {id(part): part for part in (*r.pod_passes.values(), *r.job_steps.values(), r.gang, r.revisions)
+        parts = {id(part): part for part in (*r.pod_passes.values(), *r.job_steps.values(), r.gang, r.records)
                  if part is not None}
         extra = [informer for part in parts.values() for informer in part.informers()]
         return [*self.job_informers.values(), self.pod_informer, self.service_informer, *extra]

@@ -1,15 +1,15 @@
 """Plain JSON values as the controller holds them: copied fast, cached small.
 
 The informer caches hold every job, pod and service of the cluster as parsed JSON, and
-`json.loads` makes a fresh string for every key of every object. With 1,000 four-pod
-jobs that is ~200 MB, half of it `metadata.managedFields` (server-side apply
-bookkeeping nothing here reads). So before an object enters a cache it is trimmed to
+`json.loads` makes a fresh string for every key of every object: hundreds of MB at a
+thousand jobs, half of it `metadata.managedFields` (server-side apply bookkeeping nothing
+here reads; the figures: bench/README.md, "Figures the controller's code cites"). So before an object enters a cache it is trimmed to
 what the controller reads (`managedFields` never; a pod's or service's `spec` never: the
 reconcile reads their labels, owner, deletion mark and pod status only) and compacted:
 keys and short strings (names, labels, phases, timestamps) become interned strings
-shared by every object, ~75% less memory in all, for ~30 us per object at watch time.
-Cached objects are shared and read-only; `copy` is the plain-JSON deep copy (4x
-`copy.deepcopy`, which pays for cycle and type bookkeeping JSON never needs).
+shared by every object, a fraction of the memory for a little CPU per object at watch
+time. Cached objects are shared and read-only; `copy` is the plain-JSON deep copy, much
+faster than `copy.deepcopy`, which pays for cycle and type bookkeeping JSON never needs.
 """
 
 from __future__ import annotations

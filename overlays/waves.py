@@ -49,9 +49,9 @@ def wave_of(obj: dict[str, Any]) -> int:
 def annotate(obj: dict[str, Any]) -> dict[str, Any]:
     """A copy of `obj`, in wave -1 if it is a prerequisite kind (else unchanged).
 
-    `json_copy`, not `copy.deepcopy`: the objects are JSON-shaped, and copying the 2,500
-    that 1,000 specs put in wave -1 took 0.12 s CPU with deepcopy, 0.04 s with json_copy
-    (measured 2026-11-27)."""
+    `json_copy`, not `copy.deepcopy`: the objects are JSON-shaped, and a repository puts
+    thousands in wave -1, which `json_copy` copies far cheaper (bench/README.md, "Figures
+    the compiler's code cites")."""
     if obj.get("kind") not in EARLY_KINDS or wave_of(obj) < 0:
         return obj
     out = json_copy(obj)

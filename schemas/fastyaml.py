@@ -1,13 +1,13 @@
 """The fast path of `loader`: libyaml parses, positions come later and only if asked.
 
-ruamel.yaml's round-trip loader is pure Python here and spends ~5 ms on a 40-line job
-spec, which made parsing 90% of a `train-compile build`. libyaml (the C parser that
-PyYAML ships, and the `kubernetes` client pulls in) parses the same file in a tenth of
-that, and the plain data is built here straight from its events, never deeper than
-`MAX_DEPTH` (libyaml's own composer recurses in C and crashes on a 100,000-deep document).
-Positions are only needed for diagnostics, so a document loaded here gets position
-tables that fill themselves, on first read, from one re-parse of its file with the
-ruamel loader: a clean run never pays for them, a run with errors pays once per file
+ruamel.yaml's round-trip loader is pure Python here and slow on a job spec, which made
+parsing most of a `train-compile build`. libyaml (the C parser that PyYAML ships, and the
+`kubernetes` client pulls in) parses the same file many times faster (bench/README.md,
+"Figures the compiler's code cites"), and the plain data is built here straight from its
+events, never deeper than `MAX_DEPTH` (libyaml's own composer recurses in C and crashes on a
+100,000-deep document). Positions are only needed for diagnostics, so a document loaded here
+gets position tables that fill themselves, on first read, from one re-parse of its file with
+the ruamel loader: a clean run never pays for them, a run with errors pays once per file
 that has one.
 
 The fast path must never change what a document means, so it takes only what it is
@@ -77,7 +77,7 @@ _RUAMEL_ONLY = re.compile("[\t\x85\u2028\u2029]")
 
 def _ruamel_only(text: str) -> bool:
     """Whether the text has any of the above. Plain `in` tests for ASCII text (nearly
-    every spec): a regex scan of a whole file was ~5% of loading it."""
+    every spec): a regex scan of a whole file was a measurable part of loading it (bench/README.md)."""
     if text.startswith("%") or "\n%" in text:
         return True
     if text.isascii():

@@ -8,7 +8,7 @@ table. Aliases are expanded while copying, under a node budget, so a "billion la
 document is an error rather than a hang. Problems are returned as `LoadProblem`s, not
 raised, so one run can report every broken file.
 
-That ruamel loader is the reference but pure Python (~5 ms per job spec), so files go
+That ruamel loader is the reference but pure Python (slow per spec: bench/README.md), so files go
 through libyaml first (`schemas.fastyaml`): same plain data, position tables filled by
 ruamel only when a diagnostic reads them, and the ruamel loader alone for any file the
 fast path is not sure about (errors, anchors, tags, ambiguous scalars).
@@ -153,11 +153,11 @@ def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
 class _Positions:
     """The position tables of one file's documents, made once, on the first read of any of
     them, from libyaml's marks (`fastyaml.positions`: the file took the fast path, so it
-    parses there again; ruamel only if it somehow does not). It holds the text, never the
-    documents, so a document and its tables are freed with the last reference to them (no
-    reference cycle through a closure, which only a garbage collection would free: ~40 ms
-    at the end of a build of 1,000 specs). Filled by ruamel, a table cost ~20 ms per file,
-    which `train-compile import` paid for every manifest with a warning."""
+    parses there again; the ruamel loader only if it somehow does not, which costs ten times
+    more: `train-compile import` paid it for every manifest with a warning). It holds the
+    text, never the documents, so a document and its tables are freed with the last
+    reference to them (no reference cycle through a closure, which only a garbage
+    collection would free, at the end of a large build: bench/README.md)."""
 
     def __init__(self, text: str, file: str) -> None:
         self._text = text

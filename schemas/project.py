@@ -31,7 +31,8 @@ CONTROLLER_HELP = (
     " makes: training-operator (upstream: its init-pytorch and kubectl-delivery init containers have no"
     " securityContext, so policy.podSecurity: restricted refuses multi-node PyTorch and MPI jobs) or"
     " train-controller (its init containers meet restricted). Under target trainer-v2 the Trainer makes"
-    " the pods: a default here does not apply there, and an environment's own controller is an error."
+    " the pods, under mpi-operator the mpi-operator: a default here does not apply there, and an"
+    " environment's own controller is an error."
 )
 
 
@@ -145,7 +146,7 @@ class ProjectDefaults(StrictModel):
         " trainer-v2 these are errors at their field: policy restart and backoffLimit (unless restartScope:"
         " job), ttlAfterFinished and cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime"
         " without podGroupPolicy (docs/migration-trainer-v2.md). mpi-operator: the mpi-operator's"
-        " kubeflow.org/v2beta1 MPIJob, for mpi only (spec.mpi; restart ExitCode and Always, restartScope:"
+        " kubeflow.org/v2beta1 MPI job, for mpi only (spec.mpi; restart ExitCode and Always, restartScope:"
         " job are errors; docs/mpi-operator.md).",
     )
     controller: ControllerName = Field(DEFAULT_CONTROLLER, description=CONTROLLER_HELP)

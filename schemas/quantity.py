@@ -56,14 +56,12 @@ class Quantity(NamedTuple):
 
 
 def remembered_for_scalars(fn: Callable[..., T]) -> Callable[..., T]:
-    """`fn`, remembered per (type, value, other arguments) when its first argument is one of
-    the scalars a spec holds (str, int, float; `typed` keeps `1`, `1.0` and `"1"` apart,
-    and a bool is never one). A build asks for the same handful of quantities thousands of
-    times: 11,375 `canonical_text` calls for ~10 distinct values in 1,000 specs, where
-    re-parsing was 11% of the build's CPU (cProfile, issue 27); ~8,000 `parse` calls, and
-    with `canonical` remembered too the PodGroup sums went 0.13 -> 0.06 s CPU (measured
-    2026-11-27). Results are immutable; a ValueError is raised again each time (exceptions
-    are not remembered)."""
+    """`fn`, remembered per (type, value, other arguments) when its first argument is one of the
+    scalars a spec holds (str, int, float; `typed` keeps `1`, `1.0` and `"1"` apart, and a
+    bool is never one). A build asks for the same handful of quantities thousands of times,
+    and re-parsing them was a visible part of its CPU (issue 27; the counts and the CPU:
+    bench/README.md, "Figures the compiler's code cites"). Results are immutable; a
+    ValueError is raised again each time (exceptions are not remembered)."""
     cached = functools.lru_cache(maxsize=4096, typed=True)(fn)
 
     @functools.wraps(fn)

@@ -146,25 +146,18 @@ class Policy(StrictModel):
 
 
 class Mpi(StrictModel):
-    """The mpi-operator's own MPIJob settings (`kubeflow.org/v2beta1`, target mpi-operator).
-
-    Each is written only when set, so the mpi-operator's defaults apply otherwise (OpenMPI,
-    /root/.ssh, the launcher not a worker, created at startup)."""
+    """The mpi-operator's own MPIJob settings (`kubeflow.org/v2beta1`, target mpi-operator); each is written
+    only when set, so the operator's defaults apply otherwise (OpenMPI, /root/.ssh, AtStartup)."""
 
     implementation: Optional[Literal["OpenMPI", "Intel", "MPICH"]] = Field(
-        None, description="mpiImplementation: which MPI the image runs (the hostfile's format and the launcher's"
-        " variables follow it); default OpenMPI."
-    )
+        None, description="mpiImplementation: the MPI the image runs (the hostfile's format follows it); default OpenMPI.")
     sshAuthMountPath: Optional[NonEmptyStr] = Field(
-        None, description="Where the job's SSH keys are mounted in every pod; default /root/.ssh (root's: a"
-        " non-root user, as policy.podSecurity: restricted needs, reads its own, e.g. /home/mpiuser/.ssh)."
-    )
+        None, description="Where the SSH keys are mounted; default /root/.ssh, root's (a non-root user, as restricted"
+        " pod security needs, reads its own, e.g. /home/mpiuser/.ssh).")
     runLauncherAsWorker: Optional[bool] = Field(
-        None, description="The launcher also runs MPI processes (it is in the hostfile); default false."
-    )
+        None, description="The launcher also runs MPI processes: it is one of the nodes; default false.")
     launcherCreationPolicy: Optional[Literal["AtStartup", "WaitForWorkersReady"]] = Field(
-        None, description="WaitForWorkersReady: the launcher starts once every worker is Ready; default AtStartup."
-    )
+        None, description="WaitForWorkersReady: the launcher starts once every worker is Ready; default AtStartup.")
 
 
 class PolicyRule(StrictModel):

@@ -41,6 +41,7 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 # --- Kubeflow Trainer v2 ------------------------------------------------------------------
 TRAINER_GROUP = "trainer.kubeflow.org"  # its TrainJob: what a trainer-v2 environment compiles to
+TRAINJOB_KIND = "TrainJob"  # Trainer v2's job kind
 
 # --- Kueue and Argo CD --------------------------------------------------------------------
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -1,7 +1,7 @@
 """Every fact about a Kubeflow kind lives in its adapter (`foundation/frameworks/`): a shipped
 module elsewhere that names a kind, its plural, its replica-spec field or a replica type in
 its code fails here, so a new kind keeps touching its adapter, its snapshots and what is
-generated from them, nothing else (README, "Architecture: layers and the one-adapter rule").
+generated from them, nothing else (docs/architecture.md, "One adapter per kind").
 
 What is scanned: the string constants of every module of the shipped packages (f-string
 parts included; docstrings and comments are prose and left out) outside the adapters, for a

@@ -86,7 +86,7 @@ def _background(log: Path) -> subprocess.Popen[bytes]:
         # a session of its own, stopped as one group. Under the kernel's autogroup scheduling
         # (sched_autogroup_enabled=1, Debian's default) a session is a CPU group of its own, so the
         # background and the tests share the cores half and half whatever the nice (it orders
-        # only processes within a group); that is how the cold run in README's Tests section
+        # only processes within a group); that is how the cold run in docs/development.md (Tests)
         # went: kube-apiserver's build took 760 s instead of ~484 s, and the background was done
         # 48 s after the first two phases. Without autogroup the nice makes it yield to the tests.
         return subprocess.Popen([*io_idle, "nice", "-n", "19", sys.executable, "-m", "testworld", "build", *LATER],

@@ -107,7 +107,7 @@ def _print(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], *, pi
     from compiler.cli import cluster
     from compiler.cli.live.logsource import Lines, instance
     from compiler.cli.live.pods import pod_view
-    from compiler.cli.live.state import job_state
+    from foundation.runs.state import job_state
 
     chosen: list[tuple[Any, JobRef, dict[str, Any]]] = []
     for resolve in refs:

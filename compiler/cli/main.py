@@ -58,8 +58,8 @@ def main() -> None:
     runs) or Kubeflow Trainer v2 TrainJobs (trainer-v2, trainer.kubeflow.org/v1alpha1).
     """
     # One short run: reference counting frees what the pipeline drops, and the cycle
-    # collector would only rescan the live documents again and again (~10% of a build
-    # of 1,000 jobs, measured by bench/compiler_bench.py). Back on when the command ends
+    # collector would only rescan the live documents again and again (a share of a large
+    # build that bench/compiler_bench.py measured: bench/README.md). Back on when the command ends
     # for callers that run the CLI in-process (tests); a run that ends the process
     # leaves it off (re-enabled, it would first scan everything the run allocated).
     if gc.isenabled():

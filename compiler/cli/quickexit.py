@@ -2,12 +2,13 @@
 
 A run is over when its command returns: every output file is written and closed
 (`compiler.emit.tree`), and whatever is left to print sits in `sys.stdout`/`sys.stderr`.
-Python's shutdown would then free every module and object one by one and run a last
-garbage collection over them: ~30 ms of a 0.2 s build of 10 specs (pydantic, click and
-PyYAML are large), ~45 ms after 1,000. So when `train-compile` is the process's own
-command line (the console script or `python -m compiler.cli.main`: click reads `sys.argv`,
-standalone), the group flushes both streams and leaves through `os._exit` with click's
-exit code, as large Python services do to skip the final collection.
+Python's shutdown would then free every module and object one by one and run a last garbage
+collection over them, a share of a small build's time that grows with the build (pydantic,
+click and PyYAML are large; bench/README.md, "Figures the compiler's code cites"). So when
+`train-compile` is the process's own command line (the console script or `python -m
+compiler.cli.main`: click reads `sys.argv`, standalone), the group flushes both streams and
+leaves through `os._exit` with click's exit code, as large Python services do to skip the
+final collection.
 
 Anything that could make skipping the shutdown visible takes the normal way out: a
 caller that passes its own arguments or runs click outside standalone mode (tests,
@@ -37,8 +38,8 @@ def own_process() -> bool:
 
 def keep(value: Any) -> None:
     """Hold `value` to the end when this run ends the process: the kernel takes the
-    memory back at once, where freeing a build's objects one by one took ~20 ms per
-    1,000 specs. In-process runs free it as usual."""
+    memory back at once, where freeing a build's objects one by one takes time in
+    proportion to the specs (bench/README.md). In-process runs free it as usual."""
     if _own_process:
         _kept.append(value)
 

@@ -1,12 +1,12 @@
 """The fast path of `serialize.dump`: block YAML written directly, scalars as PyYAML would.
 
-PyYAML's C emitter is fast, but the Python half in front of it is not: building a
-node per value, resolving every scalar twice and the alias bookkeeping made emitting
-~70% of a `train-compile build`. Our objects are JSON-shaped (dicts with string keys,
-lists, strings, numbers, booleans, null), and for those PyYAML's block layout is a
-handful of fixed rules (`key: value`, nested mappings two spaces in, lists not
-indented under their key, `- ` items carrying the first key of a mapping, `{}`/`[]`
-for empty ones), written out here in one pass.
+PyYAML's C emitter is fast, but the Python half in front of it is not: building a node per
+value, resolving every scalar twice and the alias bookkeeping made emitting most of a
+`train-compile build` (bench/README.md, "Figures the compiler's code cites"). Our objects
+are JSON-shaped (dicts with string keys, lists, strings, numbers, booleans, null), and for
+those PyYAML's block layout is a handful of fixed rules (`key: value`, nested mappings two
+spaces in, lists not indented under their key, `- ` items carrying the first key of a
+mapping, `{}`/`[]` for empty ones), written out here in one pass.
 
 What varies is how a scalar is written (plain, quoted, escaped), and that is never
 guessed: a short string made only of characters that cannot start or form an

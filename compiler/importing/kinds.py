@@ -15,7 +15,8 @@ from typing import Any, Iterator, Optional
 
 from foundation.frameworks import ADAPTERS, mpi_operator
 from foundation.frameworks.base import GROUP, Adapter
-from foundation.frameworks.operator import defaulted, replica_specs, run_policy
+from foundation.frameworks.defaulting import defaulted
+from foundation.frameworks.operator import replica_specs, run_policy
 
 Obj = dict[str, Any]
 
@@ -47,7 +48,7 @@ class JobKind:
         takes for unset fields. A pod template's own restartPolicy is dropped: the operator
         writes the replica's into every pod over it (`pod_restart_policy`), so the replica's
         says it all."""
-        defaulted(job, self.adapter.facts, self.adapter.operator)
+        defaulted(job, self.adapter, copy=False)
         self.adapter.operator.with_implicit(job["spec"])
         for replica in self.replicas(job).values():
             spec = (replica.get("template") or {}).get("spec")

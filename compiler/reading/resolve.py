@@ -117,7 +117,7 @@ def _without_envs(spec: TrainJobSpec) -> TrainJobSpec:
     """The job's spec, validated once already as part of the TrainJob, as a plain TrainJobSpec.
 
     Without an override the merged spec is the spec itself; validating it a second time
-    was ~3% of a build of 1,000 jobs.
+    would cost every build for nothing (bench/README.md, "Figures the compiler's code cites").
     """
     return TrainJobSpec.model_construct(
         _fields_set=spec.model_fields_set - {"environments"},

@@ -70,7 +70,7 @@ def check(target: Target) -> Iterator[Diagnostic]:
 
 def _problems(job: dict[str, Any], kind: str) -> list[str]:
     """Upstream's container rules for the job: the webhook table, or (MPIJob, MXJob) the reconciler's."""
-    # imported here: building its rule table is ~3 ms of every build's CPU (measured 2026-11-24),
+    # imported here: building its rule table would cost every build CPU (bench/README.md),
     # and only a spec whose podTemplate lists containers gets this far
     from foundation import admission
 

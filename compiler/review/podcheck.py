@@ -78,7 +78,7 @@ def _build(target: Target) -> list[tuple["ReplicaPlan", dict[str, Any]]]:
     out = []
     for plan in plans:
         # lowering's kept template, read only: what this adds goes into copies of the maps and
-        # lists it changes (copying the whole template was ~0.03 s CPU of 1,000 specs' review)
+        # lists it changes (copying the whole template cost the review CPU: bench/README.md)
         template = pod_template(target.spec, plan, fw.facts, target, shared=True)
         spec = template.get("spec")
         if isinstance(spec, dict):

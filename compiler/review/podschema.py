@@ -106,11 +106,11 @@ _VERDICTS: dict[str, bool] = {}
 
 
 def _part_conforms(part: str, value: dict[str, Any], schema: dict[str, Any]) -> bool:
-    """`conforms`, remembered per part and value: a repository's jobs repeat a few
-    podTemplates (a team's sidecar, a port), and walking each again through the schema
-    made this rule 0.11 s CPU of a 1,000-spec build, a quarter with a podTemplate (0.04 s
-    remembered, measured 2026-11-27). The key is the value's `repr`: the loader's plain data (dicts, lists, str,
-    int, float, bool, None), whose repr tells `1`, `1.0`, `True` and `"1"` apart."""
+    """`conforms`, remembered per part and value: a repository's jobs repeat a few podTemplates
+    (a team's sidecar, a port), and walking each again through the schema made this rule a
+    visible part of a build (bench/README.md, "Figures the compiler's code cites"). The key
+    is the value's `repr`: the loader's plain data (dicts, lists, str, int, float, bool,
+    None), whose repr tells `1`, `1.0`, `True` and `"1"` apart."""
     key = f"{part}:{value!r}"
     verdict = _VERDICTS.get(key)
     if verdict is None:

@@ -218,7 +218,8 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
                                  and not _host_shm(target)):
         # lowering alone writes nothing baseline forbids (names, images, env, resources, container
         # ports, a memory emptyDir; test_pod_security_admission holds it for every framework) but
-        # the node's /dev/shm, and skipping the templates there saves ~20% of a build's CPU
+        # the node's /dev/shm, and skipping the templates there saves much of a build's CPU
+        # (bench/README.md)
         return
     spec = target.spec
     fw = adapter(spec.framework)
@@ -341,9 +342,9 @@ def _controller_diagnostics(project: Project, doc: Document) -> Iterator[Diagnos
     what it promises. `defaults.controller` is simply not applied there."""
     from compiler.targets import TARGETS
 
-    takes = [name for name, target in TARGETS.items() if target.maker is None]
+    takes = [name for name, target in TARGETS.items() if target.plan.pod_maker is None]
     for name, env in project.environments.items():
-        maker = api(project.target_for(name)).maker
+        maker = api(project.target_for(name)).maker_title
         if env.controller is None or maker is None:
             continue
         at = ("environments", name, "controller")
@@ -351,7 +352,7 @@ def _controller_diagnostics(project: Project, doc: Document) -> Iterator[Diagnos
         yield Diagnostic(doc.file, line, col, ".".join(at),
                          f"controller: {env.controller} says who makes the pods of {' and '.join(takes)} jobs;"
                          f" environment '{name}' lowers to target {project.target_for(name)}, whose pods"
-                         f" {maker.title} makes",
+                         f" {maker} makes",
                          f"remove controller from environment '{name}', or set its target: {' or '.join(takes)}")
 
 

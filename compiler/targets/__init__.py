@@ -17,6 +17,15 @@ def api(name: str) -> TargetApi:
     return TARGETS[name]
 
 
+def plural_of(kind: str) -> str:
+    """The API plural of a job kind some target writes (`pytorchjobs`, `trainjobs`); KeyError if none does."""
+    for target in TARGETS.values():
+        found = target.plan.plural(kind)
+        if found is not None:
+            return found
+    raise KeyError(kind)
+
+
 def supporting(framework: str) -> list[str]:
     """The targets that can run `framework`, in table order."""
     return [name for name, target in TARGETS.items() if target.supports(framework)]

@@ -7,11 +7,13 @@ rest of the compiler asks the target, through this table entry, instead of testi
 name: which frameworks it can run, what it cannot express (positioned diagnostics), how
 a resolved job is lowered, where the lowered object keeps its pod templates (the
 overlays patch those), whether gang scheduling and the priority class live in the job
-(`runPolicy.schedulingPolicy`) or in the runtime, whether Kueue manages its jobs, who makes
-its pods (the environment's `controller`, or the target's own), and which review rules hold for its pods
+(`runPolicy.schedulingPolicy`) or in the runtime, and which review rules hold for its pods
 (whole pod templates or patches of a runtime's, upstream's admission rules, the init
-containers an operator adds). Adding a target is one module plus one line in
-`compiler/targets/__init__.py`; the review facts have no defaults, so a new target states them.
+containers an operator adds), and what `train-compile plan` needs to judge a change of its
+jobs (`PlanFacts`). Adding a target is one module plus one line in
+`compiler/targets/__init__.py` (and its row in the plan's hazard table,
+`compiler.plan.hazards.RULES`); the review and plan facts have no defaults, so a new target
+states them.
 """
 
 from __future__ import annotations
@@ -37,11 +39,36 @@ class JobRuntime:
 
 
 @dataclass(frozen=True)
-class PodMaker:
-    """The controller a target's jobs always go to (so the project's `controller` does not apply)."""
+class PlanFacts:
+    """What the plan (compiler.plan) asks a target about its rendered jobs instead of its name."""
 
-    key: str  # how the plan's hazard table names it
-    title: str  # how messages name it
+    # how the plan reads what changed in a job (compiler.plan.aspects.READERS): "replica-specs"
+    # (per replica type a count and a pod template, a runPolicy; the run spec train-controller
+    # defers is foundation.runs.spec's) or "trainer" (a TrainJob: its trainer, runtime patches)
+    reader: str
+    suspend: tuple[str, ...]  # the path of the rendered job's suspend flag
+    ttl: Optional[tuple[str, ...]]  # the path of its ttlSecondsAfterFinished (None: the target has none)
+    # kind -> the API plural of the target's jobs of that kind (what `plan --live` and `status`
+    # list), None for a kind that is not the target's
+    plural: Callable[[str], Optional[str]]
+    # whether Kueue manages the target's jobs of a kind (a queue label then puts them in its quota)
+    kueue_manages: Callable[[str], bool]
+    # the one controller that makes the pods when the target fixes it (the hazard table's row is
+    # (target, it)); None: the environment's `controller` setting chooses
+    pod_maker: Optional[str] = None
+    # spec fields the API server refuses to change whatever the job's state (a CRD's
+    # `self == oldSelf`, checked when both sides have the field), and the pod spec fields of a
+    # runtime patch refused likewise
+    immutable: tuple[str, ...] = ()
+    pod_patch_immutable: tuple[str, ...] = ()
+
+
+def at_path(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at `path` in a rendered object (None where a step is missing)."""
+    value: Any = obj
+    for step in path:
+        value = value.get(step) if isinstance(value, dict) else None
+    return value
 
 
 @dataclass(frozen=True)
@@ -63,6 +90,7 @@ class TargetApi:
     # its containers and resources are the pods'), so compiler/podrules checks those; False:
     # podTemplate patches a runtime's templates, and the target's own `check` says what it may
     whole_pod_templates: bool
+    plan: PlanFacts  # what `train-compile plan` reads about its jobs
     # upstream's admission rules (foundation/admission.py: the Training Operator's webhook and
     # reconciler checks) judge the lowered job at sync time (compiler/review/admission_review.py)
     upstream_admission: bool
@@ -75,14 +103,11 @@ class TargetApi:
     scheduling_policy: bool = True
     # a job may bring its own runtime that must exist before the job (trainer-v2: restartScope: job)
     job_runtime: Optional[JobRuntime] = None
-    # framework -> Kueue manages this target's job of it (a queue label on a job it does not
-    # manage is ignored: the job runs at once, outside the queue's quota)
-    kueue_manages: Callable[[str], bool] = lambda framework: True
-    # who makes the pods when the target decides it; None: the environment's `controller` does
-    maker: Optional[PodMaker] = None
+    # how messages name the controller that makes the pods when the target fixes it (plan.pod_maker)
+    maker_title: Optional[str] = None
     # the PodGroup of a gang is written beside the job and the pods carry its decoration (the
     # Training Operator finds it equal to its own); False: the operator makes the PodGroup itself
-    # and refuses one it does not own, so only runPolicy.schedulingPolicy is written
+    # and refuses one it does not own (mpi-operator), so only runPolicy.schedulingPolicy is written
     pod_group_in_git: bool = True
     # top-level spec fields only this target reads (mpi-operator: `mpi`); elsewhere an error
     own_fields: tuple[str, ...] = ()

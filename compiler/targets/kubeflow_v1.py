@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from foundation.frameworks import adapter, by_kind
+from foundation.frameworks import BY_KIND, adapter, by_kind
 from compiler.targets import kubeflow_v1_rules, roles
-from compiler.targets.base import TargetApi, gpus_in
+from compiler.targets.base import PlanFacts, TargetApi, gpus_in
 from compiler.targets.lowering import lower
 
 if TYPE_CHECKING:
@@ -44,12 +44,14 @@ def _queue(target: "Target") -> Iterator["Diagnostic"]:
     from compiler.targets import TARGETS, supporting  # the table imports this module
 
     framework, loc = target.spec.framework, ("scheduling", "queue")
+    kind = adapter(framework).facts.kind
     written = target.view.written(loc)
     where = "" if written else f" (the default of environment '{target.env_name}' in trainforge.yaml)"
     unqueued = ("remove scheduling.queue" if written else
                 f"write scheduling.queue: null for environment '{target.env_name}' to run it unqueued")
-    kind = adapter(framework).facts.kind
-    others = [name for name in supporting(framework) if name != API.name and TARGETS[name].kueue_manages(framework)]
+    # the other targets that run the framework and whose jobs Kueue manages (asked by the v1 kind:
+    # their own jobs of it are another kind, which the table cannot name before lowering)
+    others = [name for name in supporting(framework) if name != API.name and TARGETS[name].plan.kueue_manages(kind)]
     instead = (f"set environments.{target.env_name}.target: {' or '.join(others)} in trainforge.yaml (Kueue manages"
                f" {'its' if len(others) == 1 else 'their'} jobs), or " if others else "")
     yield target.view.error(
@@ -100,8 +102,8 @@ def operator_init_containers(kind: str, replica_type: str, replica_types: set[st
 
 def pods(bundle: "Bundle") -> list[tuple[str, int, int]]:
     # the lowered job, not the rendered one: no overlay touches a replica count or a container's
-    # resources, and rendering every job (a copy and its patches) was ~10% of a build that prints
-    # its jobs table (measured at 1,000 specs)
+    # resources, and rendering every job (a copy and its patches) would cost a build that prints
+    # its jobs table for nothing (bench/README.md)
     replicas = bundle.job["spec"][bundle.adapter.facts.replica_specs]
     return [
         (rtype, int(r.get("replicas", 1)), sum(gpus_in(c.get("resources")) for c in r["template"]["spec"]["containers"]))
@@ -121,7 +123,13 @@ API = TargetApi(
     pod_names=pod_names,
     pods=pods,
     whole_pod_templates=True,
+    plan=PlanFacts(
+        reader="replica-specs",
+        suspend=("spec", "runPolicy", "suspend"),
+        ttl=("spec", "runPolicy", "ttlSecondsAfterFinished"),
+        plural=lambda kind: BY_KIND[kind].facts.plural if kind in BY_KIND else None,
+        kueue_manages=lambda kind: by_kind(kind).facts.kueue_unmanaged is None,
+    ),
     upstream_admission=True,
     operator_init_containers=operator_init_containers,
-    kueue_manages=lambda framework: adapter(framework).facts.kueue_unmanaged is None,
 )

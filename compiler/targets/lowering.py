@@ -121,10 +121,8 @@ def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Ta
     then it only reads it. A job with a podTemplate has its templates asked for by four
     review rules and by lowering, and merging is most of their cost: each template is merged
     once per target (kept on it, `Target.merged_templates`) and copied after that; `last`
-    (lowering, after every rule) takes the kept one itself. Rules over 1,000 specs, a quarter
-    with a podTemplate, took ~0.2 s of a ~4.5 s build at load 7; keeping the templates past
-    the rules, so lowering neither merges nor copies again, and handing the readers the kept
-    one cut ~0.2 s CPU more (lowering 0.30 -> 0.15 s, measured 2026-11-27)."""
+    (lowering, after every rule) takes the kept one itself: lowering neither merges nor copies
+    again, and the readers get the kept one (bench/README.md, "Figures the compiler's code cites")."""
     if not roles.pod_patches(spec, plan.role):
         return _pod_template(spec, plan, facts, target)
     kept = target.merged_templates

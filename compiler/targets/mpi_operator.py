@@ -3,13 +3,15 @@
 The job has the v1 MPIJob's shape (Launcher x1 running the program through mpirun, Worker x
 nodes, or the launcher as one of the nodes with `mpi.runLauncherAsWorker`), built by the same
 lowering helpers, with the v2beta1 fields `spec.mpi` sets (`foundation.frameworks.mpi_operator`)
-and `slotsPerWorker` from `processesPerNode`. The workers get no command: the mpi-operator then
-starts them with `sshd -De` and the launcher's mpirun reaches them over SSH with the keys it
-mounts at `sshAuthMountPath`; a worker command of the user's own (an sshd with a config of its
-own, say) goes through `podTemplate`. Pod templates sit where v1's do and the operator makes
-each pod from its template whole, adding no init container, so the pod rules and the pod
-security review judge them as written. The Training Operator's admission rules do not apply
-(the mpi-operator validates the job itself; what it refuses is in `mpi_operator_rules`).
+and `slotsPerWorker` from `processesPerNode`; `cleanPodPolicy` is Running unless
+`policy.cleanPods` says otherwise (the operator's own default, None, leaves the sshd workers
+running after the job). The workers get no command, so the mpi-operator starts them with
+`sshd -De` and the launcher's mpirun reaches them over SSH with the keys it mounts at
+`sshAuthMountPath` (podTemplate reaches the launcher too, so a worker command of its own is
+for per-role settings). Pod templates sit where v1's do and the operator makes each pod from
+its template whole, adding no init container, so the pod rules and the pod security review
+judge them as written. The Training Operator's admission rules do not apply (the
+mpi-operator validates the job itself; what it refuses is in `mpi_operator_rules`).
 
 Kueue manages this MPIJob (its `kubeflow.org/mpijob` integration, in the default
 configuration of v0.17 and v0.19), so a queue is written as on any managed kind. Gang
@@ -25,9 +27,10 @@ from typing import Any, Iterator
 from compiler.diagnostics import Diagnostic
 from compiler.reading.resolve import Target
 from compiler.targets import kubeflow_v1, mpi_operator_rules
-from compiler.targets.base import PodMaker, TargetApi
+from compiler.targets.base import PlanFacts, TargetApi
 from compiler.targets.lowering import job_metadata, replica_specs, run_policy
 from foundation.frameworks import adapter as adapter_for
+from foundation.frameworks import mpi
 from foundation.frameworks import mpi_operator as facts
 from schemas.bundle import Bundle
 
@@ -38,7 +41,7 @@ def lower(target: Target) -> Bundle:
     spec = target.spec
     fw = adapter_for(spec.framework)
     job_spec: dict[str, Any] = {**fw.job_fields(spec), **facts.job_fields(spec.mpi)}
-    policy = run_policy(spec.policy)
+    policy = {"cleanPodPolicy": facts.CLEAN_PODS_DEFAULT, **run_policy(spec.policy)}
     if policy:  # omitted when empty; overlays add it when they need schedulingPolicy
         job_spec["runPolicy"] = policy
     # a Worker of 0 replicas (runLauncherAsWorker on one node) is refused: leave it out
@@ -70,10 +73,19 @@ API = TargetApi(
     pod_names=pod_names,
     pods=kubeflow_v1.pods,
     whole_pod_templates=True,
+    plan=PlanFacts(
+        # its replica specs as written: the Training Operator's defaulting and train-controller's run
+        # spec are not the mpi-operator's
+        reader="replica-specs-as-written",
+        suspend=("spec", "runPolicy", "suspend"),
+        ttl=("spec", "runPolicy", "ttlSecondsAfterFinished"),  # the launcher Job's (compiler.plan.hazards)
+        plural=lambda kind: mpi.FACTS.plural if kind == facts.KIND else None,
+        kueue_manages=lambda kind: True,  # Kueue's kubeflow.org/mpijob integration is this MPIJob
+        pod_maker=facts.OPERATOR_NAME,  # whatever the environment's controller
+    ),
     upstream_admission=False,  # the Training Operator's; the mpi-operator's own checks are the rules'
     operator_init_containers=lambda kind, replica_type, replica_types: [],  # it adds none
-    kueue_manages=lambda framework: True,
-    maker=PodMaker(facts.OPERATOR_NAME, facts.OPERATOR_TITLE),
+    maker_title=facts.OPERATOR_TITLE,
     pod_group_in_git=False,
     own_fields=("mpi",),
 )

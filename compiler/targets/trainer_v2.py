@@ -29,7 +29,7 @@ from foundation.frameworks import adapter as adapter_for
 from compiler.reading.resolve import Target
 from compiler.targets import trainer_v2_restarts as restarts
 from compiler.targets import trainer_v2_rules
-from compiler.targets.base import JobRuntime, PodMaker, TargetApi, gpus_in
+from compiler.targets.base import JobRuntime, PlanFacts, TargetApi, gpus_in
 from compiler.targets.lowering import (
     DIVISOR,
     POD_TEMPLATE_QUANTITIES,
@@ -48,8 +48,18 @@ from schemas.trainjob import Resources
 
 GROUP = upstream.TRAINER_GROUP
 API_VERSION = f"{GROUP}/v1alpha1"
-KIND = "TrainJob"
+KIND = upstream.TRAINJOB_KIND
+PLURAL = "trainjobs"
 MANAGER = "trainforge.dev/compiler"
+# Fields the v2.3 CRD holds immutable (`self == oldSelf`, evaluated when both sides have the
+# field): a change is refused whatever the job's state. So are these fields of each pod spec
+# patch inside runtimePatches; the rest of runtimePatches (pod labels and annotations, node
+# selector, affinity, tolerations) its webhook refuses to change unless the job was suspended
+# (pkg/runtime/framework/plugins/jobset: suspended before or after the update, and no active
+# pods). Probed on the real Trainer (tests/e2e/test_plan_engines.py).
+IMMUTABLE = ("trainer", "runtimeRef", "initializer", "activeDeadlineSeconds", "managedBy")
+POD_PATCH_IMMUTABLE = ("containers", "initContainers", "volumes", "imagePullSecrets", "securityContext",
+                       "serviceAccountName", "terminationGracePeriodSeconds")
 PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs"
 RUNTIME_COMPONENT = "runtime"  # the folder of the job's own TrainingRuntime (restartScope: job)
 
@@ -213,9 +223,19 @@ API = TargetApi(
     # the runtime's templates are the pods'; runtimePatches may change only what
     # trainer_v2_rules.PATCHABLE lists, and the Trainer's webhook, not the Training Operator's, reviews it
     whole_pod_templates=False,
+    plan=PlanFacts(
+        reader="trainer",
+        suspend=("spec", "suspend"),
+        ttl=None,  # a TrainJob has no ttlSecondsAfterFinished
+        plural=lambda kind: PLURAL if kind == KIND else None,
+        kueue_manages=lambda kind: True,  # Kueue integrates TrainJobs
+        pod_maker="trainer",  # the Trainer (its JobSet) makes the pods, whatever the environment's controller
+        immutable=IMMUTABLE,
+        pod_patch_immutable=POD_PATCH_IMMUTABLE,
+    ),
     upstream_admission=False,
     operator_init_containers=lambda kind, replica_type, replica_types: [],  # the Training Operator's; runtimes differ
     scheduling_policy=False,
     job_runtime=JobRuntime(RUNTIME_COMPONENT, restarts.GROUP_VERSION, restarts.KIND),
-    maker=PodMaker("trainer", "Kubeflow Trainer"),
+    maker_title="Kubeflow Trainer",
 )

@@ -15,7 +15,7 @@ files) with, for every replicated job:
 - each Job's `backoffLimit: 0` and pods' `restartPolicy: Never`: one pod's failure fails its
   Job at once (JobSet defaults pods to OnFailure and Jobs to 6 retries: the failed pod would
   first restart alone, the per-pod behaviour `job` is there to avoid);
-- with `restart: ExitCode`, the v1 split of exit codes: 1-127 are permanent (a Job
+- with `restart: ExitCode`, the v1 split of exit codes (foundation.runs.exits): 1-127 are permanent (a Job
   `podFailurePolicy` fails the Job with reason PodFailurePolicy, and a JobSet rule fails the
   JobSet on that reason, with no restart), 128-255 restart the whole job.
 
@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from foundation.runs import exits
 from schemas.bundle import JsonObject, json_copy
 
 GROUP_VERSION = "trainer.kubeflow.org/v1alpha1"
 KIND = "TrainingRuntime"
 RESTART_STRATEGY = "BlockingRecreate"
-PERMANENT_EXIT_CODES = list(range(1, 128))  # restart: ExitCode, as the Training Operator splits them
+PERMANENT_EXIT_CODES = list(exits.PERMANENT)  # restart: ExitCode, as the Training Operator splits them
 PERMANENT_RULE = "permanentExitCode"
 TRAINER_STEP = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
 

@@ -186,7 +186,7 @@ def _reserved_env(target: Target) -> Iterator[Diagnostic]:
             )
 
 
-def _shape(target: Target) -> Iterator[Diagnostic]:
+def _fixed_nodes(target: Target) -> Iterator[Diagnostic]:
     spec = target.spec
     if spec.elastic is not None:
         yield _error(
@@ -339,5 +339,5 @@ def check(target: Target) -> Iterator[Diagnostic]:
     if adapter_for(target.spec.framework).trainer_v2 is None:
         yield from _framework(target)
         return
-    for rule in (_runtime, _policy, _reserved_env, _shape, _scheduling, _pod_template, _mpi_image):
+    for rule in (_runtime, _policy, _reserved_env, _fixed_nodes, _scheduling, _pod_template, _mpi_image):
         yield from rule(target)

@@ -38,7 +38,7 @@ from foundation.cluster.kube import (
     SERVICEACCOUNTS,
     Resource,
 )
-from controller.runtime.writes import EXISTED, Writes, key_of
+from controller.runtime.writes import EXISTED, Writes
 from schemas import upstream
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ class MPI:
             if index >= wanted:
                 if len(existing) > wanted and not pod["metadata"].get("deletionTimestamp"):
                     writes.delete(ctx, PODS, pod)
-                    journal.scaled_down(key_of(ctx), pod["metadata"]["name"], workers, wanted)
+                    journal.scaled_down(ctx.key, pod["metadata"]["name"], workers, wanted)
             else:
                 by_index[index] = pod
         for index in range(wanted):

@@ -3,19 +3,19 @@
 The order is upstream's `ReconcileJobs` (semantics §6): skip jobs managed elsewhere or
 being deleted or with unobserved creates/deletes; validate; default in memory; (the
 autoscaled kind's HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
-limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
+limits, (the gang PodGroup, which may keep the pods waiting,) then the pod and service
 pass and the framework's status rule. Unlike upstream, the pods a suspension deleted are
 left out of everything after it while they terminate (controller.jobs.runs); after the
-resume step the pass works on its run's shape, not the job's spec as edited
-(controller.jobs.run_revisions: a finished job's edit and a suspension are recorded there
+resume step the pass works on its run's spec, not the job's spec as edited
+(controller.jobs.run_records: a finished job's edit and a suspension are recorded there
 too); under restart scope job a retryable exit restarts every pod as one attempt, before
 the failure limits would see it (controller.jobs.restarts); and a running pass says which
 pods are stuck past the threshold (controller.jobs.stuck), its next wake the sooner of the
 deadline and the next waiting pod's threshold. Each thing that happens to a job is one INFO
 line (controller.jobs.journal). Status goes to `/status` with the cached resourceVersion as
 precondition, and only when it differs from what is stored (`lastReconcileTime` ignored), so
-a settled job costs zero write requests. A job whose shape the code cannot read fails at
-validation, as one the webhook refuses (controller.jobs.shapes). Errors propagate to the
+a settled job costs zero write requests. A malformed job (one the code cannot read) fails at
+validation, as one the webhook refuses (controller.jobs.malformed). Errors propagate to the
 manager, which retries with backoff (controller.runtime.bugs).
 """
 
@@ -28,23 +28,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from controller.jobs import checks, defaults, desired, diff, journal, restarts, run_policy, runs, shapes, stuck
+from controller.jobs import checks, desired, diff, journal, malformed, restarts, run_policy, runs, stuck
 from controller.jobs import conditions as cond
 from controller.jobs import status as st
 from controller.jobs.addons import Gang, JobStep, PodPass
 from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.retiring import Retirer
-from controller.jobs.run_revisions import RunRevisions
-from foundation.cluster import errors
-from foundation import jsondata
+from controller.jobs.run_records import RunRecords
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.informer import Informer
-from foundation.cluster.kube import PODS, SERVICES, Client, Resource
 from controller.runtime.workqueue import WorkQueue
-from controller.runtime.writes import Writes, job_key, key_of
+from controller.runtime.writes import Writes, job_key
+from foundation import jsondata
+from foundation.cluster import errors
+from foundation.cluster.kube import PODS, SERVICES, Client, Resource
+from foundation.frameworks.defaulting import defaulted
 from schemas import upstream
 
 log = logging.getLogger(__name__)
@@ -83,11 +84,11 @@ class Reconciler:
     pod_passes: dict[str, PodPass] = field(default_factory=dict)  # by kind: a pass of its own (MPI's)
     job_steps: dict[str, JobStep] = field(default_factory=dict)  # by kind: run first in every pass (HPA)
     held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.runtime.burst)
-    revisions: RunRevisions | None = None  # each run's shape (controller.jobs.run_revisions); None: the spec as it is
+    records: RunRecords | None = None  # each run's record (controller.jobs.run_records); None: the spec as it is
     stuck_after: float = 0.0  # seconds a pod may wait for a stuck reason before its job says so (0: never)
 
     def __post_init__(self) -> None:
-        self.writes = Writes(self.client, self.expectations, emit=self._emit, retry=self.queue.add_rate_limited,
+        self.writes = Writes(self.client, self.expectations, emit=self._emit_for, retry=self.queue.add_rate_limited,
                              held=self.held)
         self.retirer = Retirer(self.writes, self.pods, self.creates)
         self.stuck = stuck.Reported()  # which stuck pods were said, and how many are stuck now (the gauge)
@@ -106,15 +107,15 @@ class Reconciler:
             return None
         if not self.expectations.satisfied(key):
             return self.expectations.next_deadline(key)
-        bad_shape = shapes.problems(job, kind)
-        problems = bad_shape or checks.problems(job, kind)
+        bad = malformed.problems(job, kind)
+        problems = bad or checks.problems(job, kind)
         if problems:
             self._drop_held(key)
             self.stuck.forget(key)
             return self._invalid(key, job, kind, problems,
-                                 retry=not bad_shape and kind.operator.reconciler_check is not None)
+                                 retry=not bad and kind.operator.reconciler_check is not None)
         held = self.held.held_status(key) if self.held is not None else None
-        ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), pods={}, now=self.clock(),
+        ctx = st.Ctx(kind=kind, job=defaulted(job, kind), pods={}, now=self.clock(),
                      status=jsondata.copy(held if held is not None else job.get("status") or {}))
         ctx.set(cond.CREATED, why="Created", message=f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
@@ -136,23 +137,23 @@ class Reconciler:
         policy = run_policy.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
             self.stuck.forget(key)
-            if self.revisions is not None:
-                self.revisions.finished(self.writes, ctx, job)
+            if self.records is not None:
+                self.records.finished(self.writes, ctx, job)
             self._clean(ctx, pods=pods, policy=policy, finished=True)
             run_policy.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if run_policy.is_suspended(ctx.job):
             self.stuck.forget(key)
-            if self.revisions is not None:
-                self.revisions.suspended(self.writes, ctx)  # the run ends (controller.jobs.run_revisions)
+            if self.records is not None:
+                self.records.suspended(self.writes, ctx)  # the run ends (controller.jobs.run_records)
             self._mark_previous_run(ctx, pods)
             self._clean(ctx, pods=pods, policy=policy, finished=False)
             run_policy.suspend(ctx)
             return None
         run_policy.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
-        if self.revisions is not None:  # from here on ctx.job is the run's (controller.jobs.revisions)
-            self.revisions.begin(self.writes, ctx, job)
+        if self.records is not None:  # from here on ctx.job is the run's (foundation.runs.spec)
+            self.records.begin(self.writes, ctx, job)
         whole_job = ctx.run is not None and ctx.run.whole_job
         if whole_job:
             pods = restarts.older_attempts(ctx, pods)
@@ -160,7 +161,7 @@ class Reconciler:
         message = run_policy.failure_message(ctx, pods, requeues=self.queue.num_requeues(key), per_pod=not whole_job)
         if message is None and whole_job:
             message, pods = restarts.end_attempt(ctx, pods, commit=self._commit_attempt, retire=self.retirer.retire)
-        ctx.hold_pods = whole_job and bool(ctx.previous)  # no pod of a new attempt beside one of the old
+        ctx.awaiting_old_attempt = whole_job and bool(ctx.previous)  # no pod of a new attempt beside one of the old
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
             ctx.event("Normal", why="Failed", message=message)
@@ -185,7 +186,7 @@ class Reconciler:
     def _stuck(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> float | None:
         """Say each pod stuck past the threshold once (controller.jobs.stuck); seconds until the next
         waiting pod will be. Not while the job has finished or a whole-job restart retires an attempt."""
-        if self.stuck_after <= 0 or cond.is_finished(ctx.status) or ctx.hold_pods:
+        if self.stuck_after <= 0 or cond.is_finished(ctx.status) or ctx.awaiting_old_attempt:
             self.stuck.forget(key)
             return None
         found, wake = stuck.stuck(pods, now=ctx.now, threshold=self.stuck_after)
@@ -219,7 +220,7 @@ class Reconciler:
                 self.create_pod(ctx, rtype=rtype, index=index)
             for pod in plan.delete:
                 self.writes.delete(ctx, PODS, pod)
-                journal.scaled_down(key_of(ctx), pod["metadata"]["name"], rtype, int(replica.get("replicas", 1)))
+                journal.scaled_down(ctx.key, pod["metadata"]["name"], rtype, int(replica.get("replicas", 1)))
             for pod in plan.restart:
                 ctx.deferred.append(lambda pod=pod: self._restart_pod(ctx, pod))
                 msg = f"job {ctx.name} is restarting because {rtype} replica(s) failed."
@@ -256,13 +257,13 @@ class Reconciler:
         """A failed pod deleted so the next pass creates it again (its status is written by now)."""
         self.writes.delete(ctx, PODS, pod)
         code = st.exit_code(pod, ctx.kind.facts.container)
-        journal.pod_restarted(key_of(ctx), pod["metadata"]["name"], None if code == st.EXIT_CODE_UNKNOWN else code)
+        journal.pod_restarted(ctx.key, pod["metadata"]["name"], None if code == st.EXIT_CODE_UNKNOWN else code)
 
     def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str, message: str) -> None:
-        """A whole-job restart decided: on the run's revision, then its one Event, sent now."""
-        assert self.revisions is not None
-        self.revisions.commit_attempt(self.writes, ctx, attempt=attempt, cause=cause)
-        journal.job_restarting(key_of(ctx), message)
+        """A whole-job restart decided: on the run's record, then its one Event, sent now."""
+        assert self.records is not None
+        self.records.commit_attempt(self.writes, ctx, attempt=attempt, cause=cause)
+        journal.job_restarting(ctx.key, message)
         self.recorder.event(ctx.job, "Warning", reason=cond.reason(ctx.kind.name, "Restarting"), message=message,
                             component=ctx.kind.facts.operator_name, wait=True)
 
@@ -283,7 +284,7 @@ class Reconciler:
                 self.writes.delete(ctx, SERVICES, svc)
         for svc in by_name.values():  # left by a cleanup cut short
             self.writes.delete(ctx, SERVICES, svc)
-        journal.cleaned(key_of(ctx), pods=len(cleaned), services=len(services),
+        journal.cleaned(ctx.key, pods=len(cleaned), services=len(services),
                         why=f"cleanPodPolicy {policy}" if finished else "suspended")
         if self.gang is not None:
             self.gang.delete(self.writes, ctx)
@@ -296,7 +297,7 @@ class Reconciler:
             return remaining
         meta = job["metadata"]
         self.writes.delete_unexpected(job_resource(ctx.kind), job)
-        journal.ttl_deleted(key_of(ctx), run_policy.run_policy(ctx.job).get("ttlSecondsAfterFinished"))
+        journal.ttl_deleted(ctx.key, run_policy.run_policy(ctx.job).get("ttlSecondsAfterFinished"))
         ctx.deleted = True
         ctx.events.append(("Normal", "SuccessfulDeleteJob", f"Deleted job: {meta['name']}"))
         return None
@@ -351,6 +352,10 @@ class Reconciler:
     def _drop_held(self, key: str) -> None:
         if self.held is not None:
             self.held.drop_status(key)
+
+    def _emit_for(self, ctx: st.Ctx, events: list[st.Event]) -> None:
+        """The Events of a pass's write answered after the pass (a held create)."""
+        self._emit(ctx.job, ctx.kind, events)
 
     def _emit(self, job: dict[str, Any], kind: Kind, events: list[st.Event]) -> None:
         """The pass's Events, in order; its pod exits, and its stuck pods, when more than one, as one

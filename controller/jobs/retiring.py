@@ -8,7 +8,7 @@ marked), then deleted through `Writes`, which records the expectation before the
 The mark is what lets every later pass, of this controller or the next leader, leave a
 terminating pod out of the counts and out of every restart or backoff decision. A whole-job
 restart needs no mark per pod: its one durable mark is the attempt written on the run's
-revision before any pod goes, against which each pod's own attempt annotation is older. In
+record before any pod goes, against which each pod's own attempt annotation is older. In
 `make bench-controller` the 64 marks of a 64-pod restart were about a third of its time (the
 API server's CPU is what they compete for; bench/README.md, "whole-job restart").
 
@@ -54,7 +54,7 @@ class Retirer:
     def retire(self, ctx: Ctx, pods: list[dict[str, Any]]) -> None:
         """Delete each of `pods`, a suspension's marked first (unless marked); the first failure
         fails the pass. A whole-job restart's pods are not marked one by one: the attempt on the
-        run's revision, written once before (controller.jobs.restarts), already makes every pod
+        run's record, written once before (controller.jobs.restarts), already makes every pod
         whose attempt annotation is lower one of an earlier attempt, for every pass and leader."""
         whole_job = ctx.run is not None and ctx.run.whole_job
 

@@ -30,7 +30,7 @@ What was not chosen, and why:
 - remembering the pods' uids in memory: lost with the process.
 
 A whole-job restart (controller.jobs.restarts) ends an attempt instead of a run: its pods
-are told apart by their attempt annotation, older than the one on the run's revision (one
+are told apart by their attempt annotation, older than the one on the run's record (one
 write for all of them, instead of a mark per pod: controller.jobs.retiring says why); while
 they terminate they count for nothing either, and no pod of the next attempt is created
 until all are gone.

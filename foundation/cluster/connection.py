@@ -109,8 +109,8 @@ class Connection:
 
         Asked of the Configuration at most once per AUTH_TTL: for a kubeconfig token its
         refresh hook rewrites every setting on each call, and with kubernetes 37 that
-        re-reads the proxy environment, ~90 us a request (controller CPU per pod created
-        is ~850 us for 4 requests). Credentials the loaders refresh are renewed minutes
+        re-reads the proxy environment, a cost per request that counts against the
+        controller's CPU per pod (bench/README.md). Credentials the loaders refresh are renewed minutes
         before they expire, so a second's reuse changes nothing; a 401 bypasses it."""
         now = time.monotonic()
         if now < self._auth_until:

@@ -5,7 +5,7 @@ the well-kept code that reads a kubeconfig (tokens, token files, client certific
 plugins, auth providers) or the in-cluster config into a `Configuration`
 (foundation.cluster.connection reads that; the requests are ours). But `import kubernetes` runs `kubernetes/__init__.py`,
 which imports every generated API and model class plus the dynamic client and its
-schema validator (~33 MB of RSS, 40% of an idle controller), and `kubernetes.config`
+schema validator (much of an idle controller's RSS: bench/README.md), and `kubernetes.config`
 itself imports `kubernetes.client`. So the packages `kubernetes`, `kubernetes.client`
 and `kubernetes.client.models` are registered as deferred modules: real packages (their
 submodules import normally) whose `__init__` runs only when someone reads a name they

@@ -231,6 +231,17 @@ class Adapter:
         return self.facts.name
 
 
+class KindLike(Protocol):
+    """An adapter, or what wraps one (the controller's `Kind`): what the pure rules on a kind's
+    jobs read (its facts and its operator's defaulting and rules)."""
+
+    @property
+    def facts(self) -> Facts: ...
+
+    @property
+    def operator(self) -> Operator: ...
+
+
 def role_plan(spec: "TrainJobSpec", role: str, replica_type: str) -> Optional[ReplicaPlan]:
     """A non-program role (ps, server, evaluator...) from `spec.roles`, or None if absent."""
     entry = spec.roles.get(role)

@@ -48,6 +48,10 @@ ROOT_SSHD_CAPABILITIES = ("NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
 POD_ROLES = {"launcher": LAUNCHER, "worker": WORKER}
 # runPolicy.managedBy: the values its validation admits; MultiKueue writes the second
 MANAGED_BY = ("kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue")
+# cleanPodPolicy when the spec names none: its API comment says "Default to Running", its
+# defaulting writes None, and then the workers, which run sshd and never exit, stay Running
+# (their resources held) after the job ended (seen on the real one); its examples write Running
+CLEAN_PODS_DEFAULT = "Running"
 # the job fields the operator copies into the launcher Job once, when it creates it
 LAUNCHER_JOB_POLICY = ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished")
 

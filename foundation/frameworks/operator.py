@@ -265,27 +265,3 @@ def pod_restart_policy(replica: Mapping[str, Any]) -> str:
     own: the replica's, `ExitCode` as `Never` (the operator restarts those pods itself)."""
     policy = replica.get("restartPolicy") or "Never"
     return "Never" if policy == "ExitCode" else str(policy)
-
-
-def canonical_replica_keys(replicas: dict[str, Any], canonical: tuple[str, ...]) -> dict[str, Any]:
-    """`worker`/`WORKER` -> `Worker`, `ps` -> `PS`; unknown keys stay as written."""
-    lookup = {name.lower(): name for name in canonical}
-    return {lookup.get(str(key).lower(), key): value for key, value in replicas.items()}
-
-
-def defaulted(job: dict[str, Any], facts: "Facts", operator: Operator) -> dict[str, Any]:
-    """`job` (changed in place and returned) with the Training Operator's defaulting of its kind
-    applied, as `Scheme.Default` does at every reconcile: replica keys in their canonical case,
-    then the kind's `operator.defaults`. The controller defaults a copy of every job it reads
-    with this; the importer's round trip (compiler/importing/sameness.py) defaults both sides."""
-    spec = job.setdefault("spec", {})
-    replicas = spec.get(facts.replica_specs)
-    if isinstance(replicas, dict):
-        spec[facts.replica_specs] = replicas = canonical_replica_keys(replicas, facts.replica_types)
-    else:
-        replicas = {}
-    run_policy = spec.get("runPolicy")
-    if not isinstance(run_policy, dict):
-        run_policy = spec["runPolicy"] = {}
-    operator.defaults(facts, spec, replicas, run_policy)
-    return job

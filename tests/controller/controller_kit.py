@@ -51,6 +51,21 @@ def job(kind: str, name: str, *, restart: str | None = None, spec: dict[str, Any
     return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": name}, "spec": body}
 
 
+def running_pytorch(**changes: Any) -> dict[str, Any]:
+    """A PyTorchJob as read from the cluster (1 Master, 2 Workers, OnFailure, a run policy, a uid);
+    `a__b=value` sets `a.b`."""
+    body = job("PyTorchJob", "j", restart="OnFailure", run_policy={"backoffLimit": 3, "cleanPodPolicy": "All"},
+               Master=1, Worker=2)
+    body["metadata"].update(uid="u-1", namespace="ns")
+    for path, value in changes.items():
+        node = body
+        *parents, last = path.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return body
+
+
 def wait_for(predicate: Callable[[], Any], *, timeout: float = 45.0, interval: float = 0.05, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None

@@ -246,7 +246,7 @@ def test_podgroup_follows_the_job_and_goes_when_it_finishes(cluster, start) -> N
 
 
 def test_a_running_jobs_edit_leaves_its_podgroup_as_its_run_began(cluster, start) -> None:
-    """Run integrity (controller.jobs.revisions): a non-elastic job's new worker count is held
+    """Run integrity (foundation.runs.spec): a non-elastic job's new worker count is deferred
     until its next run, so is the gang it joins; the next run's group has the new count."""
     mgr = start("scheduler-plugins-scheduler")
     cluster.apply(pytorch("held", Master=sized("PyTorchJob", 1), Worker=sized("PyTorchJob", 1)))

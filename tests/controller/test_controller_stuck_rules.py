@@ -1,5 +1,5 @@
 """Which pods train-controller calls stuck, since when, and what it says (controller.jobs.stuck,
-schemas.podstate), and which status write is a state change in its INFO log
+foundation.runs.podstate), and which status write is a state change in its INFO log
 (controller.jobs.journal): pure rules on statuses as the kubelet, the scheduler and the
 controller write them."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from controller.jobs import stuck
-from schemas import podstate
+from foundation.runs import podstate
 
 NOW = datetime(2026, 11, 28, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -38,7 +38,7 @@ from controller_kit import ESCALATION_ONLY, PODS_FIRST, Cluster, job, one_job_re
 from controller.jobs.gang import SCHEDULER_PLUGINS, VOLCANO
 from controller.jobs.hpa import HPAS
 from controller.jobs.kinds import KINDS, job_resource
-from controller.jobs.revisions import CONTROLLERREVISIONS
+from controller.jobs.run_record import CONTROLLERREVISIONS
 from foundation.cluster import errors
 from foundation.cluster.kube import (
     CONFIGMAPS,

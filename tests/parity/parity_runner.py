@@ -248,7 +248,7 @@ class Runner:
         """One more Worker and a new image on both running jobs (a merge patch, as a GitOps sync of
         the edit), then worker-0 exits 137 on both sides and is re-created. Upstream v1.9.4 creates
         the new worker from the new spec beside pods of the old (`WORLD_SIZE` 4 beside 3) and
-        re-creates worker-0 from the new image; ours keeps the run's shape (controller.jobs.revisions):
+        re-creates worker-0 from the new image; ours keeps the run's spec (foundation.runs.spec):
         no new worker, worker-0 as it was. Compared: each side's live pods and the shapes among
         them; then each side is played to its end, as FINISH ends pods."""
         case = r.case

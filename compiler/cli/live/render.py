@@ -16,7 +16,7 @@ from typing import Any
 from compiler.cli.live.clock import age
 from compiler.cli.live.gather import JobReport, StatusReport
 from compiler.cli.live.pods import PodView, phases
-from compiler.cli.live.state import job_state
+from foundation.runs.state import job_state
 
 SHOWN_PODS = 5  # pod names listed for one reason before "and N more"
 

@@ -15,8 +15,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from plan_kit import job_of, new_repo, project, running_job
 
-from compiler.plan.live import state_of
-
 pytestmark = pytest.mark.controlplane
 
 
@@ -143,20 +141,3 @@ def test_the_reader_only_reads(repo, control_plane):
 
     ours = [e for e in control_plane.audit_events()[before:] if e.get("userAgent", "").startswith("python-urllib3")]
     assert {(e["verb"], e["objectRef"]["resource"]) for e in ours} == {("list", "pytorchjobs")}
-
-
-@pytest.mark.parametrize(("obj", "state"), [
-    pytest.param(None, "absent", id="no object is absent"),
-    pytest.param({"kind": "PyTorchJob", "metadata": {}, "status": {}}, "Created", id="no condition yet is Created"),
-    pytest.param({"kind": "TrainJob", "metadata": {}, "status": {"conditions": [
-        {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, "Succeeded",
-        id="a Trainer v2 Complete reads Succeeded"),
-    pytest.param({"kind": "TrainJob", "metadata": {}, "status": {"jobsStatus": [{"name": "node", "active": 2}]}},
-                 "Running", id="a TrainJob with active pods and no condition reads Running"),
-    pytest.param({"kind": "PyTorchJob", "metadata": {}, "status": {"conditions": [
-        {"type": "Running", "status": "False", "lastTransitionTime": "2026-01-01T02:00:00Z"},
-        {"type": "Restarting", "status": "True", "lastTransitionTime": "2026-01-01T01:00:00Z"}]}}, "Restarting",
-        id="the newest true condition wins over a newer false one"),
-])
-def test_state_of(obj, state):
-    assert state_of(obj).state == state

@@ -79,12 +79,16 @@ def test_the_launcher_runs_the_program_and_the_workers_get_no_command_so_the_ope
 
 def test_spec_mpi_becomes_the_mpijobs_own_fields_and_nothing_is_written_unset(tmp_path):
     plain = prod_job(tmp_path / "plain", job_doc("mpi"))
-    assert set(plain["spec"]) == {"slotsPerWorker", "mpiReplicaSpecs"}  # the operator's defaults apply
+    assert set(plain["spec"]) == {"slotsPerWorker", "mpiReplicaSpecs", "runPolicy"}  # the operator's defaults apply
+    # but for cleanPodPolicy: the operator's None leaves the sshd workers running after the job
+    assert plain["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
+    kept = prod_job(tmp_path / "kept", job_doc("mpi", policy={"cleanPods": "None"}))
+    assert kept["spec"]["runPolicy"] == {"cleanPodPolicy": "None"}
 
     job = prod_job(tmp_path / "set", job_doc("mpi", processesPerNode=4, mpi={
         "implementation": "MPICH", "sshAuthMountPath": "/home/mpiuser/.ssh",
         "launcherCreationPolicy": "WaitForWorkersReady", "runLauncherAsWorker": False}))
-    assert {k: v for k, v in job["spec"].items() if k != "mpiReplicaSpecs"} == {
+    assert {k: v for k, v in job["spec"].items() if k not in ("mpiReplicaSpecs", "runPolicy")} == {
         "mpiImplementation": "MPICH", "sshAuthMountPath": "/home/mpiuser/.ssh",
         "launcherCreationPolicy": "WaitForWorkersReady", "runLauncherAsWorker": False, "slotsPerWorker": 4}
 

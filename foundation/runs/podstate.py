@@ -2,7 +2,8 @@
 
 Shared by `train-compile status` (each waiting pod with its reason and message) and
 train-controller (a pod stuck past its threshold gets an Event on its job), so both call the
-same pod stuck for the same reason. Pure: a pod's `status` in, words out.
+same pod stuck for the same reason; after how long a wait is "stuck" is
+`foundation.runs.stuck`'s. Pure: a pod's `status` in, words out.
 
 The reason: the scheduler's verdict when it has placed the pod nowhere (`PodScheduled` False,
 `Unschedulable` with its message: which nodes and why), else the first container (init

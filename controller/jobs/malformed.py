@@ -1,4 +1,4 @@
-"""Job shapes the controller cannot handle, found before anything reads them.
+"""Malformed jobs: a field of a type the controller cannot read, found before anything reads it.
 
 Why this exists: the API server only refuses what the CRD's schema types. The shipped CRDs
 (controller/install/crds) type the job's own fields but let each replica's pod `template`
@@ -8,9 +8,9 @@ server accepted can hold a container that is a string, `ports: {http: 80}`, `rep
 or a null replica spec, and the reconcile would trip over it on every retry.
 
 What upstream v1.9.4 shows: it decodes jobs into Go types. With its own CRDs the API server
-refuses these shapes at apply time (`... in body must be of type object`); with a looser CRD
+refuses such jobs at apply time (`... in body must be of type object`); with a looser CRD
 its informer cannot decode the object, and as client-go fails a list whose items do not
-decode, jobs of that kind would stop reconciling. Neither is a contract to keep, so a bad shape is treated like a job upstream's webhook
+decode, jobs of that kind would stop reconciling. Neither is a contract to keep, so a malformed job is treated like one upstream's webhook
 would have refused (controller.jobs.checks): `Failed` with reason `{Kind}FailedValidation`, a
 Warning event with the same message, no retry, for every kind (MPIJob and MXJob too: unlike
 their upstream checks, which report and retry, only an edit of the spec can change this
@@ -43,7 +43,7 @@ Check = Callable[[Any, str], Iterator[str]]
 
 
 def problems(job: dict[str, Any], kind: Kind) -> list[str]:
-    """Every shape problem of the job's replica specs (empty: the controller can read it).
+    """Every type problem of the job's replica specs (empty: the controller can read it).
 
     The answer is kept per (uid, generation): the spec changes only with its generation, and
     the walk would otherwise cost every pass of every job (bench/README.md, "Figures the
