@@ -71,7 +71,25 @@ class JobKind:
         elastic = {"minNodes": policy.get("minReplicas"), "maxNodes": policy.get("maxReplicas")}
         if policy.get("maxRestarts") is not None:
             elastic["maxRestarts"] = policy["maxRestarts"]
+        rendezvous = {field: policy[own] for own, field in RENDEZVOUS.items() if policy.get(own) is not None}
+        if rendezvous and rendezvous != {"backend": DEFAULT_BACKEND}:
+            elastic["rendezvous"] = rendezvous
+        if policy.get("metrics"):
+            from compiler.importing.sameness import plain  # it reads the kinds
+
+            elastic["metrics"] = plain(policy["metrics"])
         return {"elastic": elastic}
+
+    def default_restart(self, replica_type: str) -> str:
+        """The restartPolicy a replica of this type has when it sets none (the kind's defaulting)."""
+        stub = {"apiVersion": self.api_version, "kind": self.kind,
+                "spec": {self.replica_specs: {replica_type: {"template": {}}}}}
+        return str(self.replicas(self.default(stub)).get(replica_type, {}).get("restartPolicy"))
+
+    @property
+    def clean_pods_default(self) -> str:
+        """runPolicy.cleanPodPolicy of a compiled job whose spec sets no policy.cleanPods."""
+        return "None"
 
     def containers(self, job: Obj) -> list[Obj]:
         """The containers whose resources name the job's GPUs (every pod template's)."""
@@ -98,6 +116,9 @@ class JobKind:
 
 
 Loc = tuple[Any, ...]
+# an elastic policy's rendezvous fields -> spec.elastic.rendezvous's (schemas/elastic.py)
+RENDEZVOUS = {"rdzvBackend": "backend", "rdzvHost": "host", "rdzvPort": "port"}
+DEFAULT_BACKEND = "c10d"
 RUN_POLICY_FIELDS = frozenset(run_policy()["properties"])
 REPLICA_FIELDS = frozenset(replica_specs()["additionalProperties"]["properties"])
 @dataclass(frozen=True)
@@ -115,6 +136,10 @@ class MpiOperatorKind(JobKind):
 
     def spec_fields(self) -> set[str]:
         return set(mpi_operator.SPEC_FIELDS)
+
+    @property
+    def clean_pods_default(self) -> str:
+        return mpi_operator.CLEAN_PODS_DEFAULT
 
     def extra(self, job: Obj) -> Obj:
         settings = mpi_operator.settings_of(job.get("spec") or {})

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from compiler import podsecurity
 from compiler.diagnostics import Diagnostic
 from compiler.importing.kinds import JobKind
-from compiler.importing.lifting import DEFAULT_GPU, gpu_asked
+from compiler.importing.pods import DEFAULT_GPU, gpu_asked
 from compiler.importing.manifests import Manifest
 from compiler.reading.sources import PROJECT_FILE
 from schemas.project import DEFAULT_ENV, DEFAULT_TARGET

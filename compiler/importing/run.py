@@ -41,6 +41,7 @@ class Job:
     spec: Optional[Obj] = None  # the TrainJob document
     text: str = ""
     path: str = ""  # the spec's file, relative to the output folder
+    roles: dict[str, str] = field(default_factory=dict)  # replica type -> its spec.roles name (the kinds with roles)
     kept: list[str] = field(default_factory=list)  # fields kept in podTemplate
     differences: list[Difference] = field(default_factory=list)  # what the round trip changes
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -141,7 +142,8 @@ def prepare(manifest: Manifest, kind: JobKind) -> Job:
             f" with nodes and roles", "see docs/import.md, 'What is refused'"))
         return job
     templates = {t: r.get("template") or {} for t, r in replicas.items()}
-    job.spec = lifting.lift(job.original, canon, kind.adapter, found, templates, replicas)
+    job.spec = lifting.lift(job.original, canon, kind, found, templates, replicas)
+    job.roles = {p.replica_type: p.role for p in found.plans}
     return job
 
 
@@ -236,21 +238,25 @@ def finish(job: Job, settings: "Settings") -> None:
     if shared:
         job.spec["spec"]["podTemplate"] = shared
     for rtype, rest in own.items():
-        if rest:
+        if rest and rtype in job.roles:  # the role's own patch, after the job's
+            job.spec["spec"].setdefault("roles", {}).setdefault(job.roles[rtype], {})["podTemplate"] = rest
+        elif rest:
             job.diagnostics.append(job.manifest.error(
                 ("spec", job.kind.replica_specs, rtype, "template"),
                 f"the {rtype} pods differ from the others in what the spec has no field for"
-                f" ({', '.join(kept_fields(rest))}), and this train-compile has no per-role podTemplate",
+                f" ({', '.join(kept_fields(rest))}), and {job.kind.target} takes no per-role podTemplate",
                 "see docs/import.md, 'What is refused'"))
-    compiled, errors = compile_spec(job, settings, lower=bool(shared))
+    changed = bool(shared) or any(own.values())
+    compiled, errors = compile_spec(job, settings, lower=changed)
     if errors:
         job.diagnostics += errors
         job.spec = None
         return
     job.differences = list(sameness.diff(canon, sameness.canonical(compiled or probe, job.kind)))
     job.text = writing.dump(job.spec)
-    job.kept = kept_fields(shared)
-    told = {rtype for rtype, rest in own.items() if rest}  # their differences are named above
+    job.kept = sorted({*kept_fields(shared), *(f for rest in own.values() for f in kept_fields(rest))},
+                      key=[*kept_fields(shared), *(f for rest in own.values() for f in kept_fields(rest))].index)
+    told = {rtype for rtype, rest in own.items() if rest and rtype not in job.roles}  # named above
     for difference in job.differences:
         if not (len(difference.loc) > 2 and difference.loc[1] == job.kind.replica_specs and difference.loc[2] in told):
             job.diagnostics.append(refusal(job, difference))

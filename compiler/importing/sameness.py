@@ -38,7 +38,7 @@ from typing import Any, Iterator, Optional
 
 from compiler.importing.kinds import JobKind, kind_of
 from compiler.strategic import MERGE_KEYS
-from compiler.targets.lowering import POD_TEMPLATE_QUANTITIES
+from compiler.targets.lowering import JOB_FIELD_QUANTITIES, POD_TEMPLATE_QUANTITIES
 from foundation import jsondata, poddefaults
 from schemas import quantity
 from schemas.marks import SOURCE
@@ -124,6 +124,8 @@ def canonical(job: Obj, kind: Optional[JobKind] = None) -> Obj:
         kind.default(out)
         for _, template in kind.templates(out):
             canonical_template(template, whole_pod=kind.whole_pods)
+        if isinstance(out.get("spec"), dict):
+            amounts(out["spec"], JOB_FIELD_QUANTITIES)
         run_policy = (out.get("spec") or {}).get("runPolicy")
         if isinstance(run_policy, dict) and run_policy.get("suspend") is False:
             del run_policy["suspend"]

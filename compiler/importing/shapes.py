@@ -29,8 +29,7 @@ class Shape:
     nodes: int
     roles: dict[str, Obj]  # spec.roles entries with their replicas
     extra: Obj  # the spec fields the plan read beside nodes and roles (elastic, mpi)
-    plans: tuple[ReplicaPlan, ...]  # what the adapter plans for them, in its order
-    role_types: dict[str, str]  # role -> its replica type (the roles above, and a launcher's)
+    plans: tuple[ReplicaPlan, ...]  # what the adapter plans for them, in its order (each with its role)
 
     def plan(self, replica_type: str) -> ReplicaPlan:
         return next(p for p in self.plans if p.replica_type == replica_type)
@@ -66,6 +65,16 @@ def role_types(adapter: Adapter) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=None)
+def _main_types(framework: str) -> tuple[tuple[str, str], ...]:
+    """(role, replica type) of the roles a spec of two nodes plans (`nodes` counts them)."""
+    from foundation.frameworks import adapter as adapter_for
+
+    adapter = adapter_for(framework)
+    spec = _spec(adapter, 2, {}, None)
+    return tuple((p.role, p.replica_type) for p in adapter.plan(spec)) if spec is not None else ()
+
+
+@functools.lru_cache(maxsize=None)
 def _role_types(framework: str) -> tuple[tuple[str, str], ...]:
     from foundation.frameworks import adapter as adapter_for
 
@@ -96,6 +105,9 @@ def shape(adapter: Adapter, counts: dict[str, int], extra: Optional[Obj] = None)
     `extra` holds the spec fields the plan also reads (`elastic`, an MPIJob's `mpi`)."""
     by_role = role_types(adapter)
     roles = {role: {"replicas": counts[rtype]} for role, rtype in by_role.items() if counts.get(rtype)}
+    for role, rtype in _main_types(adapter.name):  # a main role the job has none of (tensorflow's chief)
+        if role in adapter.facts.removable_roles and rtype not in counts:
+            roles[role] = {"replicas": 0}
     program = {t: n for t, n in counts.items() if t not in by_role.values()}
     for nodes in _candidates(program or counts):
         spec = _spec(adapter, nodes, roles, extra)
@@ -103,8 +115,5 @@ def shape(adapter: Adapter, counts: dict[str, int], extra: Optional[Obj] = None)
             continue
         plans = tuple(p for p in adapter.plan(spec) if p.replicas > 0)
         if {p.replica_type: p.replicas for p in plans} == counts:
-            kinds = {r: t for r, t in by_role.items() if r in roles}
-            if adapter.launcher is not None:  # a launcher is always planned; its role holds resources only
-                kinds[adapter.launcher.role] = adapter.launcher.replica_type
-            return Shape(nodes, roles, dict(extra or {}), plans, kinds)
+            return Shape(nodes, roles, dict(extra or {}), plans)
     return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from compiler import strategic
-from compiler.importing import lifting
+from compiler.importing import lifting, pods
 from compiler.importing.kinds import JobKind
 from compiler.importing.sameness import amounts, plain, same
 from compiler.importing.manifests import Manifest
@@ -186,14 +186,14 @@ def lift(raw: Obj, canon: Obj, kind: TrainerKind) -> Obj:
     for field in ("command", "args"):
         if trainer.get(field):
             out[field] = list(trainer[field])
-    env = lifting.env({"env": trainer.get("env")})
+    env = pods.env({"env": trainer.get("env")})
     if env:
         out["env"] = env
     nodes = trainer.get("numNodes")
     if isinstance(nodes, int) and nodes != 1:
         out["nodes"] = nodes
-    resources = lifting.resources({"resources": plain(trainer.get("resourcesPerNode") or {})},
-                                  lifting.gpu_resource([{"resources": trainer.get("resourcesPerNode") or {}}]))
+    resources = pods.resources({"resources": plain(trainer.get("resourcesPerNode") or {})},
+                               pods.gpu_resource([{"resources": trainer.get("resourcesPerNode") or {}}]))
     if resources:
         out["resources"] = resources
     processes = _processes(adapter, out, trainer.get("numProcPerNode"))

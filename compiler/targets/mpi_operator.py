@@ -68,6 +68,7 @@ API = TargetApi(
     check=_check,
     lower=lower,
     pod_templates=kubeflow_v1.pod_templates,
+    role_entries=kubeflow_v1.role_entries,  # its pod templates are v1's, and so are the roles' placements
     program_container=lambda bundle: facts.CONTAINER,
     role_resources=kubeflow_v1.role_resources,
     pod_names=pod_names,
