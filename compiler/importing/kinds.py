@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
+from compiler.importing.amounts import plain
 from foundation.frameworks import ADAPTERS, mpi_operator
 from foundation.frameworks.base import GROUP, Adapter
 from foundation.frameworks.defaulting import defaulted
@@ -75,8 +76,6 @@ class JobKind:
         if rendezvous and rendezvous != {"backend": DEFAULT_BACKEND}:
             elastic["rendezvous"] = rendezvous
         if policy.get("metrics"):
-            from compiler.importing.sameness import plain  # it reads the kinds
-
             elastic["metrics"] = plain(policy["metrics"])
         return {"elastic": elastic}
 

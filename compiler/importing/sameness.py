@@ -31,16 +31,15 @@ both values, for a person to read.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterator, Optional
 
+from compiler.importing.amounts import Amount, plain
 from compiler.importing.kinds import JobKind, kind_of
 from compiler.strategic import MERGE_KEYS
 from compiler.targets.lowering import JOB_FIELD_QUANTITIES, POD_TEMPLATE_QUANTITIES
 from foundation import jsondata, poddefaults
-from schemas import quantity
 from schemas.marks import SOURCE
 
 Obj = dict[str, Any]
@@ -141,19 +140,6 @@ def drop(obj: Obj, loc: tuple[Any, ...]) -> None:
         node.pop(loc[-1], None)
 
 
-def plain(value: Any) -> Any:
-    """A canonical value back as plain JSON (an `Amount` as the text it was written as)."""
-    if value is ABSENT:
-        return value
-    if isinstance(value, Amount):
-        return value.text
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
 def clean_metadata(meta: Obj) -> list[str]:
     """Drop what the API server writes and trainforge's own marks from `meta` (in place); the
     names of what was there."""
@@ -196,51 +182,6 @@ QUANTITY_TRIE = _trie(POD_TEMPLATE_QUANTITIES)
 def amounts(node: Any, paths: tuple[tuple[str, ...], ...]) -> None:
     """The quantities at `paths` of `node` (in place) as `Amount`s, compared by amount."""
     _amounts(node, _trie(paths))
-
-
-class Amount(str):
-    """A quantity as written, equal to any other writing of the same amount (read once)."""
-
-    value: object
-
-    def __new__(cls, text: str) -> "Amount":
-        made = super().__new__(cls, text)
-        made.value = _amount(text)
-        return made
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is Amount:
-            return self.value == other.value  # type: ignore[attr-defined]
-        if isinstance(other, (str, int, float)) and not isinstance(other, bool):
-            return self.value == _amount(other if not isinstance(other, float) else repr(other))
-        return NotImplemented
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
-
-    def __hash__(self) -> int:
-        return hash(self.value)
-
-    @property
-    def text(self) -> str:
-        return str.__str__(self)
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_amount(value: object) -> object:
-    return _read_amount(value)
-
-
-def _amount(value: object) -> object:
-    return _cached_amount(value) if value.__class__ in (str, int) else _read_amount(value)
-
-
-def _read_amount(value: object) -> object:
-    try:
-        return quantity.read(value)[0].normalize()
-    except ValueError:
-        return value
 
 
 def _amounts(node: Any, trie: dict) -> None:

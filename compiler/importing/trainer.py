@@ -177,7 +177,7 @@ def merged_patches(patches: Any) -> Any:
 
 def lift(raw: Obj, canon: Obj, kind: TrainerKind) -> Obj:
     """The TrainJob spec of a canonical Trainer v2 TrainJob (podTemplate is the residual's)."""
-    adapter, runtime = kind.adapter, kind.runtime
+    adapter = kind.adapter
     spec = canon.get("spec") or {}
     trainer = spec.get("trainer") or {}
     out: Obj = {"framework": adapter.name}

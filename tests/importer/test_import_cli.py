@@ -130,15 +130,16 @@ def test_check_says_it_is_the_same_job_and_writes_nothing(tmp_path):
 
 
 def test_check_prints_each_difference_of_a_job_the_spec_cannot_say(tmp_path):
-    source = write(tmp_path, PYTORCHJOB.replace("    Master:\n", "    Master:\n      restartPolicy: Never\n", 1)
-                   .replace("      replicas: 1\n      restartPolicy: OnFailure\n", "      replicas: 1\n", 1))
+    source = write(tmp_path, PYTORCHJOB.replace("  namespace: nlp\n", "  namespace: nlp\n  finalizers: [acme.dev/keep]\n")
+                   .replace("spec:\n", "spec:\n  runPolicy:\n    schedulingPolicy: {queue: research}\n", 1))
 
     run = run_cli("import", "--check", source, "-o", tmp_path / "jobs")
 
     assert run.exit_code == 1
     assert run.stdout.splitlines() == [
-        f"PyTorchJob nlp/bert ({source}:1): 1 difference(s), original -> round trip",
-        '  spec.pytorchReplicaSpecs.Master.restartPolicy: "Never" -> "OnFailure"',
+        f"PyTorchJob nlp/bert ({source}:1): 2 difference(s), original -> round trip",
+        '  metadata.finalizers: ["acme.dev/keep"] -> (absent)',
+        '  spec.runPolicy.schedulingPolicy.queue: "research" -> (absent)',
     ]
     assert not (tmp_path / "jobs").exists()
 
