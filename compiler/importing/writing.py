@@ -88,8 +88,10 @@ def _string(text: str, flow: bool) -> str:
 def _flow(value: Any) -> str | None:
     """`value` on one line when it is a short map or list of scalars, else None."""
     if isinstance(value, dict) and value and all(not isinstance(v, (dict, list)) for v in value.values()):
-        items = [f"{scalar(k, flow=True)}: {_flow_scalar(v)}" for k, v in value.items()]
-        return None if any(i is None for i in items) else "{" + ", ".join(items) + "}"
+        shown = [_flow_scalar(v) for v in value.values()]
+        if any(v is None for v in shown):
+            return None
+        return "{" + ", ".join(f"{scalar(k, flow=True)}: {v}" for k, v in zip(value, shown)) + "}"
     if isinstance(value, list) and value and all(not isinstance(v, (dict, list)) for v in value):
         items = [_flow_scalar(v) for v in value]
         return None if any(i is None for i in items) else "[" + ", ".join(items) + "]"  # type: ignore[arg-type]
