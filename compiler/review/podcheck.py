@@ -177,6 +177,7 @@ def _container_names(target: Target, plan: "ReplicaPlan", template: dict[str, An
 
 def _mounts(target: Target, plan: "ReplicaPlan", template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
     volumes = [v.get("name") for v in as_list(pod.get("volumes")) if isinstance(v, dict)]
+    volumes += api(target.api).added_volumes(plan.replica_type)  # the operator's own: mountable
     for loc, container in _containers(pod):
         for j, mount in enumerate(as_list(container.get("volumeMounts"))):
             if not isinstance(mount, dict):

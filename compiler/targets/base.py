@@ -114,6 +114,9 @@ class TargetApi:
     # pod template key (as in pod_templates) -> its spec.roles entry, whose placement replaces the
     # job's there (overlays/scheduling.py); {}: the target takes no per-role settings (trainer-v2)
     role_entries: Callable[["Bundle"], dict[str, Optional["Role"]]] = lambda bundle: {}
+    # replica type -> the volumes the operator adds to its pods, which a template's containers
+    # may mount though the template does not have them (the mpi-operator's hostfile and SSH keys)
+    added_volumes: Callable[[str], tuple[str, ...]] = lambda replica_type: ()
 
 
 def gpus_in(resources: dict[str, Any]) -> int:

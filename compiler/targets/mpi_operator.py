@@ -69,6 +69,7 @@ API = TargetApi(
     lower=lower,
     pod_templates=kubeflow_v1.pod_templates,
     role_entries=kubeflow_v1.role_entries,  # its pod templates are v1's, and so are the roles' placements
+    added_volumes=lambda replica_type: facts.ADDED_VOLUMES.get(replica_type, ()),
     program_container=lambda bundle: facts.CONTAINER,
     role_resources=kubeflow_v1.role_resources,
     pod_names=pod_names,

@@ -44,6 +44,10 @@ WORKER_COMMAND = ("/usr/sbin/sshd", "-De")  # a worker without command and args 
 # separation chroots and changes user, and port 22 is privileged (OpenSSH 9.2 without them:
 # 'chroot("/run/sshd"): Operation not permitted' at the first connection; tests/e2e note it)
 ROOT_SSHD_CAPABILITIES = ("NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT")
+# the volumes it adds to the pods it makes (v0.8.0's configVolumeName, sshAuthVolume): the
+# launcher's hostfile ConfigMap and everyone's SSH keys, which a template's container may mount
+CONFIG_VOLUME, SSH_VOLUME = "mpi-job-config", "ssh-auth"
+ADDED_VOLUMES = {LAUNCHER: (CONFIG_VOLUME, SSH_VOLUME), WORKER: (SSH_VOLUME,)}
 # the pods' training.kubeflow.org/job-role label -> the replica type
 POD_ROLES = {"launcher": LAUNCHER, "worker": WORKER}
 # runPolicy.managedBy: the values its validation admits; MultiKueue writes the second
