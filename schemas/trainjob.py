@@ -37,6 +37,7 @@ from schemas.types import (
     PositiveInt,
     Quantity,
     Seconds,
+    StorageUri,
 )
 
 API_VERSION = "trainforge.dev/v1alpha1"
@@ -93,8 +94,10 @@ class Role(StrictModel):
         " (tensorflow's chief takes 0: no chief pod)."
     )
     image: Optional[NonEmptyStr] = Field(None, description="Overrides spec.image for this role.")
-    command: Optional[list[NonEmptyStr]] = Field(None, description="Overrides spec.command for this role.")
-    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role.")
+    command: Optional[list[NonEmptyStr]] = Field(
+        None, description="Overrides spec.command for this role; [] runs the image's entrypoint."
+    )
+    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role; [] passes none.")
     env: Optional[dict[EnvName, EnvValue]] = Field(
         None, description="Merged over spec.env for this role (a name given here wins)."
     )
@@ -222,11 +225,32 @@ RuntimeChoice = Annotated[
 ]
 
 
+class InitializerSource(StrictModel):
+    """One initializer step's input: the runtime's `dataset-initializer` or `model-initializer` job gets
+    it as STORAGE_URI (and the Secret's keys as its environment)."""
+
+    storageUri: StorageUri = Field(description="Where to download from: hf://, s3://, gs://... (scheme://...).")
+    secret: Optional[ObjectName] = Field(
+        None, description="A Secret in the job's namespace whose keys the initializer gets as environment (envFrom)."
+    )
+    env: Optional[dict[EnvName, EnvValue]] = Field(None, description="More environment for the initializer.")
+
+
+class Initializer(StrictModel):
+    """Trainer v2's initializer steps, each in a replicated job of the runtime that runs before the trainer."""
+
+    dataset: Optional[InitializerSource] = Field(None, description="The dataset the trainer reads.")
+    model: Optional[InitializerSource] = Field(None, description="The model the trainer starts from.")
+
+
 class TrainJobSpec(StrictModel):
     """What one training job runs; the data scientist's ~20 lines."""
 
     framework: Framework = Field(description="Which Kubeflow job kind the spec becomes.")
-    image: NonEmptyStr = Field(description="Container image that runs the training program.")
+    image: Optional[NonEmptyStr] = Field(
+        None, description="Container image that runs the training program. Required under kubeflow-v1 (unless"
+        " every role gives its own); under trainer-v2 the runtime's when unset."
+    )
     command: Optional[list[NonEmptyStr]] = Field(None, description="Entrypoint; the image's own otherwise.")
     args: Optional[list[str]] = Field(None, description="Arguments to the command.")
     workingDir: Optional[NonEmptyStr] = Field(
@@ -268,7 +292,12 @@ class TrainJobSpec(StrictModel):
     runtime: Optional[RuntimeChoice] = Field(
         None,
         description="trainer-v2 only: the runtime (a ClusterTrainingRuntime name, or {name, kind:"
-        " TrainingRuntime}); default: the framework's stock runtime. No effect under kubeflow-v1.",
+        " TrainingRuntime}); default: the framework's stock runtime. A runtime document in the sources is"
+        " compiled with the jobs that name it. No effect under kubeflow-v1.",
+    )
+    initializer: Optional[Initializer] = Field(
+        None, description="trainer-v2 only: what the runtime's dataset and model initializer steps download"
+        " (Trainer v2.3's TrainJob initializer)."
     )
 
 
@@ -283,7 +312,7 @@ EnvOverride = create_model(  # type: ignore[call-overload]
     __doc__="Fields deep-merged over spec for one environment.",
     **{
         # null unsets an optional field for the environment (compiler/reading/resolve.py); a required
-        # one (image) has nothing to fall back to, so its override takes a value or nothing
+        # one (none but framework, which is the job's) would have nothing to fall back to
         name: (field.annotation if field.is_required() else _optional(field.annotation),
                Field(None, description=field.description))
         for name, field in TrainJobSpec.model_fields.items()

@@ -27,6 +27,7 @@ ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 # server's validateResourceName takes before its own rules for container resources
 QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 HUGEPAGES = "hugepages-"
+STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")  # Trainer v2.3's CRD rule on storageUri
 SHARED_MEMORY_CHOICES = ("unsized", "host")
 LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -145,6 +146,13 @@ def _shared_memory(value: object) -> object:
     return _quantity(value)
 
 
+def _storage_uri(value: str) -> str:
+    if len(value) > 2048 or not STORAGE_URI.fullmatch(value):
+        raise ValueError(f"'{value}' is not a URI Trainer takes; write scheme://..., e.g. hf://tatsu-lab/alpaca"
+                         " or s3://bucket/path")
+    return value
+
+
 def _duration(value: object) -> object:
     if isinstance(value, bool):
         raise ValueError("a duration cannot be a boolean; write e.g. 90s, 30m, 24h or 7d")
@@ -215,6 +223,11 @@ SharedMemorySize = Annotated[
     BeforeValidator(_shared_memory),
     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": QUANTITY.pattern},
                               {"enum": list(SHARED_MEMORY_CHOICES)}]}),
+]
+StorageUri = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": STORAGE_URI.pattern, "maxLength": 2048}),
+    AfterValidator(_storage_uri),
 ]
 Seconds = Annotated[
     int,

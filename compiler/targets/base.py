@@ -30,12 +30,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobRuntime:
-    """An object of a job's own that admission needs before the job: `component` is the job
-    folder's component holding it. Flux must sync it first (compiler.emit.prerequisites)."""
+    """Objects of a job's own that admission needs before the job: `component` is the job
+    folder's component holding them, of these `kinds`. Flux must sync them first
+    (compiler.emit.prerequisites)."""
 
     component: str
     api_version: str
-    kind: str
+    kinds: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,9 @@ class TargetApi:
     # replica type -> the volumes the operator adds to its pods, which a template's containers
     # may mount though the template does not have them (the mpi-operator's hostfile and SSH keys)
     added_volumes: Callable[[str], tuple[str, ...]] = lambda replica_type: ()
+    # an environment's bundles -> the same with the objects the sources add to them (trainer-v2:
+    # the runtimes written beside the jobs, each carried by one job that names it)
+    with_runtimes: Callable[[list["Bundle"]], list["Bundle"]] = lambda bundles: bundles
 
 
 def gpus_in(resources: dict[str, Any]) -> int:

@@ -27,10 +27,10 @@ SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"  # where resources.sharedMemory is mounted
 
 
-def env_vars(spec: TrainJobSpec, values: Optional[dict[str, EnvValue]] = None) -> list[JsonObject]:
-    """Container env entries of `values` (the job's env by default), in their order."""
+def env_vars(values: dict[str, EnvValue]) -> list[JsonObject]:
+    """Container env entries of `values` (spec.env, a role's, an initializer's), in their order."""
     out: list[JsonObject] = []
-    for name, value in (spec.env if values is None else values).items():
+    for name, value in values.items():
         if isinstance(value, SecretRef):
             out.append({"name": name, "valueFrom": {"secretKeyRef": {"name": value.secret, "key": value.key}}})
         elif isinstance(value, ConfigMapRef):
@@ -99,7 +99,7 @@ def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource
         container["args"] = list(args)
     if spec.workingDir:
         container["workingDir"] = spec.workingDir
-    env = env_vars(spec, roles.env(spec, plan))
+    env = env_vars(roles.env(spec, plan))
     if env:
         container["env"] = env
     if facts.port_name is not None:

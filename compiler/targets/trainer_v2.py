@@ -29,6 +29,7 @@ from foundation.frameworks import adapter as adapter_for
 from compiler.reading.resolve import Target
 from compiler.targets import trainer_v2_restarts as restarts
 from compiler.targets import trainer_v2_rules
+from compiler.targets import trainer_v2_sources as sources
 from compiler.targets.base import JobRuntime, PlanFacts, TargetApi, gpus_in
 from compiler.targets.lowering import (
     DIVISOR,
@@ -39,12 +40,13 @@ from compiler.targets.lowering import (
     resource_requirements,
     shared_memory_volume,
 )
-from compiler.targets.trainer_v2_rules import CONTAINER, capability, runtime_ref
+from compiler.targets.trainer_v2_rules import CONTAINER
+from compiler.targets.trainer_v2_sources import capability, runtime_ref
 from overlays import waves
 from schemas import upstream
 from schemas.bundle import Bundle, Component, JsonObject, json_copy
 from schemas.quantity import canonical_quantities
-from schemas.trainjob import Resources
+from schemas.trainjob import Initializer, Resources
 
 GROUP = upstream.TRAINER_GROUP
 API_VERSION = f"{GROUP}/v1alpha1"
@@ -61,7 +63,7 @@ IMMUTABLE = ("trainer", "runtimeRef", "initializer", "activeDeadlineSeconds", "m
 POD_PATCH_IMMUTABLE = ("containers", "initContainers", "volumes", "imagePullSecrets", "securityContext",
                        "serviceAccountName", "terminationGracePeriodSeconds")
 PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs"
-RUNTIME_COMPONENT = "runtime"  # the folder of the job's own TrainingRuntime (restartScope: job)
+RUNTIME_COMPONENT = sources.COMPONENT  # the folder of the job's own runtime (restartScope: job, or the sources')
 
 # Where Trainer's Go types hold a `resource.Quantity` in what the compiler writes (paths in
 # the TrainJob's spec, "*" any key or item). Trainer's mutating webhook decodes a TrainJob
@@ -83,12 +85,14 @@ QUANTITY_PATHS: tuple[tuple[str, ...], ...] = (
 
 def _trainer(target: Target) -> JsonObject:
     spec = target.spec
-    trainer: JsonObject = {"image": spec.image}
+    trainer: JsonObject = {}
+    if spec.image is not None:  # else the runtime's (trainer_v2_rules checks it has one)
+        trainer["image"] = spec.image
     if spec.command:
         trainer["command"] = list(spec.command)
     if spec.args:
         trainer["args"] = list(spec.args)
-    env = env_vars(spec)
+    env = env_vars(spec.env)
     if env:
         trainer["env"] = env
     trainer["numNodes"] = spec.nodes
@@ -150,6 +154,8 @@ def lower(target: Target) -> Bundle:
     runtime = _whole_job_runtime(target)
     ref = runtime_ref(target) if runtime is None else {"name": target.name, "kind": restarts.KIND}
     job_spec: JsonObject = {"runtimeRef": ref, "trainer": _trainer(target)}
+    if target.spec.initializer is not None:
+        job_spec["initializer"] = initializer(target.spec.initializer)
     policy = target.spec.policy
     if policy.activeDeadline is not None:
         job_spec["activeDeadlineSeconds"] = policy.activeDeadline
@@ -161,6 +167,22 @@ def lower(target: Target) -> Bundle:
     job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": canonical_spec(job_spec)}
     bundle = Bundle(target=target, adapter=fw, job=job, api=API)
     return bundle if runtime is None else bundle.with_component(Component(RUNTIME_COMPONENT, resources=(runtime,)))
+
+
+def initializer(spec: Initializer) -> JsonObject:
+    """The TrainJob's `initializer`: each step's storageUri, env and Secret (envFrom), as v2.3 names them."""
+    out: JsonObject = {}
+    for step in ("dataset", "model"):
+        source = getattr(spec, step)
+        if source is None:
+            continue
+        entry: JsonObject = {"storageUri": source.storageUri}
+        if source.env:
+            entry["env"] = env_vars(source.env)
+        if source.secret is not None:
+            entry["secretRef"] = {"name": source.secret}
+        out[step] = entry
+    return out
 
 
 def _whole_job_runtime(target: Target) -> Optional[JsonObject]:
@@ -236,6 +258,7 @@ API = TargetApi(
     upstream_admission=False,
     operator_init_containers=lambda kind, replica_type, replica_types: [],  # the Training Operator's; runtimes differ
     scheduling_policy=False,
-    job_runtime=JobRuntime(RUNTIME_COMPONENT, restarts.GROUP_VERSION, restarts.KIND),
+    job_runtime=JobRuntime(RUNTIME_COMPONENT, restarts.GROUP_VERSION, (restarts.KIND, sources.CLUSTER)),
     maker_title="Kubeflow Trainer",
+    with_runtimes=sources.with_runtimes,
 )

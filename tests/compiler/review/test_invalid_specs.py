@@ -87,14 +87,15 @@ CASES = [
     # --- required fields
     ("a job without image names the missing field at its parent",
      without("  image: ghcr.io/acme/train:1"),
-     "5:1: error: spec.image: is required; add 'image'"),
+     "5:1: error: spec.image: is required: the master pods of a kubeflow.org/v1 job run the image the spec names"
+     " (only a Trainer v2 runtime brings its own); add 'image'"),
     ("a job without framework names the missing field at its parent",
      without("  framework: pytorch"),
      "5:1: error: spec.framework: is required; add 'framework'"),
     ("a misspelled required field is one error, the unknown key's, whose did-you-mean names the field",
      job_text().replace("  framework:", "  framwork:"),
      "6:3: error: spec.framwork: unknown field 'framwork'; did you mean 'framework'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, mpi, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("a misspelled key of a secret reference is one error, at the misspelling",
      job_text("env:\n  HF_TOKEN: {secret: hf, kee: token}\n"),
@@ -106,12 +107,12 @@ CASES = [
     ("an unknown spec field suggests the closest one and lists the allowed ones",
      job_text("nodez: 3\n"),
      "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, mpi, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("a field written one level too high suggests the object it belongs in",
      job_text("queue: team-a\n"),
      "8:3: error: spec.queue: unknown field 'queue'; did you mean 'scheduling.queue'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, mpi, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
@@ -243,6 +244,11 @@ CASES = [
      job_text("elastic: {minNodes: 1, maxNodes: 2}\nroles:\n  master: {image: ghcr.io/acme/master:1}\n"),
      "10:5: error: spec.roles.master: this PyTorchJob has no master pods, so these settings would apply to none;"
      " remove roles.master, or set them under roles.worker"),
+    ("a role's podTemplate takes metadata and spec only, named at the role",
+     job_text("roles:\n  worker:\n    podTemplate: {containers: []}\n"),
+     "10:21: error: spec.roles.worker.podTemplate.containers: roles.worker.podTemplate is a pod template "
+     "patch; 'containers' is not one of its fields; put pod fields under roles.worker.podTemplate.spec and "
+     "labels under roles.worker.podTemplate.metadata"),
     ("a role's podTemplate is checked against Kubernetes' schema at its own line",
      job_text("roles:\n  worker:\n    podTemplate:\n      spec: {hostNetwrk: true}\n"),
      "11:16: error: spec.roles.worker.podTemplate.spec.hostNetwrk: unknown field 'hostNetwrk'; did you mean "
@@ -627,6 +633,17 @@ CASES = [
      job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: External, external: {metric: {name: q}, target: {type: Value, value: 0}}}\n"),
      "12:64: error: spec.elastic.metrics[0].external.target: value 0 is not above 0, which the HPA refuses; "
      "give a positive amount"),
+    # --- trainer-v2 fields (the runtime-dependent ones: tests/compiler/targets/test_trainer_v2_runtimes.py)
+    ("an initializer storageUri without a scheme is refused as Trainer's CRD does",
+     job_text("initializer: {dataset: {storageUri: tatsu-lab/alpaca}}\n"),
+     "8:39: error: spec.initializer.dataset.storageUri: 'tatsu-lab/alpaca' is not a URI Trainer takes; write "
+     "scheme://..., e.g. hf://tatsu-lab/alpaca or s3://bucket/path"),
+    ("an initializer under kubeflow-v1 says where the download goes instead",
+     job_text("initializer: {dataset: {storageUri: 'hf://tatsu-lab/alpaca'}}\n"),
+     "8:3: error: spec.initializer: a kubeflow.org/v1 job has no initializer step (environment 'default' "
+     "targets kubeflow-v1); only a Trainer v2 runtime's dataset and model initializers read it; download in an "
+     "init container (podTemplate.spec.initContainers) and unset initializer for this environment with "
+     "environments.default.initializer: null, or set environments.default.target: trainer-v2"),
     # --- environments
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),
@@ -650,7 +667,7 @@ CASES = [
     ("an override cannot change the framework",
      job_text("environments:\n  default: {framework: jax}\n"),
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
-     " elastic, env, image, mpi, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
+     " elastic, env, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
      " scheduling, serviceAccount, storage, workingDir"),
     # --- the pod template as Kubernetes reviews it: compiler/review/podschema.py, compiler/review/podcheck.py
     ("an env written as a map is refused with the list it should be",

@@ -171,3 +171,24 @@ def test_an_environment_overrides_one_roles_image(tmp_path):
               for env in ("dev", "prod")}
     assert images == {"dev": {"Master": "ghcr.io/acme/train:1", "Worker": "ghcr.io/acme/worker:1"},
                       "prod": {"Master": "ghcr.io/acme/train:1", "Worker": "ghcr.io/acme/worker:2"}}
+
+
+def test_an_empty_command_runs_the_images_entrypoint_for_that_role(tmp_path):
+    """The MXNet scheduler of published jobs runs its image's entrypoint while the workers run a script."""
+    job = only_job(tmp_path, job_doc("mxnet", nodes=2, command=["python", "train.py"], args=["--kv-store", "dist_sync"],
+                                     roles={"scheduler": {"command": [], "args": []}}))
+
+    c = main(job)
+    assert "command" not in c["Scheduler"] and "args" not in c["Scheduler"]
+    assert c["Worker"]["command"] == ["python", "train.py"]
+
+
+def test_the_jobs_affinity_reaches_trainer_v2_pods_through_runtime_patches(tmp_path):
+    anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}}
+    project = project_doc(environments={"prod": {"target": "trainer-v2"}})
+
+    job = only_job(tmp_path, job_doc("jax", nodes=2, scheduling={"affinity": anti}), env="prod", project=project)
+
+    (node,) = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert node["template"]["spec"]["template"]["spec"]["affinity"] == anti
