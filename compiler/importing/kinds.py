@@ -90,6 +90,11 @@ class JobKind:
         """runPolicy.cleanPodPolicy of a compiled job whose spec sets no policy.cleanPods."""
         return "None"
 
+    def why(self, loc: Loc) -> Optional[str]:
+        """Why a difference at `loc` (of the canonical form) has no spec field, where the kind knows
+        better than "the spec cannot say this"; None otherwise."""
+        return None
+
     def containers(self, job: Obj) -> list[Obj]:
         """The containers whose resources name the job's GPUs (every pod template's)."""
         return [c for _, t in self.templates(job) for c in ((t.get("spec") or {}).get("containers") or [])

@@ -62,11 +62,22 @@ class Job:
 
 @dataclass(frozen=True)
 class Settings:
-    """The project document the jobs compile with, and its model (None: invalid, and each
-    compile says why)."""
+    """The project document the jobs compile with, its model (None: invalid, and each compile
+    says why), and the Trainer v2 runtimes written beside the jobs (cleaned documents)."""
 
     data: Obj
     model: Any
+    runtimes: tuple[Obj, ...] = ()
+
+
+def shipped_runtime(manifest: Manifest) -> Obj:
+    """A runtime a TrainJob of the input names, as it is written beside the specs: without what
+    the cluster wrote (the tree then ships it, and compiles the jobs against it)."""
+    data = jsondata.copy(manifest.data)
+    data.pop("status", None)
+    if isinstance(data.get("metadata"), dict):
+        sameness.clean_metadata(data["metadata"])
+    return data
 
 
 @dataclass
@@ -89,8 +100,8 @@ def import_sources(sources: list[str], *, existing_project: Optional[Obj] = None
 def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Outcome:
     diagnostics = list(found.diagnostics)
     jobs = [prepare(m, kinds.kind_of(m.data)) for m in found.jobs]  # type: ignore[arg-type]
-    runtimes = {(r.kind, r.name): r for r in (trainer.runtime_of(m) for m in found.trainer
-                                              if m.data.get("kind") in trainer.RUNTIME_KINDS)}
+    given = [m for m in found.trainer if m.data.get("kind") in trainer.RUNTIME_KINDS]
+    runtimes = {(r.kind, r.name): r for r in (trainer.runtime_of(m) for m in given)}
     for manifest in found.trainer:
         api_version, kind = manifest.data.get("apiVersion"), manifest.data.get("kind")
         if (api_version, kind) == (trainer.VERSION, trainer.JOB_KIND):
@@ -103,8 +114,11 @@ def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Out
     settings, problems = project.settings([(j.manifest, j.kind, j.canon) for j in live])
     diagnostics += problems
     chosen = existing_project if existing_project is not None else settings
+    named = {trainer.ref(j.original) for j in live if isinstance(j.kind, trainer.TrainerKind)}
+    shipped = [m for m in given if (m.data.get("kind"), (m.data.get("metadata") or {}).get("name")) in named]
+    found.left_out += [m for m in given if m not in shipped]
     if not problems:
-        compiled_with = Settings(chosen, validated(chosen))
+        compiled_with = Settings(chosen, validated(chosen), tuple(shipped_runtime(m) for m in shipped))
         for job in live:
             finish(job, compiled_with)
     for job in jobs:
@@ -117,7 +131,7 @@ def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Out
             found.diagnostics[0].file if found.diagnostics else found.first or "-", 1, 1, "",
             f"found no training job{where}", f"give import the manifests of Kubeflow jobs ({kinds.known()})"
             " or what kubectl get -o yaml prints for them"))
-    files = layout(jobs, settings if existing_project is None else None)
+    files = layout(jobs, settings if existing_project is None else None, shipped if not problems else [])
     return Outcome(jobs, chosen, files, ordered(diagnostics), found.left_out)
 
 
@@ -278,8 +292,9 @@ def compile_spec(job: Job, settings: "Settings", *, review: bool = True,
     # the data `writing.dump` writes and the loader reads back (the corpus test renders every
     # written folder; tests/importer/test_writing.py holds the text to the data)
     doc = Document(f"{job.name}.yaml", 0, job.spec)
-    result = compile_documents(Sources(jobs=[doc], project=Document(PROJECT_FILE, 0, settings.data)), review=review,
-                               lower_jobs=lower, project=settings.model)
+    runtimes = [Document(f"runtime-{i}.yaml", 0, data) for i, data in enumerate(settings.runtimes)]
+    result = compile_documents(Sources(jobs=[doc], project=Document(PROJECT_FILE, 0, settings.data), runtimes=runtimes),
+                               review=review, lower_jobs=lower, project=settings.model)
     if not result.ok:
         shown = "; ".join(f"{d.path}: {d.message}" for d in result.diagnostics if d.severity == "error")
         return None, [job.manifest.error((), f"the imported spec does not compile: {shown}",
@@ -305,7 +320,10 @@ def refusal(job: Job, difference: Difference) -> Diagnostic:
     """A difference the spec cannot take away, at the manifest field it is about."""
     loc = raw_loc(job.manifest.data, difference.loc)
     original, back = sameness.show(difference.original), sameness.show(difference.roundtripped)
-    if difference.roundtripped is sameness.ABSENT:
+    known = job.kind.why(difference.loc)
+    if known is not None:
+        what = known
+    elif difference.roundtripped is sameness.ABSENT:
         what = f"the round trip leaves out {original}"
     elif difference.original is sameness.ABSENT:
         what = f"the round trip adds {back}, which the manifest does not have"
@@ -357,9 +375,10 @@ def kept_fields(patch: Obj, prefix: str = "") -> list[str]:
     return out
 
 
-def layout(jobs: list[Job], settings: Optional[Obj]) -> dict[str, str]:
+def layout(jobs: list[Job], settings: Optional[Obj], runtimes: list[Manifest]) -> dict[str, str]:
     """Relative path -> text of every file to write: one spec per job, in namespace folders
-    when the jobs use more than one namespace, and the project file when one is needed."""
+    when the jobs use more than one namespace, the runtimes the TrainJobs name (`runtime-<name>.yaml`)
+    and the project file when one is needed."""
     done = [j for j in jobs if j.ok]
     spaces = {j.namespace for j in done}
     files: dict[str, str] = {}
@@ -367,6 +386,9 @@ def layout(jobs: list[Job], settings: Optional[Obj]) -> dict[str, str]:
         folder = f"{job.namespace}/" if len(spaces) > 1 else ""
         job.path = f"{folder}{job.name}.yaml"
         files[job.path] = job.text
+    for manifest in runtimes if done else []:
+        data = shipped_runtime(manifest)
+        files[f"runtime-{data['metadata']['name']}.yaml"] = writing.dump(data)
     if settings is not None and done:
         files[project.PROJECT_FILE] = writing.dump(settings)
     return files

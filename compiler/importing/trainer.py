@@ -143,6 +143,15 @@ class TrainerKind(JobKind):
             if name in self.program_jobs():
                 yield name, patch["template"]
 
+    def why(self, loc: tuple[Any, ...]) -> Optional[str]:
+        if loc[:3] == ("spec", PATCHES, "jobset"):
+            return ("runtimePatches on the JobSet (its own labels and annotations): a spec's podTemplate reaches"
+                    " the pods, and nothing reaches the JobSet")
+        if loc[:3] == ("spec", PATCHES, "jobs") and len(loc) > 3 and loc[3] not in self.program_jobs():
+            return (f"runtimePatches of replicated job {loc[3]}, which does not run the program: a spec's"
+                    f" podTemplate reaches {' and '.join(self.program_jobs())} only")
+        return None
+
     def program_jobs(self) -> tuple[str, ...]:
         capability = self.adapter.trainer_v2
         return capability.program_jobs if capability is not None else ()
@@ -210,6 +219,9 @@ def lift(raw: Obj, canon: Obj, kind: TrainerKind) -> Obj:
         policy["suspend"] = True
     if policy:
         out["policy"] = policy
+    init = _initializer(spec.get("initializer"))
+    if init:
+        out["initializer"] = init
     sched = lifting.scheduling(canon, None)
     if sched:
         out["scheduling"] = sched
@@ -230,3 +242,19 @@ def _processes(adapter: Adapter, spec: Obj, written: Any) -> Optional[int]:
     if same(plain(written), auto) or isinstance(written, bool) or not str(plain(written)).isdigit():
         return None
     return int(str(plain(written)))
+
+
+def _initializer(found: Any) -> Obj:
+    """spec.initializer from the TrainJob's: each step's storageUri, Secret (`secretRef`) and env."""
+    out: Obj = {}
+    for step, source in (found or {}).items() if isinstance(found, dict) else ():
+        if not isinstance(source, dict):
+            continue
+        entry: Obj = {"storageUri": source.get("storageUri")}
+        if isinstance(source.get("secretRef"), dict):
+            entry["secret"] = source["secretRef"].get("name")
+        env = pods.env({"env": source.get("env")})
+        if env:
+            entry["env"] = env
+        out[step] = entry
+    return out

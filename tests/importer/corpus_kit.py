@@ -81,11 +81,14 @@ def only_runtimes(file: str) -> bool:
 
 def companions(file: str) -> list[str]:
     """The corpus files a file is imported with: the ones holding the runtimes its TrainJobs name."""
+    from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
+
     names = set()
     for doc in yaml.safe_load_all((CORPUS / file).read_text()):
         if isinstance(doc, dict) and doc.get("kind") == "TrainJob":
             names.add(((doc.get("spec") or {}).get("runtimeRef") or {}).get("name"))
-    return sorted({runtimes()[n] for n in names if n in runtimes()} - {file})
+    # a stock runtime's copy (061 is torch-distributed as the release ships it) is the cluster's, not given
+    return sorted({runtimes()[n] for n in names if n in runtimes() and n not in STOCK_RUNTIMES} - {file})
 
 
 @functools.cache
@@ -138,8 +141,13 @@ ACCEPTED = {
         "the AppWrapper queues and owns the job; trainforge writes the job itself, not the wrapper",
     r"no shape a mxnet spec can say":
         "MXJob's tuning mode (TunerTracker, TunerServer, Tuner: jobMode MXTune) is out of trainforge's scope",
-    r"spec.image: is required": "PENDING: h-spec's image from the runtime",
-    r"mpi-operator|kubeflow.org/v2beta1": "PENDING: the mpi-operator target",
+    r"runs mlPolicy flux, which no trainforge framework runs":
+        "a Trainer v2 runtime of a framework trainforge does not have (Flux): the spec's framework cannot be told",
+    r"has no trainer step":
+        "a runtime without a trainer step (a replicated job labelled trainjob-ancestor-step: trainer): Trainer"
+        " v2.3 applies a TrainJob's trainer to that job only, so the job's nodes and command reach nothing",
+    r"runtimePatches on the JobSet":
+        "a patch of the JobSet's own labels and annotations: a spec's podTemplate reaches the pods, not the JobSet",
 }
 
 
