@@ -26,6 +26,7 @@ from schemas.placement import Gang, GangChoice, RoleScheduling, Scheduling, Tole
 from schemas.resources import ResourceLimits, Resources  # noqa: F401
 from schemas.strict import ConfigMapRef, EnvValue, SecretRef, StrictModel  # noqa: F401
 from schemas.types import (
+    ContainerName,
     EnvName,
     LabelKey,
     LabelValue,
@@ -94,6 +95,10 @@ class Role(StrictModel):
         " (tensorflow's chief takes 0: no chief pod)."
     )
     image: Optional[NonEmptyStr] = Field(None, description="Overrides spec.image for this role.")
+    container: Optional[ContainerName] = Field(
+        None, description="The name of this role's program container (framework mpi only: the MPI operators run"
+        " the first container whatever its name; the others find it by the framework's name)."
+    )
     command: Optional[list[NonEmptyStr]] = Field(
         None, description="Overrides spec.command for this role; [] runs the image's entrypoint."
     )

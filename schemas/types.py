@@ -54,6 +54,15 @@ def _dns1123(value: str) -> str:
     return value
 
 
+def _container_name(value: str) -> str:
+    if len(value) > 63 or not DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"'{value}' is not a valid container name; use at most 63 lower-case letters, digits and '-',"
+            " starting and ending with a letter or digit"
+        )
+    return value
+
+
 def _object_name(value: str) -> str:
     if len(value) > 253 or not DNS1123_SUBDOMAIN.match(value):
         raise ValueError(
@@ -202,6 +211,11 @@ Namespace = Annotated[
     str,
     Field(strict=True, json_schema_extra={"pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
     AfterValidator(_dns1123),
+]
+ContainerName = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
+    AfterValidator(_container_name),
 ]
 ObjectName = Annotated[
     str,

@@ -4,7 +4,8 @@ The job's fields come from its main role (`lifting.spec_fields`); every other ro
 differ gets a `roles.<role>` entry with what differs, as the spec's per-role fields say it
 (`compiler/targets/roles.py` reads them the same way round): its image, command and args
 (`[]`: the image's entrypoint where the job's command would reach it), env (merged over the
-job's), restart policy, resources (replacing the job's per-node ones, /dev/shm included) and
+job's), restart policy, resources (replacing the job's per-node ones, /dev/shm included), an MPI
+job's container name, and
 placement (each replacing the job's; `{}`/`[]` for none where the job has some); an extra
 role's replica count; and tensorflow's `chief: {replicas: 0}`. What still differs goes into
 the role's own `podTemplate`, found by comparing (`run.finish`).
@@ -33,6 +34,9 @@ def entries(kind: "JobKind", roles: Roles, spec: Obj, gpu: str, replicas: dict[s
         if count is not None and count != 1:
             entry["replicas"] = count
         container = roles.container(plan.replica_type)
+        facts = kind.adapter.facts
+        if not facts.container_by_name and container.get("name") != facts.container:
+            entry["container"] = container.get("name")  # an MPI job's container, named by its author
         if container.get("image") != spec.get("image"):
             entry["image"] = container.get("image")
         for field in ("command", "args"):

@@ -86,7 +86,7 @@ def _build(target: Target) -> list[tuple["ReplicaPlan", dict[str, Any]]]:
             template = {**template, "spec": spec}
         else:
             spec = {}  # as before: what is added to no pod spec is dropped
-        _add_storage(spec, target, fw.facts.container)
+        _add_storage(spec, target, roles.container(target.spec, plan, fw.facts.container))
         inits = fw.operator_init.containers(plan.replica_type, types) if fw.operator_init else []
         if inits:  # the operator puts its own first; only names matter to the rules here
             spec["initContainers"] = [{"name": name, "x-added-by": "operator"} for name in inits] + \

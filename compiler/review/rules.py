@@ -44,6 +44,11 @@ def _roles(target: Target) -> Iterator[Diagnostic]:
             yield target.view.error(
                 ("roles", role), f"this {facts.kind} has no {role} pods, so these settings would apply to none",
                 f"remove roles.{role}, or set them under roles.{_possible_roles(target)[0]}", prefer_key=True)
+        if entry.container is not None and facts.container_by_name and entry.container != facts.container:
+            yield target.view.error(
+                ("roles", role, "container"),
+                f"the operator of {facts.kind} finds the program container by its name, {facts.container}",
+                "remove container (only an MPI job's operator runs its first container whatever its name)")
 
 
 def _role_replicas(target: Target, role: str, replicas: int) -> Iterator[Diagnostic]:

@@ -91,7 +91,7 @@ def shared_memory_volume(size: str) -> JsonObject:
 
 
 def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource: str) -> JsonObject:
-    container: JsonObject = {"name": facts.container, "image": roles.image(spec, plan)}
+    container: JsonObject = {"name": roles.container(spec, plan, facts.container), "image": roles.image(spec, plan)}
     command, args = roles.command(spec, plan), roles.args(spec, plan)
     if command:
         container["command"] = list(command)

@@ -195,7 +195,7 @@ def _fixed_nodes(target: Target) -> Iterator[Diagnostic]:
 
 # what a v1 role entry sets that a TrainJob cannot set for one role's pods
 _ROLE_FIELDS = {
-    "image": "an image", "command": "a command", "args": "arguments", "env": "environment variables",
+    "image": "an image", "container": "a container name", "command": "a command", "args": "arguments", "env": "environment variables",
     "restart": "a restart policy (runtimePatches set no restartPolicy)", "resources": "resources",
     "scheduling": "placement", "podTemplate": "pod template fields",
 }

@@ -44,6 +44,7 @@ FACTS = Facts(
     port=None,
     default_restart="Never",
     operator_name="mpijob-controller",
+    container_by_name=False,  # both MPI operators exec into and read the first container
     fixed_roles=("launcher",),
     processes_per_node=True,
     # seen with real Kueue v0.17.0 (tests/e2e/test_kueue_e2e.py): a queued v1 MPIJob gets no Workload;

@@ -121,7 +121,11 @@ CASES = [
     ("an unknown field inside a role suggests the closest one",
      job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
      "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
-     " allowed here: args, command, env, image, podTemplate, replicas, resources, restart, scheduling"),
+     " allowed here: args, command, container, env, image, podTemplate, replicas, resources, restart, scheduling"),
+    ("a container name for a framework whose operator finds its container by name is refused",
+     job_text("roles: {worker: {container: trainer}}\n"),
+     "8:31: error: spec.roles.worker.container: the operator of PyTorchJob finds the program container by its"
+     " name, pytorch; remove container (only an MPI job's operator runs its first container whatever its name)"),
     ("an unknown framework suggests the closest one",
      job_text(framework="pytorc"),
      "6:14: error: spec.framework: the string 'pytorc' is not allowed; did you mean 'pytorch'?"
