@@ -81,9 +81,7 @@ class JobKind:
 
     def default_restart(self, replica_type: str) -> str:
         """The restartPolicy a replica of this type has when it sets none (the kind's defaulting)."""
-        stub = {"apiVersion": self.api_version, "kind": self.kind,
-                "spec": {self.replica_specs: {replica_type: {"template": {}}}}}
-        return str(self.replicas(self.default(stub)).get(replica_type, {}).get("restartPolicy"))
+        return _default_restart(self, replica_type)
 
     @property
     def clean_pods_default(self) -> str:
@@ -158,6 +156,18 @@ KINDS[(mpi_operator.API_VERSION, mpi_operator.KIND)] = MpiOperatorKind(
     mpi_operator.API_VERSION, ADAPTERS[mpi_operator.FRAMEWORK], "mpi-operator")
 # versions of the kinds above that no operator serves any more: the manifest must be moved on first
 LEGACY_VERSIONS = ("v1alpha1", "v1alpha2", "v1beta1", "v1beta2")
+
+
+_RESTARTS: dict[tuple[str, str, str], str] = {}  # (apiVersion, kind, replica type) -> its default
+
+
+def _default_restart(kind: JobKind, replica_type: str) -> str:
+    key = (kind.api_version, kind.kind, replica_type)
+    if key not in _RESTARTS:
+        stub = {"apiVersion": kind.api_version, "kind": kind.kind,
+                "spec": {kind.replica_specs: {replica_type: {"template": {}}}}}
+        _RESTARTS[key] = str(kind.replicas(kind.default(stub)).get(replica_type, {}).get("restartPolicy"))
+    return _RESTARTS[key]
 
 
 def kind_of(job: Obj) -> Optional[JobKind]:

@@ -244,9 +244,10 @@ def finish(job: Job, settings: "Settings") -> None:
         job.diagnostics += errors
         job.spec = None
         return
+    probed = sameness.canonical(probe, job.kind, owned=True)  # the rendered job is ours to change
     patches = {rtype: residual.patch(template, _template(canon, job.kind, rtype),
                                      poddefaults.strip(jsondata.copy(_template(canon, job.kind, rtype))))
-               for rtype, template in job.kind.templates(sameness.canonical(probe, job.kind))}
+               for rtype, template in job.kind.templates(probed)}
     shared = residual.common(list(patches.values()))
     own = {rtype: residual.without(p, shared) for rtype, p in patches.items()}
     if shared:
@@ -266,7 +267,8 @@ def finish(job: Job, settings: "Settings") -> None:
         job.diagnostics += errors
         job.spec = None
         return
-    job.differences = list(sameness.diff(canon, sameness.canonical(compiled or probe, job.kind)))
+    final = sameness.canonical(compiled, job.kind, owned=True) if compiled is not None else probed
+    job.differences = list(sameness.diff(canon, final))
     job.text = writing.dump(job.spec)
     job.kept = sorted({*kept_fields(shared), *(f for rest in own.values() for f in kept_fields(rest))},
                       key=[*kept_fields(shared), *(f for rest in own.values() for f in kept_fields(rest))].index)

@@ -137,11 +137,9 @@ class TrainerKind(JobKind):
 
     def templates(self, job: Obj) -> Iterator[tuple[str, Obj]]:
         jobs = ((job.get("spec") or {}).get(PATCHES) or {}).get("jobs") or {}
-        for name in self.program_jobs():
-            jobs.setdefault(name, {}).setdefault("template", {})
-        for name, patch in jobs.items():
-            if name in self.program_jobs():
-                yield name, patch["template"]
+        for name in self.program_jobs():  # a job the patches leave alone: an empty patch (not kept)
+            template = (jobs.get(name) or {}).get("template")
+            yield name, template if isinstance(template, dict) else {}
 
     def why(self, loc: tuple[Any, ...]) -> Optional[str]:
         if loc[:3] == ("spec", PATCHES, "jobset"):
