@@ -245,9 +245,7 @@ def finish(job: Job, settings: "Settings") -> None:
         job.spec = None
         return
     probed = sameness.canonical(probe, job.kind, owned=True)  # the rendered job is ours to change
-    patches = {rtype: residual.patch(template, _template(canon, job.kind, rtype),
-                                     poddefaults.strip(jsondata.copy(_template(canon, job.kind, rtype))))
-               for rtype, template in job.kind.templates(probed)}
+    patches = {rtype: _patch(template, _template(canon, job.kind, rtype)) for rtype, template in job.kind.templates(probed)}
     shared = residual.common(list(patches.values()))
     own = {rtype: residual.without(p, shared) for rtype, p in patches.items()}
     if shared:
@@ -276,6 +274,14 @@ def finish(job: Job, settings: "Settings") -> None:
     for difference in job.differences:
         if not (len(difference.loc) > 2 and difference.loc[1] == job.kind.replica_specs and difference.loc[2] in told):
             job.diagnostics.append(refusal(job, difference))
+
+
+def _patch(compiled: Obj, manifest: Obj) -> Obj:
+    """The podTemplate that turns a compiled template into the manifest's ({} when they are equal:
+    most roles of most jobs, where the manifest's template need not be copied to be written)."""
+    if compiled == manifest:
+        return {}
+    return residual.patch(compiled, manifest, poddefaults.strip(jsondata.copy(manifest)))
 
 
 def _template(canon: Obj, kind: JobKind, rtype: str) -> Obj:

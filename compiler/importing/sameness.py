@@ -31,6 +31,7 @@ both values, for a person to read.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Iterator, Optional
@@ -167,6 +168,7 @@ def canonical_template(template: Obj, *, whole_pod: bool = True) -> None:
     _amounts(template, QUANTITY_TRIE)
 
 
+@functools.lru_cache(maxsize=16)
 def _trie(paths: tuple[tuple[str, ...], ...]) -> dict:
     root: dict = {}
     for path in paths:
