@@ -8,8 +8,8 @@ looks up by name), an init container named like the one the operator adds, a mou
 built here as it will be created: lowering's template with the podTemplate (and environment
 override) merged in, the storage overlay's volumes and mounts, and the operator's init
 containers (adapter facts). The rules that need the whole pod run on it, and each problem is
-reported at the podTemplate line that wrote it (`policy.patch_loc`), or at the spec field
-that did.
+reported at the podTemplate line that wrote it, the role's (`roles.<role>.podTemplate`,
+merged last) before the job's (`policy.located`), or at the spec field that did.
 
 Also here, being what the operator applies to those pods: a pod `restartPolicy` in the
 podTemplate, which the operator always overwrites with the replica's (`policy.restart`,

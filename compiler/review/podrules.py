@@ -12,7 +12,9 @@ the whole pod compiler/review/podcheck.py's), label keys and values (pod labels,
 annotation keys that are not valid, the deprecated seccomp annotations (which clash with
 the seccompProfile field), the Kueue labels a queue or priority name becomes,
 tolerations the API server's rules refuse, and requests above limits (or GPUs whose
-request and limit differ) once the podTemplate changed one of them. Registered in `compiler/review/rules.py`.
+request and limit differ) once the podTemplate changed one of them. Each rule reads every
+pod template patch the spec writes: the job's `podTemplate` and each role's. Registered in
+`compiler/review/rules.py`.
 """
 
 from __future__ import annotations

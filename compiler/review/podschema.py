@@ -2,8 +2,9 @@
 
 `schemas/podtemplate.schema.json` is kube-apiserver v1.32's PodTemplateSpec turned into the
 schema of a strategic-merge patch (schemas/podtemplate.py says how). The jsonschema library
-walks a podTemplate's `metadata` and `spec` through it; this module only turns each of its
-errors into the project's diagnostic: the field's line (in the spec, or in the environment
+walks a podTemplate's `metadata` and `spec` through it (the job's and each role's, and the
+affinities `scheduling` and a role's placement write, as the pod field they become); this
+module only turns each of its errors into the project's diagnostic: the field's line (in the spec, or in the environment
 override that wrote it), its path, what is wrong in the user's words and a fix (did-you-mean
 for an unknown field, the allowed values of an enum, the shape a list or a quantity takes).
 One thing JSON Schema cannot say is checked beside it: items of a list the server keys by
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from compiler.diagnostics import Diagnostic, closest
 from compiler.reading.resolve import Target
@@ -61,42 +62,42 @@ def check(target: Target) -> Iterator[Diagnostic]:
     """Every field-level problem of the job's pod template patches (its podTemplate and each role's)
     and of the affinities the spec writes (registered in `rules.RULES`). The top level of a patch
     (only metadata and spec, each a mapping) is `rules._pod_template`'s."""
-    for at, patch in _sites(target):
+    for place, patch in _sites(target):
         for part in PARTS:
             value = patch.get(part)
             if isinstance(value, dict):
                 part_schema = {"$ref": f"#/$defs/{PARTS[part]}"}
                 if not _part_conforms(part, value, part_schema):  # jsonschema says what and where
                     for error in _validators()[part].iter_errors(value):
-                        yield from _explain(target, at, (part, *error.absolute_path), error)
-                yield from _unique_keys(target, at, (part,), value, part_schema)
+                        yield from _explain(target, place, (part, *error.absolute_path), error)
+                yield from _unique_keys(target, place, (part,), value, part_schema)
 
 
-def _sites(target: Target) -> list[tuple[Any, dict[str, Any]]]:
-    """(where, patch) to check: `where` is the patch's spec loc, or for an affinity (checked as
-    the pod field it becomes, `{spec: {affinity: ...}}`) a function from the pod loc to the spec's."""
+Place = Callable[[tuple[Any, ...]], tuple[Any, ...]]  # a loc in the checked pod template -> the spec's
+
+
+def _sites(target: Target) -> list[tuple[Place, dict[str, Any]]]:
+    """(place, patch) to check: each pod template patch where it is written, and each affinity the
+    spec writes, checked as the pod field it becomes (`{spec: {affinity: ...}}`)."""
     from compiler.targets.roles import all_pod_patches
 
     spec = target.spec
-    out: list[tuple[Any, dict[str, Any]]] = list(all_pod_patches(spec))
+    out: list[tuple[Place, dict[str, Any]]] = [(_under(at), patch) for at, patch in all_pod_patches(spec)]
     placements = [(("scheduling",), spec.scheduling.affinity)] + [
         (("roles", name, "scheduling"), role.scheduling.affinity) for name, role in spec.roles.items()
         if role.scheduling is not None]
     for at, affinity in placements:
         if affinity is not None:
-            out.append((_Affinity(at), {"spec": {"affinity": affinity}}))
+            out.append((_affinity_of(at), {"spec": {"affinity": affinity}}))
     return out
 
 
-class _Affinity(tuple):
-    """The spec loc of an affinity checked as a pod's: ("spec", "affinity", ...) -> at + ("affinity", ...)."""
-
-    def place(self, loc: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(self) + loc[1:]
+def _under(at: tuple[Any, ...]) -> Place:
+    return lambda loc: (*at, *loc)
 
 
-def _at(at: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    return at.place(loc) if isinstance(at, _Affinity) else (*at, *loc)
+def _affinity_of(at: tuple[Any, ...]) -> Place:
+    return lambda loc: (*at, *loc[1:])  # ("spec", "affinity", ...) -> at + ("affinity", ...)
 
 
 # --- the common case, without jsonschema's import --------------------------------------------
@@ -234,8 +235,8 @@ def misspelled(pod_template: dict[str, Any], loc: tuple[Any, ...]) -> bool:
     return _misspells(node, loc[:-1], str(loc[-1]))
 
 
-def _explain(target: Target, where: Any, loc: tuple[Any, ...], error: Any) -> Iterator[Diagnostic]:
-    at = _at(where, loc)
+def _explain(target: Target, place: Place, loc: tuple[Any, ...], error: Any) -> Iterator[Diagnostic]:
+    at = place(loc)
     kind, value, schema = error.validator, error.instance, error.schema
     if kind == "additionalProperties":
         known = sorted(k for k in schema.get("properties", {}) if not k.startswith("$"))
@@ -306,7 +307,7 @@ def _wrong_type(loc: tuple[Any, ...], value: Any, schema: dict[str, Any]) -> tup
 
 # --- list-map keys: unique items --------------------------------------------------------------
 
-def _unique_keys(target: Target, where: Any, loc: tuple[Any, ...], value: Any,
+def _unique_keys(target: Target, place: Place, loc: tuple[Any, ...], value: Any,
                  schema: dict[str, Any]) -> Iterator[Diagnostic]:
     """Walk the patch beside its schema; a keyed list (`x-kubernetes-list-map-keys`) holding two
     items with one key is refused by the API server (and merges unpredictably)."""
@@ -317,18 +318,18 @@ def _unique_keys(target: Target, where: Any, loc: tuple[Any, ...], value: Any,
         for key, item in value.items():
             sub = props.get(key) if props else (extra if isinstance(extra, dict) else None)
             if sub is not None and isinstance(item, (dict, list)):
-                yield from _unique_keys(target, where, loc + (key,), item, sub)
+                yield from _unique_keys(target, place, loc + (key,), item, sub)
     elif isinstance(value, list):
         items = schema.get("items") or {}
         keys = schema.get("x-kubernetes-list-map-keys")
         if keys:
-            yield from _duplicates(target, where, loc, value, keys, _resolve(items))
+            yield from _duplicates(target, place, loc, value, keys, _resolve(items))
         for i, item in enumerate(value):
             if isinstance(item, (dict, list)):
-                yield from _unique_keys(target, where, loc + (i,), item, items)
+                yield from _unique_keys(target, place, loc + (i,), item, items)
 
 
-def _duplicates(target: Target, where: Any, loc: tuple[Any, ...], items: list[Any], keys: list[str],
+def _duplicates(target: Target, place: Place, loc: tuple[Any, ...], items: list[Any], keys: list[str],
                 item_schema: dict[str, Any]) -> Iterator[Diagnostic]:
     defaults = {k: (item_schema.get("properties", {}).get(k) or {}).get("default") for k in keys}
     seen: dict[tuple[Any, ...], int] = {}
@@ -338,7 +339,7 @@ def _duplicates(target: Target, where: Any, loc: tuple[Any, ...], items: list[An
         ident = tuple(item.get(k, defaults[k]) for k in keys)
         if ident in seen:
             shown = ", ".join(f"{k} {v!r}" for k, v in zip(keys, ident) if v is not None)
-            yield target.view.error(_at(where, (*loc, i, keys[0])),
+            yield target.view.error(place((*loc, i, keys[0])),
                                     f"{loc[-1]} has two items with {shown} (items {seen[ident]} and {i});"
                                     " the API server refuses a pod with both",
                                     f"merge them into one item, or give each its own {' and '.join(keys)}")

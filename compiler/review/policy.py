@@ -7,7 +7,8 @@ are ordinary diagnostics at the job's offending field: GPUs over all pods
 namespace (`allowedNamespaces`), `requiredLabels` (at `metadata.labels`, or `metadata`
 when there are none) and the Pod Security Standards level (`podSecurity`, default
 baseline; the controls live in `compiler/podsecurity.py`) on every pod template the job
-compiles to, reported at the `podTemplate` field that wrote the offence (a required setting a
+compiles to, reported at the `podTemplate` field that wrote the offence (a role's own, or the
+job's; `resources.sharedMemory: host` at that field) (a required setting a
 misspelled key meant to write, `runAsNonroot`, is left to compiler/review/podschema.py's
 did-you-mean: one mistake, one error, the cause). `allowPrivileged`
 is the deprecated spelling of `podSecurity: privileged` (a warning on the project file).

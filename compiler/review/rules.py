@@ -56,6 +56,8 @@ def _role_replicas(target: Target, role: str, replicas: int) -> Iterator[Diagnos
     facts = fw.facts
     if role in facts.removable_roles and replicas == 0:
         return
+    if role in facts.fixed_roles and replicas == 1:
+        return  # what it always is (a launcher written with replicas: 1 stays valid)
     if role in facts.fixed_roles:
         title = fw.launcher.title if fw.launcher is not None and fw.launcher.role == role else f"the {role}"
         what, fix = f"{title} is one pod of every {facts.kind}", "remove replicas"

@@ -192,3 +192,9 @@ def test_the_jobs_affinity_reaches_trainer_v2_pods_through_runtime_patches(tmp_p
 
     (node,) = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
     assert node["template"]["spec"]["template"]["spec"]["affinity"] == anti
+
+
+def test_a_launcher_written_with_one_replica_stays_valid(tmp_path):
+    job = only_job(tmp_path, job_doc("mpi", nodes=2, roles={"launcher": {"replicas": 1, "command": ["mpirun", "x"]}}))
+
+    assert (replicas(job)["Launcher"]["replicas"], main(job)["Launcher"]["command"]) == (1, ["mpirun", "x"])
