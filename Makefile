@@ -64,9 +64,9 @@ world-assets: $(STAMP)
 	@$(BIN)/python -m testworld build
 
 # what the GitOps end to end needs (tests/e2e, make demo-gitops): the engines built from the
-# Go module proxy (Flux, Argo CD, Kubeflow Trainer v2 + JobSet, Kueue), redis-server from Debian
-# (apt-get when missing), cached in ~/.cache/trainforge/
-E2E_PARTS := k8s kube-scheduler kube-controller-manager kwok kustomize kustomize-controller source-controller argocd redis-server jobset trainer kueue training-operator
+# Go module proxy (Flux, Argo CD, Kubeflow Trainer v2 + JobSet, Kueue v0.17 and v0.19, the mpi-operator),
+# redis-server from Debian (apt-get when missing), cached in ~/.cache/trainforge/
+E2E_PARTS := k8s kube-scheduler kube-controller-manager kwok kustomize kustomize-controller source-controller argocd redis-server jobset trainer kueue kueue-0.19 mpi-operator training-operator
 e2e-assets: $(STAMP)
 	@$(BIN)/python -m testworld build $(E2E_PARTS)
 

@@ -62,7 +62,9 @@ PARTS: dict[str, str | Callable[[], Part]] = {
     "flux": "testworld.flux:Flux",
     "argocd": "testworld.argocd:ArgoCD",
     "trainer": "testworld.trainer:Trainer",  # Kubeflow Trainer v2 + JobSet (webhooks on 127.0.0.1)
-    "kueue": "testworld.kueue:Kueue",
+    "kueue": "testworld.kueue:Kueue",  # v0.17.0
+    "kueue-0.19": "testworld.kueue:kueue_0_19",  # Kueue v0.19.2
+    "mpi-operator": "testworld.mpi_operator:MPIOperator",  # kubeflow.org/v2beta1 MPIJob (replaces the v1 CRD)
 }
 
 

@@ -62,19 +62,19 @@ class Target:
 
 
 def health_check_exprs() -> list[dict[str, str]]:
-    return [health.cel_expressions(kind, api_version) for api_version, kind in health.kinds()]
+    return [health.cel_expressions(kind) for _, kind in health.kinds()]  # one per GroupKind: Flux refuses more
 
 
 def job_patches() -> list[dict[str, Any]]:
     """One strategic-merge patch per job kind (Trainer v2's TrainJob too) that marks its jobs create-only."""
     return [_patch({"apiVersion": api_version, "kind": kind,
                     "metadata": {"name": "any", "annotations": {SSA_ANNOTATION: "IfNotPresent"}}})
-            for api_version, kind in health.kinds()]
+            for api_version, kind in health.api_versions()]
 
 
 def ignore_rules() -> list[dict[str, Any]]:
     """`.spec.ignore`: the Kueue-managed fields of each kind's queued jobs, for drift and apply."""
-    versions = [(api_version.rpartition("/")[2], kind) for api_version, kind in health.kinds()
+    versions = [(api_version.rpartition("/")[2], kind) for api_version, kind in health.api_versions()
                 if api_version.startswith(f"{health.GROUP}/")]
     return [{"paths": kueue.json_pointers(kind), "target": kueue.queued_target(kind, version)}
             for version, kind in versions] + [

@@ -10,10 +10,12 @@ when its status is the string "True".
 The Lua script is package data (`lua/kubeflow_health.lua`) and serves all seven kinds,
 which share one condition algorithm; the mpi-operator's `kubeflow.org/v2beta1` MPIJob (the
 mpi-operator target) writes the same condition types (Created, Running, Suspended,
-Succeeded, Failed; v0.8.0 declares Restarting but never sets it) in the same way, and Argo
-CD keys a check by group and kind, so one check serves both MPIJob versions; Flux's
-expressions name the version, so the MPIJob row lists both. The CEL expressions say the
-same thing in Flux's vocabulary (Current / Failed / InProgress; Flux has no "Suspended", so a suspended job
+Succeeded, Failed; v0.8.0 declares Restarting but never sets it) in the same way, and both
+engines key a check by group and kind, so one check serves both MPIJob versions (Flux
+refuses a second `healthCheckExprs` entry for a GroupKind, "duplicate custom health check",
+and then reconciles nothing; seen with kustomize-controller v1.9.6). `api_versions()` lists
+every version for what does name one (the cluster's reads, kustomize patch and ignore
+targets). The CEL expressions say the same thing in Flux's vocabulary (Current / Failed / InProgress; Flux has no "Suspended", so a suspended job
 is in progress). The tests run the shipped text in a real Lua runtime and a real CEL
 evaluator (tests/gitops/health_eval.py), and the real Argo CD and Flux in tests/e2e.
 """
@@ -92,7 +94,13 @@ def _cel(rule: Rule) -> dict[str, str]:
 
 
 def kinds() -> list[tuple[str, str]]:
-    """(apiVersion, kind) of every kind with a health check, each of its versions, in the table's order."""
+    """(apiVersion, kind) of every kind with a health check, once per kind (its first apiVersion:
+    the engines key a check by group and kind), in the table's order."""
+    return [(rule.api_version, kind) for kind, rule in RULES.items()]
+
+
+def api_versions() -> list[tuple[str, str]]:
+    """(apiVersion, kind) of every kind, each of its versions (MPIJob: v1 and the mpi-operator's v2beta1)."""
     return [(api_version, kind) for kind, rule in RULES.items() for api_version in rule.api_versions]
 
 

@@ -41,9 +41,7 @@ def lower(target: Target) -> Bundle:
     spec = target.spec
     fw = adapter_for(spec.framework)
     job_spec: dict[str, Any] = {**fw.job_fields(spec), **facts.job_fields(spec.mpi)}
-    policy = {"cleanPodPolicy": facts.CLEAN_PODS_DEFAULT, **run_policy(spec.policy)}
-    if policy:  # omitted when empty; overlays add it when they need schedulingPolicy
-        job_spec["runPolicy"] = policy
+    job_spec["runPolicy"] = {"cleanPodPolicy": facts.CLEAN_PODS_DEFAULT, **run_policy(spec.policy)}
     # a Worker of 0 replicas (runLauncherAsWorker on one node) is refused: leave it out
     job_spec[facts.REPLICA_SPECS] = replica_specs(target, omit_empty=True)
     job = {"apiVersion": facts.API_VERSION, "kind": facts.KIND, "metadata": job_metadata(target), "spec": job_spec}

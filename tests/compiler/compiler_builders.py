@@ -125,6 +125,18 @@ class Run:
         return [line for line in self.stderr.splitlines() if ": notice: " in line]
 
 
+def job_errors(folder: Path, project: dict[str, Any], spec: str, *, framework: str) -> list[str]:
+    """`validate` of one job (`job_text(spec)`) beside `project`: its errors as "L:C: <path>: ..."."""
+    write_docs(folder / "trainforge.yaml", project)
+    (folder / "job.yaml").write_text(job_text(spec, framework=framework))
+    out = []
+    for line in run_cli("validate", folder).errors():  # "<file>:L:C: error: <path>: ..." -> "L:C: <path>: ..."
+        where, message = line.split(": error: ", 1)
+        assert where.rsplit(":", 2)[0].endswith("job.yaml"), line
+        out.append(":".join(where.rsplit(":", 2)[1:]) + ": " + message)
+    return out
+
+
 def run_cli(*args: str | Path) -> Run:
     """`train-compile ARGS` in-process; a Python exception fails the test with its traceback."""
     from click.testing import CliRunner

@@ -14,7 +14,7 @@ path is relative to a repository the annotation does not name: another repositor
 The environment's namespaces are its specs', its default one and the ones its policy
 allows.
 
-Which kinds to read is the health table's (`compiler.gitops.health.kinds()`: the seven
+Which kinds to read is the health table's (`compiler.gitops.health.api_versions()`: the seven
 kubeflow.org/v1 kinds, the mpi-operator's v2beta1 MPIJob and Trainer's TrainJob) whatever
 the environment's target, so a job left behind by a target or framework switch is found
 too; a kind or version the cluster does not serve is skipped by the reader (a cluster
@@ -69,9 +69,9 @@ def kind_of(api_version: str, kind: str) -> Kind:
 
 
 def job_kinds() -> list[Kind]:
-    from compiler.gitops.health import kinds
+    from compiler.gitops.health import api_versions
 
-    return [kind_of(api_version, kind) for api_version, kind in kinds()]
+    return [kind_of(api_version, kind) for api_version, kind in api_versions()]
 
 
 def source_of(obj: dict[str, Any]) -> Optional[str]:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from testworld.paths import MPI_OPERATOR_CRD
 
-from compiler_builders import compile_docs, job_doc, job_text, project_doc, pruned_fields, run_cli
+from compiler_builders import compile_docs, job_doc, job_errors, job_text, project_doc, pruned_fields, run_cli
 
 
 def project(*, dev: bool = False, **prod: Any) -> dict[str, Any]:
@@ -143,14 +143,7 @@ def test_a_queued_job_carries_the_queue_label_and_a_shm_volume_fits_the_crd(tmp_
 
 
 def errors_of(tmp_path: Path, spec: str, *, framework: str = "mpi", **prod: Any) -> list[str]:
-    (tmp_path / "trainforge.yaml").write_text(yaml.safe_dump(project(**prod)))
-    (tmp_path / "job.yaml").write_text(job_text(spec, framework=framework))
-    run = run_cli("validate", tmp_path)
-    out = []
-    for line in run.errors():  # "<file>:L:C: error: <path>: ..." -> "L:C: <path>: ..."
-        where, message = line.split(": error: ", 1)
-        out.append(":".join(where.rsplit(":", 2)[1:]) + ": " + message)
-    return out
+    return job_errors(tmp_path, project(**prod), spec, framework=framework)
 
 
 RESTRICTED_READY = "podTemplate: {spec: {securityContext: {runAsNonRoot: true, runAsUser: 1000}}}\n"
