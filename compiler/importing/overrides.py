@@ -8,7 +8,7 @@ job's), restart policy, resources (replacing the job's per-node ones, /dev/shm i
 job's container name, and
 placement (each replacing the job's; `{}`/`[]` for none where the job has some); an extra
 role's replica count; and tensorflow's `chief: {replicas: 0}`. What still differs goes into
-the role's own `podTemplate`, found by comparing (`run.finish`).
+the role's own `podTemplate`, found by comparing (`run.patch_spec`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from foundation import jsondata, poddefaults
 Obj = dict[str, Any]
 
 
-@dataclass
+@dataclass(eq=False)  # a job is itself: compared by identity, not field by field
 class Job:
     """One job of the input and what became of it."""
 
@@ -43,6 +43,7 @@ class Job:
     path: str = ""  # the spec's file, relative to the output folder
     roles: dict[str, str] = field(default_factory=dict)  # replica type -> its spec.roles name (the kinds with roles)
     kept: list[str] = field(default_factory=list)  # fields kept in podTemplate
+    told: set[str] = field(default_factory=set)  # replica types refused already for their own podTemplate
     differences: list[Difference] = field(default_factory=list)  # what the round trip changes
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -119,8 +120,7 @@ def import_input(found: Input, *, existing_project: Optional[Obj] = None) -> Out
     found.left_out += [m for m in given if m not in shipped]
     if not problems:
         compiled_with = Settings(chosen, validated(chosen), tuple(shipped_runtime(m) for m in shipped))
-        for job in live:
-            finish(job, compiled_with)
+        finish_all(live, compiled_with)
     for job in jobs:
         diagnostics += job.diagnostics
     if not jobs and not has_errors(diagnostics):
@@ -232,19 +232,37 @@ def clean(manifest: Manifest, kind: JobKind) -> tuple[Obj, list[Diagnostic]]:
     return job, problems
 
 
-def finish(job: Job, settings: "Settings") -> None:
-    """Lower the lifted spec, move what differs into podTemplate, and compile and compare the
-    final spec. The first lowering is not reviewed: half the specs change after it, and the
+def finish_all(jobs: list[Job], settings: "Settings") -> None:
+    """Lower each lifted spec, move what differs into podTemplate, and compile and compare the
+    final specs. The first lowering is not reviewed: half the specs change after it, and the
     review of the final spec (a full compile, or the rules alone when nothing changed) is what
-    counts, as `build` would run it."""
+    counts, as `build` would run it. The jobs compile together, as `build` compiles a folder
+    (one job at a time when that refuses anything, so each refusal is its own job's)."""
+    probes = compile_specs(jobs, settings, review=False)
+    for job in jobs:
+        probe, errors = probes[id(job)]
+        if probe is None:
+            job.diagnostics += errors
+            job.spec = None
+    live = [j for j in jobs if j.spec is not None]
+    probed = {id(j): sameness.canonical(probes[id(j)][0], j.kind, owned=True) for j in live}  # ours to change
+    changed = {id(j) for j in live if patch_spec(j, probed[id(j)])}
+    finals = {**compile_specs([j for j in live if id(j) in changed], settings),
+              **compile_specs([j for j in live if id(j) not in changed], settings, lower=False)}
+    for job in live:
+        compiled, errors = finals[id(job)]
+        if compiled is None:  # the rules alone: the probe is the final job
+            compare(job, probed[id(job)], errors)
+        else:
+            compare(job, sameness.canonical(compiled, job.kind, owned=True), errors)
+
+
+def patch_spec(job: Job, probed: Obj) -> bool:
+    """Write into the spec the podTemplate (the job's and each role's) that turns the pod
+    templates of `probed` (the job the lifted spec renders, canonical) into the manifest's;
+    whether the spec changed."""
     assert job.spec is not None
     canon = job.canon
-    probe, errors = compile_spec(job, settings, review=False)
-    if probe is None:
-        job.diagnostics += errors
-        job.spec = None
-        return
-    probed = sameness.canonical(probe, job.kind, owned=True)  # the rendered job is ours to change
     patches = {rtype: _patch(template, _template(canon, job.kind, rtype)) for rtype, template in job.kind.templates(probed)}
     shared = residual.common(list(patches.values()))
     own = {rtype: residual.without(p, shared) for rtype, p in patches.items()}
@@ -259,20 +277,24 @@ def finish(job: Job, settings: "Settings") -> None:
                 f"the {rtype} pods differ from the others in what the spec has no field for"
                 f" ({', '.join(kept_fields(rest))}), and {job.kind.target} takes no per-role podTemplate",
                 "see docs/import.md, 'What is refused'"))
-    changed = bool(shared) or any(own.values())
-    compiled, errors = compile_spec(job, settings, lower=changed)
+    kept = [*kept_fields(shared), *(f for rest in own.values() for f in kept_fields(rest))]
+    job.kept = sorted(set(kept), key=kept.index)
+    job.told = {rtype for rtype, rest in own.items() if rest and rtype not in job.roles}  # refused above
+    return bool(shared) or any(own.values())
+
+
+def compare(job: Job, final: Obj, errors: list[Diagnostic]) -> None:
+    """The round trip of the final spec (`final`: the job it renders, canonical): each
+    difference from the manifest refuses the job at the field that differs."""
     if errors:
         job.diagnostics += errors
         job.spec = None
         return
-    final = sameness.canonical(compiled, job.kind, owned=True) if compiled is not None else probed
-    job.differences = list(sameness.diff(canon, final))
+    job.differences = list(sameness.diff(job.canon, final))
     job.text = writing.dump(job.spec)
-    job.kept = sorted({*kept_fields(shared), *(f for rest in own.values() for f in kept_fields(rest))},
-                      key=[*kept_fields(shared), *(f for rest in own.values() for f in kept_fields(rest))].index)
-    told = {rtype for rtype, rest in own.items() if rest and rtype not in job.roles}  # named above
     for difference in job.differences:
-        if not (len(difference.loc) > 2 and difference.loc[1] == job.kind.replica_specs and difference.loc[2] in told):
+        loc = difference.loc
+        if not (len(loc) > 2 and loc[1] == job.kind.replica_specs and loc[2] in job.told):
             job.diagnostics.append(refusal(job, difference))
 
 
@@ -286,6 +308,29 @@ def _patch(compiled: Obj, manifest: Obj) -> Obj:
 
 def _template(canon: Obj, kind: JobKind, rtype: str) -> Obj:
     return dict(kind.templates(canon)).get(rtype) or {}
+
+
+def compile_specs(jobs: list[Job], settings: "Settings", *, review: bool = True,
+                  lower: bool = True) -> dict[int, tuple[Optional[Obj], list[Diagnostic]]]:
+    """`compile_spec` of each job (by `id`), in one compile of them all when none is refused
+    (a refusal is then found again one job at a time: each is told at its own manifest)."""
+    from compiler.pipeline import compile_documents
+    from compiler.reading.sources import Sources
+    from schemas.loader import Document
+
+    if len(jobs) < 2:
+        return {id(j): compile_spec(j, settings, review=review, lower=lower) for j in jobs}
+    docs = {id(j): Document(f"{j.name}.yaml", 0, j.spec) for j in jobs}
+    runtimes = [Document(f"runtime-{i}.yaml", 0, data) for i, data in enumerate(settings.runtimes)]
+    result = compile_documents(Sources(jobs=list(docs.values()), project=Document(PROJECT_FILE, 0, settings.data),
+                                       runtimes=runtimes), review=review, lower_jobs=lower, project=settings.model)
+    if not result.ok:
+        return {id(j): compile_spec(j, settings, review=review, lower=lower) for j in jobs}
+    first: dict[int, Obj] = {}
+    for env in result.bundles.values():
+        for bundle in env:
+            first.setdefault(id(bundle.target.doc), bundle)
+    return {key: ((first[id(doc)].rendered_job() if id(doc) in first else None), []) for key, doc in docs.items()}
 
 
 def compile_spec(job: Job, settings: "Settings", *, review: bool = True,
