@@ -108,7 +108,8 @@ class JobKind:
         spec = job.get("spec")
         if not isinstance(spec, dict):
             return []
-        found: list[Loc] = [("spec", key) for key in spec if key not in self.spec_fields()]
+        fields = self.spec_fields()
+        found: list[Loc] = [("spec", key) for key in spec if key not in fields]
         run = spec.get("runPolicy")
         if isinstance(run, dict):
             found += [("spec", "runPolicy", key) for key in run if key not in RUN_POLICY_FIELDS]

@@ -235,26 +235,26 @@ def clean(manifest: Manifest, kind: JobKind) -> tuple[Obj, list[Diagnostic]]:
 def finish_all(jobs: list[Job], settings: "Settings") -> None:
     """Lower each lifted spec, move what differs into podTemplate, and compile and compare the
     final specs. The first lowering is not reviewed: half the specs change after it, and the
-    review of the final spec (a full compile, or the rules alone when nothing changed) is what
-    counts, as `build` would run it. The jobs compile together, as `build` compiles a folder
+    review of the final spec (a full compile, or the rules alone on the probe's targets when
+    nothing changed) is what counts, as `build` would run it. The jobs compile together, as `build` compiles a folder
     (one job at a time when that refuses anything, so each refusal is its own job's)."""
     probes = compile_specs(jobs, settings, review=False)
     for job in jobs:
-        probe, errors = probes[id(job)]
+        probe, errors, _ = probes[id(job)]
         if probe is None:
             job.diagnostics += errors
             job.spec = None
     live = [j for j in jobs if j.spec is not None]
     probed = {id(j): sameness.canonical(probes[id(j)][0], j.kind, owned=True) for j in live}  # ours to change
     changed = {id(j) for j in live if patch_spec(j, probed[id(j)])}
-    finals = {**compile_specs([j for j in live if id(j) in changed], settings),
-              **compile_specs([j for j in live if id(j) not in changed], settings, lower=False)}
+    finals = compile_specs([j for j in live if id(j) in changed], settings)
     for job in live:
-        compiled, errors = finals[id(job)]
-        if compiled is None:  # the rules alone: the probe is the final job
-            compare(job, probed[id(job)], errors)
-        else:
-            compare(job, sameness.canonical(compiled, job.kind, owned=True), errors)
+        if id(job) in changed:
+            compiled, errors, _ = finals[id(job)]
+            compare(job, sameness.canonical(compiled, job.kind, owned=True) if compiled is not None else probed[id(job)],
+                    errors)
+        else:  # the spec is the probe's: its targets reviewed, the probe's job the final one
+            compare(job, probed[id(job)], review_targets(job, probes[id(job)][2]))
 
 
 def patch_spec(job: Job, probed: Obj) -> bool:
@@ -310,8 +310,11 @@ def _template(canon: Obj, kind: JobKind, rtype: str) -> Obj:
     return dict(kind.templates(canon)).get(rtype) or {}
 
 
+Compiled = tuple[Optional[Obj], list[Diagnostic], tuple[Any, ...]]  # the rendered job, refusals, its targets
+
+
 def compile_specs(jobs: list[Job], settings: "Settings", *, review: bool = True,
-                  lower: bool = True) -> dict[int, tuple[Optional[Obj], list[Diagnostic]]]:
+                  lower: bool = True) -> dict[int, Compiled]:
     """`compile_spec` of each job (by `id`), in one compile of them all when none is refused
     (a refusal is then found again one job at a time: each is told at its own manifest)."""
     from compiler.pipeline import compile_documents
@@ -326,15 +329,23 @@ def compile_specs(jobs: list[Job], settings: "Settings", *, review: bool = True,
                                        runtimes=runtimes), review=review, lower_jobs=lower, project=settings.model)
     if not result.ok:
         return {id(j): compile_spec(j, settings, review=review, lower=lower) for j in jobs}
-    first: dict[int, Obj] = {}
+    return _by_doc(docs, result)
+
+
+def _by_doc(docs: dict[int, Any], result: Any) -> dict[int, Compiled]:
+    """Each document's rendered job (its first environment's) and targets."""
+    found: dict[int, list[Any]] = {}
     for env in result.bundles.values():
         for bundle in env:
-            first.setdefault(id(bundle.target.doc), bundle)
-    return {key: ((first[id(doc)].rendered_job() if id(doc) in first else None), []) for key, doc in docs.items()}
+            found.setdefault(id(bundle.target.doc), []).append(bundle)
+    out: dict[int, Compiled] = {}
+    for key, doc in docs.items():
+        bundles = found.get(id(doc), [])
+        out[key] = (bundles[0].rendered_job() if bundles else None), [], tuple(b.target for b in bundles)
+    return out
 
 
-def compile_spec(job: Job, settings: "Settings", *, review: bool = True,
-                 lower: bool = True) -> tuple[Optional[Obj], list[Diagnostic]]:
+def compile_spec(job: Job, settings: "Settings", *, review: bool = True, lower: bool = True) -> Compiled:
     """The job `render` makes of the spec (None without `lower`: the review alone), and what
     refuses it (at the manifest)."""
     from compiler.pipeline import compile_documents
@@ -349,11 +360,23 @@ def compile_spec(job: Job, settings: "Settings", *, review: bool = True,
     result = compile_documents(Sources(jobs=[doc], project=Document(PROJECT_FILE, 0, settings.data), runtimes=runtimes),
                                review=review, lower_jobs=lower, project=settings.model)
     if not result.ok:
-        shown = "; ".join(f"{d.path}: {d.message}" for d in result.diagnostics if d.severity == "error")
-        return None, [job.manifest.error((), f"the imported spec does not compile: {shown}",
-                                         "see docs/import.md, 'What is refused'", prefer_key=False)]
-    bundles = [b for env in result.bundles.values() for b in env]
-    return (bundles[0].rendered_job() if bundles else None), []
+        return None, [_refused(job, result.diagnostics)], ()
+    return _by_doc({0: doc}, result)[0]
+
+
+def _refused(job: Job, diagnostics: list[Diagnostic]) -> Diagnostic:
+    shown = "; ".join(f"{d.path}: {d.message}" for d in diagnostics if d.severity == "error")
+    return job.manifest.error((), f"the imported spec does not compile: {shown}",
+                              "see docs/import.md, 'What is refused'", prefer_key=False)
+
+
+def review_targets(job: Job, targets: tuple[Any, ...]) -> list[Diagnostic]:
+    """The review of a spec whose targets are made already (its probe's, when the spec did not
+    change after it): the rules `compile_documents` runs, without validating the spec again."""
+    from compiler.review import rules
+
+    found = [d for target in targets for d in rules.check(target)]
+    return [_refused(job, found)] if has_errors(found) else []
 
 
 def validated(settings: Obj) -> Any:
