@@ -207,12 +207,16 @@ def clean(manifest: Manifest, kind: JobKind) -> tuple[Obj, list[Diagnostic]]:
     job.pop("status", None)
     dropped = sameness.clean_metadata(meta)
     own = [d for d in dropped if sameness.OWN_PREFIX in d]
-    server += [d for d in dropped if d not in own]
+    engines = [d for d in dropped if d.split(".", 1)[-1] in sameness.ENGINE_MARKS.get(d.split(".", 1)[0], ())]
+    server += [d for d in dropped if d not in own and d not in engines]
     if server:
         problems.append(manifest.error((), f"left out what the cluster wrote: {', '.join(server)}",
                                        severity="notice"))
     if own:
         problems.append(manifest.error((), f"left out trainforge's own marks: {', '.join(own)}", severity="notice"))
+    if engines:
+        problems.append(manifest.error((), f"left out the marks of the GitOps engine that synced it: {', '.join(engines)}",
+                                       severity="notice"))
     if not meta.get("name"):
         at = ("metadata", "generateName") if "generateName" in meta else ("metadata",)
         problems.append(manifest.error(at, "the job has no name (generateName asks the API server for a new one"

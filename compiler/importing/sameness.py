@@ -9,7 +9,10 @@ the cluster does to a job anyway. That is, after each side is put in its `canoni
 - what the API server writes and a person never does is left out: `status`, and in
   `metadata` the `uid`, `resourceVersion`, `creationTimestamp`, `generation`, `selfLink`,
   `managedFields` and the `kubectl.kubernetes.io/last-applied-configuration` annotation;
-  trainforge's own `trainforge.dev/*` labels and annotations are left out too;
+  trainforge's own `trainforge.dev/*` labels and annotations are left out too, and so are
+  the marks a GitOps engine puts on what it syncs (`ENGINE_MARKS`: Flux's
+  `kustomize.toolkit.fluxcd.io/name` and `/namespace` labels, Argo CD's
+  `argocd.argoproj.io/tracking-id` annotation): the engine writes its own on every sync;
 - a job without `metadata.namespace` is in `default` (where a GitOps tree puts it);
 - null is absent, and so is an empty map or list (except a volume's source: `emptyDir: {}`);
   `runPolicy.suspend: false` is the CRDs' default;
@@ -48,6 +51,11 @@ SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", 
                    "deletionTimestamp", "deletionGracePeriodSeconds", "clusterName")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 OWN_PREFIX = SOURCE.split("/")[0] + "/"  # trainforge.dev/
+# what Flux (kustomize-controller) and Argo CD (annotation tracking, its default since 3.0)
+# write on each object they sync; Argo CD's label tracking writes app.kubernetes.io/instance,
+# which is a common label of its own too (Helm's), and is kept
+ENGINE_MARKS = {"labels": frozenset({"kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"}),
+                "annotations": frozenset({"argocd.argoproj.io/tracking-id"})}
 DEFAULT_NAMESPACE = "default"
 # keyed lists whose order changes nothing in the pod: compared by key (the rest of strategic's
 # MERGE_KEYS, containers and env, keep their order: init containers run in it, $(VAR) reads
@@ -151,7 +159,8 @@ def clean_metadata(meta: Obj) -> list[str]:
     for part in ("labels", "annotations"):
         values = meta.get(part)
         if isinstance(values, dict):
-            for key in [k for k in values if str(k).startswith(OWN_PREFIX) or k == LAST_APPLIED]:
+            engine = ENGINE_MARKS[part]
+            for key in [k for k in values if str(k).startswith(OWN_PREFIX) or k == LAST_APPLIED or k in engine]:
                 dropped.append(f"{part}.{key}" if key != LAST_APPLIED else f"annotations.{LAST_APPLIED}")
                 del values[key]
     return dropped

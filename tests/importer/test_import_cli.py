@@ -106,6 +106,23 @@ def test_kubectl_get_output_on_stdin_drops_what_the_cluster_wrote(tmp_path):
     assert "annotations" not in spec["metadata"]
 
 
+def test_a_job_a_gitops_engine_synced_comes_without_the_engines_marks(tmp_path):
+    marks = ("  labels:\n    kustomize.toolkit.fluxcd.io/name: jobs\n    kustomize.toolkit.fluxcd.io/namespace: flux-system\n"
+             "    team: nlp\n  annotations:\n    argocd.argoproj.io/tracking-id: 'jobs:kubeflow.org/PyTorchJob:nlp/bert'\n"
+             "    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n")
+    source = write(tmp_path, PYTORCHJOB.replace("  namespace: nlp\n", "  namespace: nlp\n" + marks))
+
+    run = run_cli("import", source, "-o", tmp_path / "jobs")
+
+    assert run.exit_code == 0, run.stderr
+    assert "left out the marks of the GitOps engine that synced it: labels.kustomize.toolkit.fluxcd.io/name," \
+           " labels.kustomize.toolkit.fluxcd.io/namespace, annotations.argocd.argoproj.io/tracking-id" in run.stderr
+    meta = yaml.safe_load((tmp_path / "jobs" / "bert.yaml").read_text())["metadata"]
+    # the ssa annotation is a setting a person wrote (how Flux applies the object): kept
+    assert (meta["labels"], meta["annotations"]) == ({"team": "nlp"}, {"kustomize.toolkit.fluxcd.io/ssa": "IfNotPresent"})
+    assert run_cli("import", "--check", source).exit_code == 0
+
+
 def test_a_list_of_jobs_in_two_namespaces_gets_a_folder_per_namespace(tmp_path):
     other = PYTORCHJOB.replace("name: bert", "name: gpt").replace("namespace: nlp", "namespace: llm")
     items = [yaml.safe_load(PYTORCHJOB), yaml.safe_load(other), {"apiVersion": "v1", "kind": "ConfigMap",
