@@ -225,27 +225,34 @@ def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]
     """(index, plain data, 1-based start) per non-empty document; raises `Fallback`."""
     if _ruamel_only(text):
         raise Fallback
-    parser = CParser(text)
     out = []
+
+    def take(parser: Any, first: Any, index: int) -> None:
+        if first.__class__ is MappingStartEvent:
+            mark = first.start_mark
+            out.append((index, _build(parser, first, max_nodes), (mark.line + 1, mark.column + 1)))
+        elif not (first.__class__ is ScalarEvent and _scalar(first) is None):  # an empty one is skipped, index kept
+            raise Fallback  # ruamel positions non-mapping documents its own way
+
+    _each_document(text, take)
+    return out
+
+
+def _each_document(text: str, take: Callable[[Any, Any, int], None]) -> None:
+    """`take(parser, first event, index)` for each document of `text` (a mapping's events up to
+    its end are take's to read); libyaml's errors raise `Fallback`."""
+    parser = CParser(text)
     index = 0
     try:
         while True:
             event = parser.get_event()
             kind = event.__class__
             if kind is DocumentStartEvent:
-                first = parser.get_event()
-                if first.__class__ is not MappingStartEvent:
-                    if first.__class__ is ScalarEvent and _scalar(first) is None:
-                        index += 1  # an empty document: skipped, but it keeps its index
-                        parser.get_event()  # its DocumentEndEvent
-                        continue
-                    raise Fallback  # ruamel positions non-mapping documents its own way
-                mark = first.start_mark
-                out.append((index, _build(parser, first, max_nodes), (mark.line + 1, mark.column + 1)))
-                index += 1
+                take(parser, parser.get_event(), index)
                 parser.get_event()  # DocumentEndEvent
+                index += 1
             elif kind is StreamEndEvent or event is None:
-                return out
+                return
     except YAMLError as exc:
         raise Fallback from exc
     finally:
@@ -316,29 +323,18 @@ def positions(text: str) -> dict[int, tuple[dict[Any, tuple[int, int]], dict[Any
     node (it is a port of the same scanner), so the tables equal the ruamel loader's (the
     parity tests hold them to it), for a tenth of its time. A key's position is the key's,
     a value's its node's start; an item is both."""
-    parser = CParser(text)
     out: dict[int, tuple[dict[Any, tuple[int, int]], dict[Any, tuple[int, int]]]] = {}
-    index = 0
-    try:
-        while True:
-            event = parser.get_event()
-            kind = event.__class__
-            if kind is DocumentStartEvent:
-                first = parser.get_event()
-                if first.__class__ is MappingStartEvent:
-                    marks = _Marks(parser.get_event)
-                    _marked(first, marks, ())
-                    out[index] = (marks.keys, marks.values)
-                elif first.__class__ is not ScalarEvent:
-                    raise Fallback
-                parser.get_event()  # DocumentEndEvent
-                index += 1
-            elif kind is StreamEndEvent or event is None:
-                return out
-    except YAMLError as exc:
-        raise Fallback from exc
-    finally:
-        parser.dispose()
+
+    def take(parser: Any, first: Any, index: int) -> None:
+        if first.__class__ is MappingStartEvent:
+            marks = _Marks(parser.get_event)
+            _marked(first, marks, ())
+            out[index] = (marks.keys, marks.values)
+        elif first.__class__ is not ScalarEvent:
+            raise Fallback
+
+    _each_document(text, take)
+    return out
 
 
 def _at(event: Any) -> tuple[int, int]:

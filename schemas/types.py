@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, Callable
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
 
@@ -45,22 +45,18 @@ def _dns1035(value: str) -> str:
     return value
 
 
-def _dns1123(value: str) -> str:
-    if len(value) > 63 or not DNS1123_LABEL.match(value):
-        raise ValueError(
-            f"'{value}' is not a valid namespace; use at most 63 lower-case letters,"
-            " digits and '-', starting and ending with a letter or digit"
-        )
-    return value
+def _label_name(what: str) -> Callable[[str], str]:
+    """The validator of a name that is a DNS-1123 label (a namespace's, a container's)."""
 
+    def check(value: str) -> str:
+        if len(value) > 63 or not DNS1123_LABEL.match(value):
+            raise ValueError(
+                f"'{value}' is not a valid {what}; use at most 63 lower-case letters,"
+                " digits and '-', starting and ending with a letter or digit"
+            )
+        return value
 
-def _container_name(value: str) -> str:
-    if len(value) > 63 or not DNS1123_LABEL.match(value):
-        raise ValueError(
-            f"'{value}' is not a valid container name; use at most 63 lower-case letters, digits and '-',"
-            " starting and ending with a letter or digit"
-        )
-    return value
+    return check
 
 
 def _object_name(value: str) -> str:
@@ -210,12 +206,12 @@ Name = Annotated[
 Namespace = Annotated[
     str,
     Field(strict=True, json_schema_extra={"pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
-    AfterValidator(_dns1123),
+    AfterValidator(_label_name("namespace")),
 ]
 ContainerName = Annotated[
     str,
     Field(strict=True, json_schema_extra={"pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
-    AfterValidator(_container_name),
+    AfterValidator(_label_name("container name")),
 ]
 ObjectName = Annotated[
     str,

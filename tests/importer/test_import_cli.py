@@ -8,40 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 from compiler_builders import run_cli
+from manifest_kit import pytorchjob
 
 from compiler.importing.sameness import differences
 
-PYTORCHJOB = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: bert
-  namespace: nlp
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/bert:1.4.2
-              command: [torchrun, train.py]
-              resources:
-                limits: {nvidia.com/gpu: 8}
-    Worker:
-      replicas: 3
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/bert:1.4.2
-              command: [torchrun, train.py]
-              resources:
-                limits: {nvidia.com/gpu: 8}
-"""
+PYTORCHJOB = pytorchjob("bert", "nlp", image="ghcr.io/acme/bert:1.4.2", workers=3, limits="{nvidia.com/gpu: 8}")
 # what kubectl get -o yaml adds to it
 STATUS = """\
 status:

@@ -11,48 +11,22 @@ from __future__ import annotations
 
 import pytest
 from compiler_builders import run_cli
+from manifest_kit import pytorchjob
 from plan_kit import job_of, new_repo
 
 pytestmark = pytest.mark.controlplane
 
-MANIFEST = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: resnet
-  namespace: {namespace}
-  labels: {{team: vision}}
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/resnet:2.1
-              command: [torchrun, train.py]
-              resources:
-                limits: {{nvidia.com/gpu: 1, memory: 8Gi}}
-    Worker:
-      replicas: 2
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/resnet:2.1
-              command: [torchrun, train.py]
-              resources:
-                limits: {{nvidia.com/gpu: 1, memory: 8Gi}}
-"""
+
+
+def manifest(namespace: str) -> str:
+    return pytorchjob("resnet", namespace, image="ghcr.io/acme/resnet:2.1", workers=2,
+                      limits="{nvidia.com/gpu: 1, memory: 8Gi}", labels="{team: vision}")
 
 
 @pytest.fixture
 def repo(tmp_path, control_plane, namespace):
     """The job running by hand, a repository whose base has no spec, and the import in its working tree."""
-    control_plane.kubectl("apply", "-f", "-", input=MANIFEST.format(namespace=namespace))
+    control_plane.kubectl("apply", "-f", "-", input=manifest(namespace))
     repo = new_repo(tmp_path)
     repo.text("README.md", "jobs come here\n")
     repo.commit()
