@@ -29,6 +29,7 @@ from foundation.frameworks.operator import (
     only,
     replica_map,
 )
+from foundation.frameworks.stock_runtimes import LAUNCHER, NODE
 
 if TYPE_CHECKING:
     from schemas.trainjob import TrainJobSpec
@@ -44,7 +45,7 @@ FACTS = Facts(
     port=None,
     default_restart="Never",
     operator_name="mpijob-controller",
-    allowed_roles=("launcher",),
+    fixed_roles=("launcher",),
     processes_per_node=True,
     # seen with real Kueue v0.17.0 (tests/e2e/test_kueue_e2e.py): a queued v1 MPIJob gets no Workload;
     # its kubeflow.org/mpijob integration is the mpi-operator's v2beta1 MPIJob (v0.19.2 too)
@@ -73,7 +74,9 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
 def slots_per_worker(spec: TrainJobSpec) -> int:
     if isinstance(spec.processesPerNode, int):
         return spec.processesPerNode
-    return spec.resources.gpu or 1
+    worker = spec.roles.get("worker")  # the workers' own resources replace the job's
+    resources = worker.resources if worker is not None and worker.resources is not None else spec.resources
+    return resources.gpu or 1
 
 
 def job_fields(spec: TrainJobSpec) -> dict[str, Any]:
@@ -121,7 +124,7 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 # slotsPerWorker.
 TRAINER_V2 = TrainerV2(
     runtime="deepspeed-distributed",
-    program_jobs=("launcher", "node"),
+    program_jobs=(LAUNCHER, NODE),
     reserved_env=(
         "OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames",
         "OMPI_MCA_orte_set_default_slots",
