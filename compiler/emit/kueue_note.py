@@ -17,13 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from foundation.frameworks import mpi_operator
-from schemas.upstream import TRAINER_GROUP
+from foundation.frameworks import stock_runtimes as trainer
 
 if TYPE_CHECKING:
     from schemas.bundle import Bundle
 
 # the integrations Kueue v0.19.2's shipped configuration enables, of the kinds trainforge writes
-V019_DEFAULTS = frozenset({f"{mpi_operator.GROUP}/{mpi_operator.KIND.lower()}", f"{TRAINER_GROUP}/trainjob"})
+V019_DEFAULTS = frozenset({f"{mpi_operator.GROUP}/{mpi_operator.KIND.lower()}",
+                           f"{trainer.GROUP}/{trainer.TRAINJOB.lower()}"})
 SETTING = "integrations.frameworks"
 
 

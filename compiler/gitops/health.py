@@ -28,9 +28,10 @@ from importlib import resources
 
 from foundation.frameworks import BY_KIND
 from foundation.frameworks import mpi_operator
-from foundation.runs.state import ENDINGS, TRAINJOB
+from foundation.frameworks import stock_runtimes as trainer
+from foundation.frameworks.base import GROUP  # the kubeflow.org/v1 kinds' (health.GROUP to callers)
+from foundation.runs.state import ENDINGS
 
-GROUP = "kubeflow.org"
 SCRIPT = "kubeflow_health.lua"
 
 
@@ -62,7 +63,7 @@ RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version, **ENDINGS[kind].
                           for kind, adapter in BY_KIND.items()}
 # Kubeflow Trainer v2 (the trainer-v2 target): a TrainJob ends Complete (its JobSet's
 # Completed) or Failed, and is Suspended while Kueue holds it (Trainer v2.3.0 API).
-RULES[TRAINJOB] = Rule("trainer.kubeflow.org/v1alpha1", **ENDINGS[TRAINJOB].as_dict())
+RULES[trainer.TRAINJOB] = Rule(trainer.API_VERSION, **ENDINGS[trainer.TRAINJOB].as_dict())
 # the mpi-operator's v2beta1 MPIJob (the mpi-operator target): the same conditions as v1's
 RULES[mpi_operator.KIND] = Rule(RULES[mpi_operator.KIND].api_version, **ENDINGS[mpi_operator.KIND].as_dict(),
                                 also=(mpi_operator.API_VERSION,))

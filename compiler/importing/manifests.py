@@ -21,7 +21,7 @@ from compiler.diagnostics import Diagnostic, closest
 from compiler.importing import kinds
 from compiler.reading.validation import format_path
 from schemas.loader import Document, Loc, load_file, load_text, yaml_files
-from schemas.upstream import TRAINER_GROUP
+from foundation.frameworks.stock_runtimes import GROUP as TRAINER_GROUP
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"

@@ -28,12 +28,12 @@ from compiler.importing.sameness import amounts, plain, same
 from compiler.importing.manifests import Manifest
 from foundation.frameworks import ADAPTERS
 from foundation.frameworks.base import Adapter
+from foundation.frameworks.stock_runtimes import API_VERSION as VERSION
+from foundation.frameworks.stock_runtimes import GROUP as TRAINER_GROUP
 from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
-from schemas.upstream import TRAINER_GROUP
+from foundation.frameworks.stock_runtimes import TRAINJOB as JOB_KIND
 
 Obj = dict[str, Any]
-VERSION = f"{TRAINER_GROUP}/v1alpha1"
-JOB_KIND = "TrainJob"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 DEFAULT_RUNTIME_KIND = "ClusterTrainingRuntime"
 MANAGED_BY = "trainer.kubeflow.org/trainjob-controller"  # the CRD's default

@@ -219,8 +219,7 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
                                  and not _host_shm(target)):
         # lowering alone writes nothing baseline forbids (names, images, env, resources, container
         # ports, a memory emptyDir; test_pod_security_admission holds it for every framework) but
-        # the node's /dev/shm, and skipping the templates there saves much of a build's CPU
-        # (bench/README.md)
+        # the node's /dev/shm, and skipping the templates there saves much of a build's CPU (bench/README.md)
         return
     spec = target.spec
     fw = adapter(spec.framework)

@@ -18,7 +18,8 @@ from foundation.frameworks.base import Facts, ReplicaPlan
 from compiler.reading.resolve import Target
 from compiler.targets import roles
 from compiler.targets.base import TargetApi
-from schemas.bundle import Bundle, JsonObject, json_copy
+from schemas.bundle import Bundle, JsonObject
+from schemas.jsoncopy import json_copy
 from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import ConfigMapRef, EnvValue, Policy, Resources, SecretRef, TrainJobSpec
@@ -200,9 +201,9 @@ POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
-def replica_specs(target: Target, *, restart: bool = True, omit_empty: bool = False) -> JsonObject:
-    """Every replica type of the adapter's plan with its pod template (`restart`: the policy's
-    restartPolicy on each; `omit_empty`: leave out a type of 0 replicas, which an API may refuse)."""
+def replica_specs(target: Target, *, omit_empty: bool = False) -> JsonObject:
+    """Every replica type of the adapter's plan with its pod template and its restart policy (the
+    role's, else the job's); `omit_empty` leaves out a type of 0 replicas, which an API may refuse."""
     spec = target.spec
     fw = adapter_for(spec.framework)
     replicas: JsonObject = {}
@@ -210,9 +211,9 @@ def replica_specs(target: Target, *, restart: bool = True, omit_empty: bool = Fa
         if omit_empty and plan.replicas == 0:
             continue
         replica: JsonObject = {"replicas": plan.replicas}
-        policy = roles.restart(spec, plan) if restart else None
-        if policy is not None:
-            replica["restartPolicy"] = policy
+        restart = roles.restart(spec, plan)
+        if restart is not None:
+            replica["restartPolicy"] = restart
         replica["template"] = canonical_quantities(pod_template(spec, plan, fw.facts, target, last=True),
                                                   POD_TEMPLATE_QUANTITIES)
         replicas[plan.replica_type] = replica

@@ -5,10 +5,10 @@ nodes, or the launcher as one of the nodes with `mpi.runLauncherAsWorker`), buil
 lowering helpers, with the v2beta1 fields `spec.mpi` sets (`foundation.frameworks.mpi_operator`)
 and `slotsPerWorker` from `processesPerNode`; `cleanPodPolicy` is Running unless
 `policy.cleanPods` says otherwise (the operator's own default, None, leaves the sshd workers
-running after the job). The workers get no command, so the mpi-operator starts them with
-`sshd -De` and the launcher's mpirun reaches them over SSH with the keys it mounts at
-`sshAuthMountPath` (podTemplate reaches the launcher too, so a worker command of its own is
-for per-role settings). Pod templates sit where v1's do and the operator makes each pod from
+running after the job). The workers get no command unless `roles.worker.command` gives one, so
+the mpi-operator starts them with `sshd -De` and the launcher's mpirun reaches them over SSH
+with the keys it mounts at `sshAuthMountPath`; per-role settings (`roles.launcher`,
+`roles.worker`) apply as under kubeflow-v1. Pod templates sit where v1's do and the operator makes each pod from
 its template whole, adding no init container, so the pod rules and the pod security review
 judge them as written. The Training Operator's admission rules do not apply (the
 mpi-operator validates the job itself; what it refuses is in `mpi_operator_rules`).
@@ -66,10 +66,10 @@ API = TargetApi(
     check=_check,
     lower=lower,
     pod_templates=kubeflow_v1.pod_templates,
-    role_entries=kubeflow_v1.role_entries,  # its pod templates are v1's, and so are the roles' placements
     added_volumes=lambda replica_type: facts.ADDED_VOLUMES.get(replica_type, ()),
     program_container=lambda bundle: facts.CONTAINER,
     role_resources=kubeflow_v1.role_resources,
+    role_entries=kubeflow_v1.role_entries,
     pod_names=pod_names,
     pods=kubeflow_v1.pods,
     whole_pod_templates=True,

@@ -4,16 +4,15 @@ The mpi-operator has no webhook: the API server stores whatever the CRD's schema
 the operator's own validation then refuses the job with a `ValidationError` Event and never
 starts it (a replica's restartPolicy other than Never or OnFailure). It restarts nothing but
 the launcher (its batch Job retries the launcher pod up to `backoffLimit`; a failed worker
-pod is never made again), so whole-job restarts have no home there. It runs only MPI. With
-`mpi.runLauncherAsWorker` the launcher is one of the nodes, so a launcher role of its own
-would contradict it. And the workers' sshd, as the operator starts it (`sshd -De`, as root,
-with the keys at root's `/root/.ssh`, mode 0600), needs root and the container runtime's
-default capabilities: a non-root user (what `policy.podSecurity: restricted` demands, or a
-podTemplate's runAsNonRoot/runAsUser) cannot read the keys, and root without SYS_CHROOT,
-SETUID, SETGID (privilege separation) or NET_BIND_SERVICE (port 22), which `drop: [ALL]`
-removes, exits at the first connection. Both were seen with OpenSSH 9.2; both are refused
-here at the key path, with the way the mpi-operator's own images run sshd as a user on a
-port above 1024 (docs/mpi-operator.md), which meets restricted.
+pod is never made again), so whole-job restarts have no home there. It runs only MPI. And
+the workers' sshd, as the operator starts it (`sshd -De`, as root, with the keys at root's
+`/root/.ssh`, mode 0600), needs root and the container runtime's default capabilities: a
+non-root user (what `policy.podSecurity: restricted` demands, or a podTemplate's
+runAsNonRoot/runAsUser) cannot read the keys, and root without SYS_CHROOT, SETUID, SETGID
+(privilege separation) or NET_BIND_SERVICE (port 22), which `drop: [ALL]` removes, exits at
+the first connection. Both were seen with OpenSSH 9.2; both are refused here at the key path,
+with the way the mpi-operator's own images run sshd as a user on a port above 1024
+(docs/pod-security.md), which meets restricted.
 """
 
 from __future__ import annotations
@@ -23,10 +22,12 @@ from typing import Any, Iterator, Optional
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
 from compiler.reading.resolve import Target
+from compiler.targets import roles
 from compiler.targets.diagnose import error, unset
 from compiler.targets.lowering import pod_template
 from foundation.frameworks import adapter
 from foundation.frameworks import mpi_operator as facts
+from schemas.loader import Loc
 
 NAME = "mpi-operator"
 
@@ -45,10 +46,18 @@ def _framework(target: Target) -> Iterator[Diagnostic]:
 
 
 def _restart(target: Target) -> Iterator[Diagnostic]:
-    restart = target.spec.policy.restart
-    if restart is not None and restart not in facts.RESTART_POLICIES:
+    """The restart policy of each replica type (its role's, else the job's) the operator admits."""
+    spec = target.spec
+    seen: set[Loc] = set()
+    for plan in adapter(spec.framework).plan(spec):
+        restart = roles.restart(spec, plan)
+        own = roles.entry(spec, plan)
+        loc: Loc = ("roles", plan.role, "restart") if own is not None and own.restart is not None else ("policy", "restart")
+        if restart is None or restart in facts.RESTART_POLICIES or loc in seen:
+            continue
+        seen.add(loc)
         yield error(
-            target, ("policy", "restart"),
+            target, loc,
             f"{facts.OPERATOR_TITLE} admits only {' and '.join(facts.RESTART_POLICIES)} as a replica's restartPolicy:"
             f" it refuses an {facts.KIND} with {restart} (a ValidationError Event) and never starts it",
             "write OnFailure (a failed container restarts in its pod) or Never, or remove restart (the launcher"
@@ -63,17 +72,6 @@ def _restart_scope(target: Target) -> Iterator[Diagnostic]:
             f"{facts.OPERATOR_TITLE} restarts only the launcher (its Job retries the launcher pod up to backoffLimit)"
             " and never makes a failed worker again, so it cannot restart the whole job",
             f"{unset(target, ('policy', 'restartScope'))}; backoffLimit counts the launcher's retries",
-        )
-
-
-def _launcher_role(target: Target) -> Iterator[Diagnostic]:
-    settings, launcher = target.spec.mpi, adapter(target.spec.framework).launcher
-    if settings is not None and settings.runLauncherAsWorker and launcher is not None \
-            and launcher.role in target.spec.roles:
-        yield error(
-            target, ("roles", launcher.role),
-            f"with mpi.runLauncherAsWorker {launcher.title} is one of the nodes: it runs on their resources",
-            f"{unset(target, ('roles', launcher.role))}, or set mpi.runLauncherAsWorker: false",
         )
 
 
@@ -109,8 +107,8 @@ def _dropped(template: dict[str, Any]) -> list[str]:
 
 
 SSH_AS_USER = ("set mpi.sshAuthMountPath to that user's ~/.ssh (e.g. /home/mpiuser/.ssh, as the mpi-operator's base"
-               " images have) and start the workers' sshd as that user on a port above 1024 (their command, e.g."
-               " /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config)")
+               " images have) and start the workers' sshd as that user on a port above 1024 (roles.worker.command,"
+               " e.g. [/usr/sbin/sshd, -De, -f, /home/mpiuser/.sshd_config])")
 
 
 def _ssh_user(target: Target) -> Iterator[Diagnostic]:
@@ -147,5 +145,5 @@ def check(target: Target) -> Iterator[Diagnostic]:
     if target.spec.framework != facts.FRAMEWORK:
         yield from _framework(target)
         return
-    for rule in (_restart, _restart_scope, _launcher_role, _ssh_user):
+    for rule in (_restart, _restart_scope, _ssh_user):
         yield from rule(target)

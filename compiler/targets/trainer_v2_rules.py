@@ -25,7 +25,7 @@ from typing import Any, Iterator, Optional
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from foundation.frameworks import adapter as adapter_for
-from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
+from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES
 from compiler.reading.resolve import Target
 from compiler.reading.runtimes import RuntimeFacts
 from compiler.targets import trainer_v2_sources as sources
@@ -35,7 +35,7 @@ from compiler.targets.trainer_v2_sources import runtime_ref
 from schemas.loader import Loc
 from schemas.trainjob import Gang
 
-CONTAINER = "node"  # the Trainer's name for the program container in every runtime
+CONTAINER = NODE  # the Trainer's name for the program container (and its job) in every runtime
 
 
 NAME = "trainer-v2"
@@ -195,7 +195,8 @@ def _fixed_nodes(target: Target) -> Iterator[Diagnostic]:
 
 # what a v1 role entry sets that a TrainJob cannot set for one role's pods
 _ROLE_FIELDS = {
-    "image": "an image", "container": "a container name", "command": "a command", "args": "arguments", "env": "environment variables",
+    "image": "an image", "container": "a container name", "command": "a command", "args": "arguments",
+    "env": "environment variables",
     "restart": "a restart policy (runtimePatches set no restartPolicy)", "resources": "resources",
     "scheduling": "placement", "podTemplate": "pod template fields",
 }
@@ -329,5 +330,6 @@ def check(target: Target) -> Iterator[Diagnostic]:
     if adapter_for(target.spec.framework).trainer_v2 is None:
         yield from _framework(target)
         return
-    for rule in (_runtime, _policy, _reserved_env, _fixed_nodes, _scheduling, _pod_template, _mpi_image, sources.check):
+    for rule in (_runtime, _policy, _reserved_env, _fixed_nodes, _scheduling, _pod_template, _mpi_image,
+                 sources.check):
         yield from rule(target)

@@ -25,13 +25,12 @@ from typing import Any, Optional
 import yaml
 
 from foundation.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit
-from foundation.frameworks.operator import pod_restart_policy
+from foundation.frameworks.operator import MASTER_ROLE, pod_restart_policy
 from controller.jobs.kinds import Kind
 from foundation import jsondata
 from schemas.upstream import (
     INDEX_LABEL,
     JOB_NAME_LABEL,
-    MASTER_ROLE,
     OPERATOR_LABEL,
     ROLE_LABEL,
     TYPE_LABEL,

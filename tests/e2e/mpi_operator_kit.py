@@ -1,10 +1,11 @@
 """The world, the repository and the readers of the mpi-operator end-to-end scenarios.
 
-One world per Kueue release: kube-controller-manager with the job controller (the
-mpi-operator's launcher is a batch/v1 Job) and the TTL-after-finished controller, the
-scheduler, kwok on CPU nodes, the git server, Flux and Argo CD, the real mpi-operator
-v0.8.0 (which makes `mpijobs.kubeflow.org` its v2beta1 CRD) and then the real Kueue,
-confined to the queued environment's namespaces. The repository holds one project per
+One world: kube-controller-manager with the job controller (the mpi-operator's launcher is
+a batch/v1 Job) and the TTL-after-finished controller, the scheduler, kwok on CPU nodes,
+the git server, Flux and Argo CD, the real mpi-operator v0.8.0 (which makes
+`mpijobs.kubeflow.org` its v2beta1 CRD) and then the real Kueue v0.19.2, confined to the
+queued environment's namespaces (tests/testworld/engines/test_kueue_versions_world.py queues
+compiled MPIJobs under v0.17.0 and v0.19.2 in the worlds it runs anyway). The repository holds one project per
 engine (`<engine>/mpi/jobs`, its trainforge.yaml targeting mpi-operator), one environment
 per question, each its own Kustomization / Application so each reports its own health:
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from plan_engines_kit import Found, active, planned, read, write
+from plan_engines_kit import Found, active, read, write
 
 from foundation.cluster import errors
 from foundation.cluster.kube import Resource
@@ -60,14 +61,12 @@ JOB_NAME = "training.kubeflow.org/job-name"
 ROLE = "training.kubeflow.org/job-role"
 
 
-def make_world(kueue_version: str, engines: tuple[str, ...] = gitops.ENGINES) -> World:
-    """The scenarios' world (no git and no engine without `engines`: the tree is applied with
-    kubectl); the mpi-operator before Kueue, which finds v2beta1 served when it starts."""
-    engine_parts = [GitPart(), *(Flux() if e == "flux" else ArgoCD() for e in engines)] if engines else []
-    queued = [namespace(e, "queued") for e in engines or ("kubectl",)]
+def make_world(kueue_version: str) -> World:
+    """The scenarios' world; the mpi-operator before Kueue, which finds v2beta1 served when it starts."""
+    queued = [namespace(e, "queued") for e in gitops.ENGINES]
     return World([ControllerManager(controllers=(*DEFAULT_CONTROLLERS, JOB_CONTROLLER, TTL_CONTROLLER)), Scheduler(),
                   Kwok(nodes=(NodePool("cpu", 4, cpu="32", memory="128Gi"),), run_seconds=2.0),
-                  *engine_parts, MPIOperator(), Kueue(queued, ("kubeflow.org/mpijob",), version=kueue_version)])
+                  GitPart(), Flux(), ArgoCD(), MPIOperator(), Kueue(queued, ("kubeflow.org/mpijob",), version=kueue_version)])
 
 
 def namespace(engine: str, env: str) -> str:

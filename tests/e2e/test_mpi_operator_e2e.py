@@ -10,7 +10,8 @@ the head committed: each case asserts that what the engines and the mpi-operator
 the plan said (a resume starts a new run, a scale-up adds a worker from the new spec beside
 the old ones while the launcher Job keeps its template and backoffLimit, a suspend deletes
 the workers), and the high-priority job preempts the low one with neither engine undoing
-Kueue's suspend. Kueue v0.17.0 queues the same jobs in test_mpi_operator_kueue017_e2e.py.
+Kueue's suspend. Kueue v0.17.0 admits and preempts compiled MPIJobs in
+tests/testworld/engines/test_kueue_versions_world.py, whose worlds run both releases anyway.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from collections.abc import Iterator
 import pytest
 from e2e_kit import running as started
 from mpi_operator_kit import (BATCH_JOBS, MPIJOBS, QUEUE, Repo, active, app_resource, condition, get, image,
-                              make_world, mpi_spec, namespace, planned, queue_objects, running, train_compile,
-                              wait_job, wait_pods, wait_workload)
+                              make_world, mpi_spec, namespace, queue_objects, running, train_compile, wait_job,
+                              wait_pods, wait_workload)
+from plan_engines_kit import planned
 
 from testworld import gitops, kueue
 from testworld.watching import Missing, wait_for

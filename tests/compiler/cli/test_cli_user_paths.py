@@ -279,7 +279,7 @@ def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_pat
     assert demo.main([str(EXAMPLES), str(tmp_path / "build")]) == 0
     lines = capsys.readouterr().out.splitlines()
     headers = [i for i, line in enumerate(lines) if line.lstrip().startswith("JOB ")]
-    assert len(headers) == 10  # examples/default, mpi-operator, project, project-v2, real-jobs and whole-job-restarts dev/prod
+    assert len(headers) == 11  # examples/default, mpi-operator, project, project-v2, real-jobs and whole-job-restarts dev/prod
     for start in headers:
         block = [lines[start]]
         for line in lines[start + 1:]:

@@ -9,7 +9,6 @@ shown, as `validate` prints it, and exit 1.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -745,14 +744,15 @@ def test_the_table_is_large_enough_and_every_id_is_a_sentence():
     assert all(len(case[0].split()) >= 5 and case[0][0].islower() for case in CASES)
 
 
-def test_an_alias_bomb_is_refused_fast(tmp_path):
+@pytest.mark.timeout(120)  # the guard against a hang: a bomb expanded in full would not end
+def test_an_alias_bomb_is_refused_at_the_expansion_limit(tmp_path):
+    """Refused by the limit (the error names it), not by a clock: a wall-clock bound here only
+    measured the machine's load (speed is bench/'s job)."""
     (tmp_path / "bomb.yaml").write_text(bomb(), encoding="utf-8")
 
-    started = time.perf_counter()
     run = run_cli("validate", tmp_path / "bomb.yaml")
 
     assert run.exit_code == 1
-    assert time.perf_counter() - started < 5
     assert "document expands to more than 200000 nodes" in run.stderr
 
 

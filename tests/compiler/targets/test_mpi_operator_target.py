@@ -168,18 +168,19 @@ BAD = [
          " counts the launcher's retries"],
         id="whole-job restarts are an error"),
     pytest.param(
-        "mpi: {runLauncherAsWorker: true}\nroles:\n  launcher: {resources: {cpu: '1'}}\n", "mpi", {},
-        ["10:5: spec.roles.launcher: with mpi.runLauncherAsWorker the MPI launcher is one of the nodes: it runs on"
-         " their resources; remove it, or unset it for this environment with environments.prod.roles.launcher:"
-         " null, or set mpi.runLauncherAsWorker: false"],
-        id="a launcher role beside runLauncherAsWorker is an error"),
+        "roles:\n  worker: {restart: ExitCode}\n", "mpi", {},
+        ["9:14: spec.roles.worker.restart: the mpi-operator admits only Never and OnFailure as a replica's"
+         " restartPolicy: it refuses an MPIJob with ExitCode (a ValidationError Event) and never starts it; write"
+         " OnFailure (a failed container restarts in its pod) or Never, or remove restart (the launcher OnFailure,"
+         " the workers Never)"],
+        id="a role's own restart ExitCode is an error at the role"),
     pytest.param(
         RESTRICTED_READY, "mpi", {"policy": {"podSecurity": "restricted", "podSecurityDefaults": True}},
         ["6:3: spec.framework: under policy.podSecurity: restricted the pods run as a non-root user, and the"
          " mpi-operator mounts the SSH keys at /root/.ssh (root's, mode 0600), which that user cannot read: mpirun"
          " could not reach the workers; set mpi.sshAuthMountPath to that user's ~/.ssh (e.g. /home/mpiuser/.ssh, as"
-         " the mpi-operator's base images have) and start the workers' sshd as that user on a port above 1024 (their"
-         " command, e.g. /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config); or ask for policy.podSecurity: baseline"],
+         " the mpi-operator's base images have) and start the workers' sshd as that user on a port above 1024 (roles.worker.command,"
+         " e.g. [/usr/sbin/sshd, -De, -f, /home/mpiuser/.sshd_config]); or ask for policy.podSecurity: baseline"],
         id="root's SSH keys under restricted are an error at the framework when mpi does not say where"),
     pytest.param(
         "mpi: {sshAuthMountPath: /root/.ssh/}\n" + RESTRICTED_READY, "mpi",
@@ -188,7 +189,7 @@ BAD = [
          " the mpi-operator mounts the SSH keys at /root/.ssh (root's, mode 0600), which that user cannot read:"
          " mpirun could not reach the workers; set mpi.sshAuthMountPath to that user's ~/.ssh (e.g."
          " /home/mpiuser/.ssh, as the mpi-operator's base images have) and start the workers' sshd as that user on a"
-         " port above 1024 (their command, e.g. /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config); or ask for"
+         " port above 1024 (roles.worker.command, e.g. [/usr/sbin/sshd, -De, -f, /home/mpiuser/.sshd_config]); or ask for"
          " policy.podSecurity: baseline"],
         id="root's SSH key path written under restricted is an error at the path"),
 
@@ -199,8 +200,8 @@ BAD = [
          " SETGID, SETUID, SYS_CHROOT (privilege separation, port 22), which the workers' container drops (drop: [ALL]"
          " is what policy.podSecurityDefaults writes where a container sets no capabilities); set mpi.sshAuthMountPath"
          " to that user's ~/.ssh (e.g. /home/mpiuser/.ssh, as the mpi-operator's base images have) and start the"
-         " workers' sshd as that user on a port above 1024 (their command, e.g. /usr/sbin/sshd -De -f"
-         " /home/mpiuser/.sshd_config); or keep those capabilities (podTemplate capabilities.add, which baseline"
+         " workers' sshd as that user on a port above 1024 (roles.worker.command, e.g. [/usr/sbin/sshd, -De, -f,"
+         " /home/mpiuser/.sshd_config]); or keep those capabilities (podTemplate capabilities.add, which baseline"
          " allows), or set policy.podSecurityDefaults: false for this environment"],
         id="root's sshd without the default capabilities (podSecurityDefaults at baseline) is an error"),
     pytest.param(
@@ -208,8 +209,8 @@ BAD = [
         ["6:3: spec.framework: the pods run as a non-root user (podTemplate's runAsNonRoot or runAsUser), and the"
          " mpi-operator mounts the SSH keys at /root/.ssh (root's, mode 0600), which that user cannot read: mpirun"
          " could not reach the workers; set mpi.sshAuthMountPath to that user's ~/.ssh (e.g. /home/mpiuser/.ssh, as"
-         " the mpi-operator's base images have) and start the workers' sshd as that user on a port above 1024 (their"
-         " command, e.g. /usr/sbin/sshd -De -f /home/mpiuser/.sshd_config); or let the workers run as root"],
+         " the mpi-operator's base images have) and start the workers' sshd as that user on a port above 1024 (roles.worker.command,"
+         " e.g. [/usr/sbin/sshd, -De, -f, /home/mpiuser/.sshd_config]); or let the workers run as root"],
         id="a non-root user with root's SSH keys is an error at baseline too"),
 ]
 OK = [
