@@ -139,7 +139,7 @@ def _refusal(manifest: Manifest) -> Optional[Diagnostic]:
                               f"move the manifest to {served}, or import it with a train-compile that writes"
                               f" {api_version}", prefer_key=False)
     group = api_version.split("/")[0]
-    if group in (kinds.GROUP, TRAINER_GROUP) and not kinds.is_job_kind(kind) and kind.endswith("Job"):
+    if group in (kinds.GROUP, TRAINER_GROUP) and not kinds.is_job_kind(kind) and _job_like(kind):
         meant = closest(kind, {k for (_, k) in kinds.KINDS})
         hint = f"did you mean {meant}? " if meant else ""
         return manifest.error(("kind",), f"{api_version} {kind} is no job kind train-compile reads",
@@ -153,6 +153,16 @@ def _refusal(manifest: Manifest) -> Optional[Diagnostic]:
                               "import the wrapped job's own manifest if it may run without the wrapper",
                               prefer_key=False)
     return None
+
+
+def _job_like(kind: str) -> bool:
+    """A kind that is a misspelt job kind (`PytorchJob`, `PyTorchJobs`, `PyTorchJobb`), not one of
+    the group's other kinds (Katib's `Experiment`, a `Notebook`: not training jobs, left out)."""
+    import difflib
+
+    if kind.lower().rstrip("s").endswith("job"):
+        return True
+    return bool(difflib.get_close_matches(kind, [k for (_, k) in kinds.KINDS], n=1, cutoff=0.75))
 
 
 def _wraps_job(data: Any) -> bool:

@@ -139,6 +139,11 @@ BAD = [
     ("a kind nobody knows", "apiVersion: kubeflow.org/v1\nkind: PytorchJob\nmetadata: {name: x}\n",
      "job.yaml:2:7: error: kind: kubeflow.org/v1 PytorchJob is no job kind train-compile reads; did you mean"
      " PyTorchJob?"),
+    ("a misspelt kind", "apiVersion: kubeflow.org/v1\nkind: PyTorchJobb\nmetadata: {name: x}\n",
+     "job.yaml:2:7: error: kind: kubeflow.org/v1 PyTorchJobb is no job kind train-compile reads; did you mean"
+     " PyTorchJob?"),
+    ("another kind of the group", "apiVersion: kubeflow.org/v1beta1\nkind: Experiment\nmetadata: {name: x}\n",
+     "job.yaml:1:1: error: found no training job in 1 file(s)"),
     ("a legacy version", PYTORCHJOB.replace("kubeflow.org/v1", "kubeflow.org/v1alpha2"),
      "job.yaml:1:13: error: apiVersion: kubeflow.org/v1alpha2 PyTorchJob is a legacy version no operator serves"
      " any more"),
