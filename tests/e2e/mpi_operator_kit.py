@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import plan_engines_kit as plan_kit
 from plan_engines_kit import Found, active, read, write
 
 from foundation.cluster import errors
@@ -166,19 +167,9 @@ def get(world: World, res: Resource, ns: str, name: str) -> Optional[dict[str, A
         return None
 
 
-def wait_object(world: World, res: Resource, ns: str, name: str, want: Callable[[dict[str, Any]], Any], what: str,
-                timeout: float = 240) -> dict[str, Any]:
-    def check(objects: dict[tuple[str, str], dict[str, Any]]) -> Any:
-        obj = objects.get((ns, name))
-        if obj is None:
-            return Missing(f"no {res.kind} {ns}/{name}")
-        return obj if want(obj) else Missing(f"{ns}/{name}: {sorted(active(obj))}")
-    return wait_for(world.client, res, check, namespace=ns, timeout=timeout, what=f"{res.kind} {ns}/{name} {what}")
-
-
 def wait_job(world: World, ns: str, name: str, state: str, timeout: float = 240) -> dict[str, Any]:
     """The MPIJob once its condition `state` is True."""
-    return wait_object(world, MPIJOBS, ns, name, lambda j: state in active(j), state, timeout)
+    return plan_kit.wait_job(world, MPIJOBS, ns, name, lambda j: state in active(j), state, timeout)
 
 
 def pods_of(objects: dict[tuple[str, str], dict[str, Any]], ns: str, job: str, role: str) -> list[dict[str, Any]]:
