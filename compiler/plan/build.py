@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from compiler.plan import fields as fieldsmod
 from compiler.plan import gpus as gpumod
-from compiler.plan import judge, live, revision, words
+from compiler.plan import adoption, judge, live, revision, words
 from compiler.plan import sides as sidesmod
 from compiler.plan.aspects import job_aspects, other_objects
 from compiler.plan.hazards import ENGINE_ASSUMPTIONS, REFUSED_SYNC, setting
@@ -138,6 +138,8 @@ def _fields(pair: Pair, both: Sides, env: str) -> list[Position]:
 
 def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states: Optional[LiveIndex],
          now: datetime) -> tuple[JobPlan, gpumod.Row]:
+    running = adoption.live_job(pair, states)
+    pair, adopting = adoption.adopted(pair, running) if running is not None else (pair, [])
     old, new = pair.old, pair.new
     shown = new or old
     assert shown is not None
@@ -169,10 +171,12 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         namespace=shown.namespace, name=shown.name, kind=shown.kind, change=pair.change,
         renamed_from=f"{old.namespace}/{old.name}" if pair.change == "rename" and old else None,
         source=shown.origin, line=shown.doc.start[0], fields=positions,
-        gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
+        gpus=Gpus(old.gpus if old else new.gpus if running is not None and new else 0, new.gpus if new else 0),
+        state=state,
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
     )
+    verdict.clauses += adopting
     if found is not None and found.source and found.source != watched.origin:
         verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
                                f" {watched.origin}: another spec owns that job")

@@ -90,8 +90,7 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["resume"], state, **fill)
     if a.changes_pods:
         _pods(v, a, ctx, suspended=before and after, changes_suspend=before != after)
-    if a.run_policy and "run-policy" in rules:
-        v.add(rules["run-policy"], state, fields=", ".join(f"runPolicy.{f}" for f in a.run_policy), **fill)
+    _run_policy(v, a, ctx)
     if a.queue is not None and a.queue[1] is not None:
         v.add(rules["queue"], state)
     if a.runtime and "runtime" in rules:
@@ -109,12 +108,29 @@ def update(a: Aspects, ctx: Context) -> Verdict:
     return v
 
 
+def _run_policy(v: Verdict, a: Aspects, ctx: Context) -> None:
+    """The run policy the controller reads live, and the fields it took once (`run-policy-held`)."""
+    held = ctx.rules.get("run-policy-held")
+    kept = [f for f in a.run_policy if held is not None and f in held.only]
+    live = [f for f in a.run_policy if f not in kept]
+    for effect, fields in ((ctx.rules.get("run-policy"), live), (held, kept)):
+        if effect is not None and fields:
+            v.add(effect, ctx.state, fields=", ".join(f"runPolicy.{f}" for f in fields), controller=ctx.controller)
+
+
 def _pods(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_suspend: bool) -> None:
     """A change of the pods of a run: what the setting's controller does with it."""
     rules, state = ctx.rules, ctx.state
+    held = rules.get("pod-spec-held")  # replica types the controller made once (the mpi-operator's launcher)
+    kept = [t for t in a.templates if held is not None and t in held.only]
+    if kept:
+        v.add(held, state)  # no resume brings the change to them
     if ctx.queued and a.containers and "kueue-reshape" in rules and not changes_suspend:
         v.add(rules["kueue-reshape"], state)
         return
+    if kept and not (a.replicas or set(a.templates) - set(kept) or a.job_fields or a.scheduling_policy
+                     or a.restart_scope):
+        return  # only what the controller holds changed
     if suspended:
         v.add(rules["suspended"], state)
         return

@@ -91,6 +91,9 @@ def update_lead(a: Aspects) -> str:
 
 def summary(change: str, lead: str, clauses: list[str], *, unchanged_fields: bool) -> str:
     if change == "unchanged":
+        if clauses:  # a job git adopts from the cluster (compiler.plan.adoption)
+            text = "; ".join(clauses)
+            return text[:1].upper() + text[1:] + "."
         return "the spec edit compiles to the same objects: nothing changes" if unchanged_fields else ""
     text = "; ".join(part for part in (lead, "; ".join(clauses)) if part) if not (lead and clauses) else (
         lead + ": " + "; ".join(clauses))

@@ -25,42 +25,13 @@ import click
 import yaml
 
 from foundation.frameworks.base import GROUP, SCALED_REPLICA_TYPE, VERSION
-from foundation.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
+from foundation.frameworks.operator import ANY_OBJECT, INT32, STRING, obj, replica_specs, run_policy
 from foundation.progress.protocol import MAX_METRIC_CHARS, MAX_METRICS, TRAINER_STATUS
 from controller.generators.files import write_or_check
 from controller.jobs.kinds import KINDS, Kind
 
 OUT = Path(__file__).parents[1] / "install" / "crds"
-INT64 = {"type": "integer", "format": "int64"}
 TIME = {"type": "string", "format": "date-time"}
-QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
-
-
-def run_policy() -> dict[str, Any]:
-    return obj({
-        "activeDeadlineSeconds": INT64,
-        "backoffLimit": INT32,
-        "cleanPodPolicy": STRING,
-        "managedBy": STRING,
-        "schedulingPolicy": obj({
-            "minAvailable": INT32,
-            "minResources": {"type": "object", "additionalProperties": QUANTITY},
-            "priorityClass": STRING,
-            "queue": {"type": "string", "x-kubernetes-validations": [
-                {"rule": "self == oldSelf", "message": "spec.runPolicy.schedulingPolicy.queue is immutable"}]},
-            "scheduleTimeoutSeconds": INT32,
-        }),
-        "suspend": {"type": "boolean", "default": False},
-        "ttlSecondsAfterFinished": INT32,
-    })
-
-
-def replica_specs() -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": obj({
-        "replicas": INT32,
-        "restartPolicy": STRING,
-        "template": ANY_OBJECT,
-    })}
 
 
 def status() -> dict[str, Any]:
