@@ -30,13 +30,13 @@ from foundation.frameworks import ADAPTERS
 from foundation.frameworks.base import Adapter
 from foundation.frameworks.stock_runtimes import API_VERSION as VERSION
 from foundation.frameworks.stock_runtimes import GROUP as TRAINER_GROUP
+from foundation.frameworks.stock_runtimes import MANAGED_BY_TRAINER as MANAGED_BY
 from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
 from foundation.frameworks.stock_runtimes import TRAINJOB as JOB_KIND
 
 Obj = dict[str, Any]
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 DEFAULT_RUNTIME_KIND = "ClusterTrainingRuntime"
-MANAGED_BY = "trainer.kubeflow.org/trainjob-controller"  # the CRD's default
 SPEC_FIELDS = frozenset({"activeDeadlineSeconds", "initializer", "managedBy", "runtimePatches", "runtimeRef",
                          "suspend", "trainer"})
 PATCHES = "runtimePatches"
