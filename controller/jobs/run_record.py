@@ -26,15 +26,15 @@ from controller.jobs.desired import base_labels, owner_reference
 from controller.jobs.kinds import Kind
 from foundation.cluster.kube import Resource
 from foundation.runs.spec import RunSpec
+from foundation.runs.started import ENDED, PREFIX, RECORD, STARTED
 
 CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
 HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it
-PREFIX = "train-controller.trainforge.dev/"
-RECORD = PREFIX + "revision"  # on each pod: the name of the run record it was built from (wire name)
+# RECORD (on each pod: its run record's name), STARTED (the run has started) and ENDED (its run
+# ended with a suspension; the next pass starts a new one) are foundation.runs.started's
 ATTEMPT = PREFIX + "attempt"  # on each pod of a scope-job run, and on the record: the whole-job attempt
 RESTART_CAUSE = PREFIX + "restart-cause"  # on the record: what started the current attempt
 ANNOUNCED = PREFIX + "announced"  # on the record: "held:<hash>" / "finished:<hash>", the change last announced
-ENDED = PREFIX + "run-ended"  # on the record: its run ended ("suspended"); the next pass starts a new one
 DEFERRED, FINISHED, SUSPENDED = "held", "finished", "suspended"  # DEFERRED's wire value is historical
 
 
@@ -86,11 +86,14 @@ def controlled_by(obj: dict[str, Any], job: dict[str, Any]) -> bool:
                for r in obj["metadata"].get("ownerReferences") or [])
 
 
-def stamp(pod: dict[str, Any], *, record: str, attempt: int | None) -> None:
+def stamp(pod: dict[str, Any], *, record: str, attempt: int | None, started: bool = False) -> None:
     """Mark a pod with its run's record (and, under restart scope job, its attempt, and the
-    restartPolicy Never that lets the controller see every exit: controller.jobs.restarts)."""
+    restartPolicy Never that lets the controller see every exit: controller.jobs.restarts); a
+    pod created for a run that has started says so (foundation.runs.started)."""
     annotations = pod["metadata"].setdefault("annotations", {})
     annotations[RECORD] = record
+    if started:
+        annotations[STARTED] = "true"
     if attempt is not None:
         annotations[ATTEMPT] = str(attempt)
         pod["spec"]["restartPolicy"] = "Never"
