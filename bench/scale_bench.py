@@ -367,7 +367,8 @@ class ScaleWorld:
 
 
 def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Controller], jobs: int, *,
-                 bind: bool = False, after: Optional[Callable[[ScaleWorld, Run], None]] = None) -> Run:
+                 bind: bool = False, after: Optional[Callable[[ScaleWorld, Run], None]] = None,
+                 tag: str = "") -> Run:
     """`make`'s controller at `jobs` jobs in a world of its own (`bind`: pods bound by their template,
     `measure`); `after(world, run)` reads the world before it stops."""
     started = time.monotonic()
@@ -375,7 +376,7 @@ def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Cont
         say(f"world with {args.nodes} nodes ready in {time.monotonic() - started:.0f} s")
         timeout = args.timeout or 300 + jobs * args.pods_per_job / 20
         spy_dir = getattr(args, "py_spy", None)  # only make bench-scale has --py-spy
-        profile = spy_dir / f"train-controller-{jobs}-jobs.txt" if spy_dir else None
+        profile = spy_dir / f"train-controller{tag}-{jobs}-jobs.txt" if spy_dir else None
         run = measure(world, make, jobs=jobs, pods_per_job=args.pods_per_job, run_seconds=args.run_seconds,
                       timeout=timeout, profile=profile, bind=args.nodes if bind else 0)
         if after is not None:
@@ -455,7 +456,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     also = None
     if args.also is not None:
         label = f"train-controller at {baseline.commit(args.also)}"
-        also = run_in_world(args, ours(args.also.resolve(), label), args.jobs)
+        also = run_in_world(args, ours(args.also.resolve(), label), args.jobs, tag="-also")
         runs.append(also)
     guard: list[baseline.Guarded] = []
     if binary is not None:
