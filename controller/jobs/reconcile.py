@@ -53,7 +53,7 @@ from schemas import upstream
 log = logging.getLogger(__name__)
 
 EXITED = "ExitedWithCode"  # upstream's reason for a pod seen terminated (semantics §4)
-COALESCE = 1.0  # seconds a change of replica counts alone may wait for the job's next change (_counts_wait)
+COALESCE = 2.0  # seconds a change of replica counts alone may wait for the job's next change (_counts_wait)
 
 
 class InvalidJob(Exception):
