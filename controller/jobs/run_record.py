@@ -26,12 +26,16 @@ from controller.jobs.desired import base_labels, owner_reference
 from controller.jobs.kinds import Kind
 from foundation.cluster.kube import Resource
 from foundation.runs.spec import RunSpec
-from foundation.runs.started import ENDED, PREFIX, RECORD, STARTED
+from foundation.runs.record import (  # the wire names of a record, shared with `plan` and `status`
+    ENDED as ENDED,
+    PREFIX,
+    RECORD as RECORD,
+    STARTED as STARTED,
+    number as number,
+)
 
 CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
 HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it
-# RECORD (on each pod: its run record's name), STARTED (the run has started) and ENDED (its run
-# ended with a suspension; the next pass starts a new one) are foundation.runs.started's
 ATTEMPT = PREFIX + "attempt"  # on each pod of a scope-job run, and on the record: the whole-job attempt
 RESTART_CAUSE = PREFIX + "restart-cause"  # on the record: what started the current attempt
 ANNOUNCED = PREFIX + "announced"  # on the record: "held:<hash>" / "finished:<hash>", the change last announced
@@ -61,11 +65,6 @@ def body(job: dict[str, Any], kind: Kind, *, data: RunSpec, hashed: str, number:
 # ---------------------------------------------------------------------- reading records
 def hash_of(record: dict[str, Any]) -> str:
     return str((record["metadata"].get("labels") or {}).get(HASH_LABEL, ""))
-
-
-def number(record: dict[str, Any]) -> int:
-    """The record's `revision` number (the newest run's is the highest)."""
-    return int(record.get("revision") or 0)
 
 
 def attempt_of(obj: dict[str, Any]) -> int:

@@ -30,11 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Optional
 
-PREFIX = "train-controller.trainforge.dev/"
-RECORD = PREFIX + "revision"  # on each pod: the name of the run record it was built from (wire name)
-STARTED = PREFIX + "run-started"  # on a pod created for a started run, or on the run's record: "true"
-PREVIOUS = PREFIX + "deleted-for"  # on a pod taken away from its run before its delete (controller.jobs.runs)
-ENDED = PREFIX + "run-ended"  # on the record: its run ended (a suspension); the next run has not started
+from foundation.runs.clock import parse_time
+from foundation.runs.record import ENDED, PREVIOUS, RECORD, STARTED, number
 
 
 def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
@@ -72,8 +69,23 @@ def started(pods: Iterable[dict[str, Any]], record: Optional[dict[str, Any]] = N
     return any(pod_shows_start(p) for p in of_run(pods, name))
 
 
+def first_start(pods: Iterable[dict[str, Any]]) -> Optional[str]:
+    """When the first of the pods' own containers started (`startedAt`, as the kubelet wrote it;
+    their earlier runs included), by the same rule: what `status` ages a started run from."""
+    found = []
+    for pod in pods:
+        for c in (pod.get("status") or {}).get("containerStatuses") or []:
+            for state in ((c.get("state") or {}), (c.get("lastState") or {})):
+                for phase in ("running", "terminated"):
+                    at = (state.get(phase) or {}).get("startedAt")
+                    when = parse_time(at)
+                    if when is not None:
+                        found.append((when, str(at)))
+    return min(found)[1] if found else None
+
+
 def current_record(records: Iterable[dict[str, Any]]) -> Optional[dict[str, Any]]:
     """A job's current run record among the ControllerRevisions it controls: the highest `revision`
     (a record being deleted is a superseded one)."""
     live = [r for r in records if not (r.get("metadata") or {}).get("deletionTimestamp")]
-    return max(live, key=lambda r: int(r.get("revision") or 0), default=None)
+    return max(live, key=number, default=None)

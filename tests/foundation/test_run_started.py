@@ -75,6 +75,15 @@ def test_the_record_keeps_the_start_when_no_pod_shows_it_and_a_suspension_ends_i
     assert not runstart.started([pod(RUNNING)], record(**{runstart.ENDED: "suspended"}))
 
 
+def test_the_first_start_is_the_earliest_own_container_start_init_containers_left_out() -> None:
+    early_init = {"name": "init-pytorch", "state": {"terminated": {"exitCode": 0, "startedAt": "2026-11-28T06:00:00Z"}}}
+    restarted = {"name": "pytorch", "state": {"running": {"startedAt": "2026-11-28T07:05:00Z"}},
+                 "lastState": {"terminated": {"exitCode": 137, "startedAt": "2026-11-28T07:01:00Z"}}}
+    assert runstart.first_start([pod(WAITING, init=(early_init,))]) is None
+    assert runstart.first_start([pod(RUNNING), pod(restarted)]) == "2026-11-28T07:00:00Z"
+    assert runstart.first_start([pod(restarted)]) == "2026-11-28T07:01:00Z"
+
+
 def test_the_current_record_is_the_highest_number_not_being_deleted() -> None:
     old, new = record("a", 1), record("b", 2)
     gone = {**record("c", 3), "metadata": {**record("c", 3)["metadata"], "deletionTimestamp": "2026-11-28T07:00:00Z"}}
