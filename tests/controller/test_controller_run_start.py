@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
@@ -66,16 +67,27 @@ def uids(cluster: Cluster, name: str) -> dict[str, str]:
     return {n: p["metadata"]["uid"] for n, p in cluster.pods().items() if n.startswith(f"{name}-")}
 
 
+PULLING = {"ErrImagePull", "ImagePullBackOff"}
+
+
+@contextmanager
+def applied(world: Any, namespace: str, body: dict[str, Any]) -> Iterator[Managers]:
+    """train-controller running (restartable), `body` applied as a GitOps engine applies it."""
+    managers = Managers(str(world.kubeconfig), namespace)
+    managers.start()
+    try:
+        server_side_apply(world, namespace, body)
+        yield managers
+    finally:
+        managers.stop()
+
+
 def test_a_job_whose_pods_never_started_takes_the_image_fix_from_git(pod_world, pod_namespace) -> None:
     name = "typo"
     cluster = Cluster(pod_world.client, pod_namespace)
     body = pytorch(name, pod_namespace, image=TYPO)
-    managers = Managers(str(pod_world.kubeconfig), pod_namespace)
-    managers.start()
-    try:
-        server_side_apply(pod_world, pod_namespace, body)
-        wait_for(lambda: waiting_reasons(cluster, name) & {"ErrImagePull", "ImagePullBackOff"}, timeout=60,
-                 what="the pods failing to pull the typo'd image")
+    with applied(pod_world, pod_namespace, body):
+        wait_for(lambda: waiting_reasons(cluster, name) & PULLING, timeout=60, what="the pods failing to pull the image")
         before = uids(cluster, name)
         assert set(before) == {f"{name}-master-0", f"{name}-worker-0"}
         sampler = Sampler(cluster, "PyTorchJob", name)
@@ -96,22 +108,17 @@ def test_a_job_whose_pods_never_started_takes_the_image_fix_from_git(pod_world, 
         server_side_apply(pod_world, pod_namespace, fixed(body, workers=3))
         wait_for(lambda: events(cluster, name, HELD), what="the next edit held")
         assert set(uids(cluster, name)) == new_names
-    finally:
-        managers.stop()
 
 
 def test_one_container_that_ran_is_a_started_run_its_edit_is_held(pod_world, pod_namespace) -> None:
     """The master runs, the worker is stuck on a typo: the run has started, the fix waits for the
-    next run (suspend and resume), and no pod is replaced."""
+    next run, and no pod is replaced."""
     name = "half"
     cluster = Cluster(pod_world.client, pod_namespace)
     body = pytorch(name, pod_namespace, worker_image=TYPO)
-    managers = Managers(str(pod_world.kubeconfig), pod_namespace)
-    managers.start()
-    try:
-        server_side_apply(pod_world, pod_namespace, body)
+    with applied(pod_world, pod_namespace, body) as managers:
         wait_for(lambda: (cluster.pods().get(f"{name}-master-0") or {}).get("status", {}).get("phase") == "Running"
-                 and waiting_reasons(cluster, name) & {"ErrImagePull", "ImagePullBackOff"}, timeout=60,
+                 and waiting_reasons(cluster, name) & PULLING, timeout=60,
                  what="the master running, the worker failing to pull")
         before = uids(cluster, name)
         server_side_apply(pod_world, pod_namespace, fixed(body, workers=1))
@@ -120,8 +127,6 @@ def test_one_container_that_ran_is_a_started_run_its_edit_is_held(pod_world, pod
         settled(mgr, mgr.reconciles - 1)
         assert len(held) == 1 and NEW_IMAGE in held[0]["message"]
         assert uids(cluster, name) == before and not events(cluster, name, APPLIED)
-    finally:
-        managers.stop()
 
 
 RACERS = 6  # jobs, each with its edit at another moment around its pods' start

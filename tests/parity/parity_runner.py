@@ -254,13 +254,7 @@ class Runner:
         case = r.case
         up_ns, ours_ns = self.both(case)
         want = self.expected_pods(case)
-        specs = replica_specs(case.job)
-        edit = {rtype: {"template": {"spec": {"containers": [
-            {**c, "image": EDITED_IMAGE} for c in spec["template"]["spec"]["containers"]]}}} for rtype, spec in specs.items()}
-        edit["Worker"]["replicas"] = int(specs["Worker"]["replicas"]) + 1
-        field = KINDS[case.kind].facts.replica_specs
-        for ns in (up_ns, ours_ns):
-            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {field: edit}})
+        self.sync_new_image_and_worker(case)
 
         def live(ns: str) -> list[dict[str, Any]]:
             return [p for p in self.h.pods(ns, case.kind, case.name) if not p["metadata"].get("deletionTimestamp")
@@ -302,6 +296,17 @@ class Runner:
                                  and c["type"] in ("Succeeded", "Failed")))
         self.record(r, f"{step}: outcome", outcomes[0], outcomes[1])
 
+    def sync_new_image_and_worker(self, case: Case) -> None:
+        """One more Worker and EDITED_IMAGE in every template, on both jobs (a merge patch, as a
+        GitOps sync of the edit)."""
+        specs = replica_specs(case.job)
+        edit = {rtype: {"template": {"spec": {"containers": [
+            {**c, "image": EDITED_IMAGE} for c in spec["template"]["spec"]["containers"]]}}} for rtype, spec in specs.items()}
+        edit["Worker"]["replicas"] = int(specs["Worker"]["replicas"]) + 1
+        field = KINDS[case.kind].facts.replica_specs
+        for ns in self.both(case):
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {field: edit}})
+
     def step_fix_before_start(self, r: Result, step: str) -> None:
         """Both jobs' pods fail to pull their image; the fixed image and one more Worker are synced
         (a merge patch). Upstream v1.9.4 leaves the stuck pods as they are and creates the new worker
@@ -322,13 +327,7 @@ class Runner:
                 for p in pods for c in (p.get("status") or {}).get("containerStatuses") or [{}])
         for ns in (up_ns, ours_ns):
             self.h.wait(lambda ns=ns: pulling(ns), what=f"{ns}/{case.name}'s pods failing to pull")
-        specs = replica_specs(case.job)
-        edit = {rtype: {"template": {"spec": {"containers": [
-            {**c, "image": EDITED_IMAGE} for c in spec["template"]["spec"]["containers"]]}}} for rtype, spec in specs.items()}
-        edit["Worker"]["replicas"] = int(specs["Worker"]["replicas"]) + 1
-        field = KINDS[case.kind].facts.replica_specs
-        for ns in (up_ns, ours_ns):
-            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {field: edit}})
+        self.sync_new_image_and_worker(case)
 
         def view(ns: str) -> dict[str, Any]:
             pods = live(ns)
