@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Optional
 
-from compiler.plan.judge import duration
 from foundation.runs import started as runstart
 from foundation.runs.state import job_state
+from schemas.durations import age
 from schemas.marks import SOURCE
 
 CHILDREN = ("Pod", "ControllerRevision")  # read beside the jobs: whether a run has started (`started`)
@@ -33,10 +33,10 @@ class Live:
     started: Optional[bool] = None  # its run has started (train-controller's record and pods); None: no record
 
     def fact(self, now: datetime) -> str:
-        """`Running for 3 h 12 min` (or the bare state when the cluster gives no time)."""
+        """`Running for 3h12m`, the age as `status` says it (or the bare state when the cluster gives no time)."""
         if self.since is None or self.state == "absent":
             return self.state
-        return f"{self.state} for {duration(max(0, int((now - self.since).total_seconds())) // 60 * 60 or 1)}"
+        return f"{self.state} for {age(max(0.0, (now - self.since).total_seconds()))}"
 
 
 ABSENT = Live("absent")

@@ -8,7 +8,7 @@ identity and metadata (a fixed name; a GitOps tree has no `generateName`) and it
 the Trainer v2.3.0 CRD (`schemas/trainer_runtime.py`), at the line that breaks it. What the
 compiler then knows of it (`RuntimeFacts`: the mlPolicy, the replicated jobs, their ancestor
 step and containers, the trainer's image, a podGroupPolicy) is what the trainer-v2 review asks
-of a runtime, the same questions it asks of the stock ones (`facts(STOCK_SPECS[...])`).
+of a runtime, the same questions it asks of the stock ones (`facts(STOCK_RUNTIMES[...].spec())`).
 
 Which environments get a runtime, and where, is the trainer-v2 target's
 (`compiler/targets/trainer_v2_sources.py`): with the jobs that name it, never alone.
@@ -22,14 +22,14 @@ from typing import Any, Iterator, Optional
 
 from compiler.diagnostics import Diagnostic, closest
 from compiler.reading.validation import describe_value
-from schemas import upstream
+from foundation.frameworks import stock_runtimes as trainer
 from schemas.loader import Document, Loc
 from schemas.marks import SOURCE
 from schemas.types import DNS1123_LABEL, DNS1123_SUBDOMAIN
 
 KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
-API_VERSION = f"{upstream.TRAINER_GROUP}/v1alpha1"
-ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"  # the Trainer's label naming a job's step
+API_VERSION = trainer.API_VERSION
+ANCESTOR = trainer.ANCESTOR_LABEL  # the Trainer's label naming a job's step
 METADATA = ("name", "namespace", "labels", "annotations")
 
 
@@ -39,7 +39,7 @@ def is_runtime(data: Any) -> bool:
         return False
     group = str(data.get("apiVersion", "")).split("/")[0]
     annotations = (data.get("metadata") or {}).get("annotations") if isinstance(data.get("metadata"), dict) else None
-    return group == upstream.TRAINER_GROUP and not (isinstance(annotations, dict) and SOURCE in annotations)
+    return group == trainer.GROUP and not (isinstance(annotations, dict) and SOURCE in annotations)
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,8 @@ class RuntimeFacts:
     def trainer_image(self) -> Optional[str]:
         """The image of the `node` container of the trainer step: what trainer.image replaces."""
         for job in self.jobs.values():
-            if job.ancestor == "trainer" and job.containers.get("node"):
-                return job.containers["node"]
+            if job.ancestor == trainer.TRAINER_STEP and job.containers.get(trainer.NODE):
+                return job.containers[trainer.NODE]
         return None
 
     def has_step(self, step: str) -> bool:

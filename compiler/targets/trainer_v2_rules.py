@@ -25,7 +25,7 @@ from typing import Any, Iterator, Optional
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from foundation.frameworks import adapter as adapter_for
-from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
+from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES
 from compiler.reading.resolve import Target
 from compiler.reading.runtimes import RuntimeFacts
 from compiler.targets import trainer_v2_sources as sources
@@ -33,7 +33,7 @@ from compiler.targets.trainer_v2_sources import runtime_ref
 from schemas.loader import Loc
 from schemas.trainjob import Gang
 
-CONTAINER = "node"  # the Trainer's name for the program container in every runtime
+CONTAINER = NODE  # the Trainer's name for the program container (and its job) in every runtime
 
 
 NAME = "trainer-v2"

@@ -1,7 +1,7 @@
 """The trainer-v2 target's runtimes: the one a job names, what is known of it, and shipping it.
 
 A TrainJob names its runtime (`trainer_v2_rules.runtime_ref`): a stock ClusterTrainingRuntime of
-the Trainer release (known from `trainer_v2_restarts.STOCK_SPECS`), one written beside the jobs
+the Trainer release (known from `foundation.frameworks.stock_runtimes`), one written beside the jobs
 (`compiler/reading/runtimes.py`), or one the compiler cannot see (in the cluster already). Review
 asks the same questions of the first two (`RuntimeFacts`) and says what it cannot check of the
 third.
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from compiler.diagnostics import Diagnostic
 from foundation.frameworks import adapter as adapter_for
 from foundation.frameworks.base import TrainerV2Capable
+from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
 from compiler.reading.runtimes import ANCESTOR, RuntimeFacts, SourceRuntime, facts
-from compiler.targets.trainer_v2_restarts import STOCK_SPECS
 from overlays import waves
 from schemas.bundle import Component
 from schemas.trainjob import RuntimeRef
@@ -54,7 +54,7 @@ def runtime_ref(target: "Target") -> dict[str, str]:
 
 
 def stock(ref: dict[str, str]) -> bool:
-    return ref["kind"] == CLUSTER and ref["name"] in STOCK_SPECS
+    return ref["kind"] == CLUSTER and ref["name"] in STOCK_RUNTIMES
 
 
 def source(target: "Target", ref: Optional[dict[str, str]] = None) -> Optional[SourceRuntime]:
@@ -77,7 +77,7 @@ def known(target: "Target") -> tuple[dict[str, str], Optional[RuntimeFacts]]:
     """The job's runtimeRef and its facts, when the compiler can see the runtime."""
     ref = runtime_ref(target)
     if stock(ref):
-        return ref, facts(STOCK_SPECS[ref["name"]])
+        return ref, facts(STOCK_RUNTIMES[ref["name"]].spec())
     found = source(target, ref)
     return ref, found.facts if found is not None else None
 

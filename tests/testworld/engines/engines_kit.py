@@ -11,7 +11,7 @@ from typing import Any
 
 from controller_kit import wait_for as poll
 
-from controller.runtime.kube import Resource
+from foundation.cluster.kube import Resource
 from testworld import stages
 from testworld.controller_manager import DEFAULT_CONTROLLERS, JOB_CONTROLLER, ControllerManager
 from testworld.kwok import Kwok, NodePool
