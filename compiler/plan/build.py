@@ -25,7 +25,7 @@ from compiler.plan import accepts as acceptsmod
 from compiler.plan import claims as claimsmod
 from compiler.plan import fields as fieldsmod
 from compiler.plan import gpus as gpumod
-from compiler.plan import judge, live, projects, revision, words
+from compiler.plan import adoption, judge, live, projects, revision, words
 from compiler.plan import sides as sidesmod
 from compiler.plan.accepts import Accept
 from compiler.plan.aspects import job_aspects, other_objects
@@ -35,6 +35,7 @@ from compiler.plan.model import BaseError, EnvironmentPlan, Gpus, JobPlan, Plan,
 from compiler.plan.sides import Job, Side
 from compiler.targets import api
 from compiler.targets.base import at_path
+from foundation.frameworks.base import API_VERSION as KUBEFLOW_V1
 
 LiveIndex = dict[tuple[str, str, str], dict[str, Any]]
 
@@ -84,14 +85,18 @@ def environments(both: Sides) -> list[str]:
 
 
 def wanted(both: Sides) -> list[Wanted]:
-    """The lists that find every job either side names (one per kind and namespace), and the
-    claims of changed jobs with their StorageClasses (whether a claim may grow): what --live reads."""
+    """The lists that find every job either side names (one per kind and namespace): what --live reads;
+    where kubeflow.org/v1 jobs are, their pods and run records (whether a run has started); and the
+    claims of changed jobs with their StorageClasses (whether a claim may grow)."""
     out = set()
     for side in (both.head, both.base):
         for jobs in side.jobs.values():
             for job in jobs.values():
                 group, _, version = job.bundle.job["apiVersion"].rpartition("/")
                 out.add(Wanted(group, version, job.plan_facts.plural(job.kind) or "", job.kind, job.namespace))
+                if job.bundle.job["apiVersion"] == KUBEFLOW_V1:
+                    out.add(Wanted("", "v1", "pods", "Pod", job.namespace))
+                    out.add(Wanted("apps", "v1", "controllerrevisions", "ControllerRevision", job.namespace))
     for env_name, jobs in both.head.jobs.items():
         for key, job in jobs.items():
             old = both.base.jobs.get(env_name, {}).get(key)
@@ -157,15 +162,18 @@ def _fields(pair: Pair, both: Sides, env: str) -> list[Position]:
 
 def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states: Optional[LiveIndex],
          now: datetime) -> tuple[JobPlan, gpumod.Row]:
+    running = adoption.live_job(pair, states)
+    pair, adopting = adoption.adopted(pair, running) if running is not None else (pair, [])
     old, new = pair.old, pair.new
     shown = new or old
     assert shown is not None
     watched = old if pair.change in ("rename", "delete") else new
     assert watched is not None
-    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name))) if states is not None else None
+    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name)), states) \
+        if states is not None else None
     state = found.state if found else "unknown"
     judged = "Suspended" if state == "unknown" and _git_suspended(old) else state
-    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new),
+    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new), found.started if found else None,
                         claims=None if states is None else {})
     if pair.change == "update":
         assert old is not None and new is not None
@@ -195,17 +203,30 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         namespace=shown.namespace, name=shown.name, kind=shown.kind, change=pair.change,
         renamed_from=f"{old.namespace}/{old.name}" if pair.change == "rename" and old else None,
         source=shown.origin, line=shown.doc.start[0], fields=positions,
-        gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
+        gpus=Gpus(old.gpus if old else new.gpus if running is not None and new else 0, new.gpus if new else 0),
+        state=state,
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
         renamed_kind=old.kind if pair.change == "rename" and old and new and old.kind != new.kind else None,
     )
+    verdict.clauses += adopting
     if found is not None and found.source and found.source != watched.origin:
         verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
                                f" {watched.origin}: another spec owns that job")
     plan.summary = words.summary(pair.change, lead, verdict.clauses, unchanged_fields=bool(positions))
+    plan.throws_away = _throws_away(plan, found, (old or watched).gpus, now)
     row = gpumod.Row(plan.key, plan.namespace, plan.queue, pair.change, old, new, tuple(plan.hazards))
     return plan, row
+
+
+STOPS = (("kills-run", "kills"), ("restarts-run", "restarts"), ("suspends-run", "suspends"))
+
+
+def _throws_away(plan: JobPlan, found: Optional[live.Live], gpus: int, now: datetime) -> Optional[str]:
+    """`kills nlp/bert at 62%, 3 h 10 min left, 96 GPU-hours of progress` (the plan's headline)."""
+    verb = next((v for hazard, v in STOPS if hazard in plan.hazards), None)
+    price = found.price(gpus, now) if found is not None and verb else None
+    return f"{verb} {plan.renamed_from or plan.key} {price}" if price else None
 
 
 def _anchor(new: Optional[Job], positions: list[Position]) -> Optional[Position]:

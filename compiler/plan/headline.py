@@ -7,8 +7,8 @@ folded detail. Jobs with the same hazard are said together, and environments wit
 jobs too: a label change across a project reads "mixes pods of two specs in the runs of
 nlp/a, nlp/b, nlp/c and 997 more in dev and prod", whatever the size. Where one refused
 object makes Flux refuse the whole environment, the sentence says so after the refusal.
-With `--live`, a job whose kill or restart throws away progress it reported carries that
-too (`JobPlan.throws_away`: "at 62%, 3 h 10 min left, 96 GPU-hours of progress").
+With `--live`, what a kill or restart throws away of the progress a run reported is the line
+after the sentence (`JobPlan.throws_away`, written by the formats), not a parenthesis in it.
 
 The totals count each job once per environment, Terraform-like, by change
 (`+ 1 to create, ~ 2 to update, - 1 to delete, ± 1 to rename`) and by hazard. Text and
@@ -38,7 +38,6 @@ PHRASES = {
     "suspend-ignored": ("leaves", "the suspend of", "the suspend of", "to Kueue: the run goes on as Kueue admits it"),
     "ignored-until-next-run": ("holds", "the change of", "the changes of", "until the next run"),
 }
-STOPS = ("kills-run", "restarts-run", "suspends-run")  # where what the run reported is lost
 
 
 @dataclass(frozen=True)
@@ -62,8 +61,7 @@ def _who(job: JobPlan, hazard: str) -> str:
 
 
 def _jobs(jobs: list[JobPlan], hazard: str, style: Style) -> str:
-    named = [style.job(_who(j, hazard)) + (f" ({j.throws_away})" if j.throws_away and hazard in STOPS else "")
-             for j in jobs[:NAMED]]
+    named = [style.job(_who(j, hazard)) for j in jobs[:NAMED]]
     more = len(jobs) - NAMED
     return _and(named + [f"{more} more"]) if more > 0 else _and(named)
 

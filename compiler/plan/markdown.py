@@ -57,6 +57,9 @@ def _top(plan: Plan) -> list[str]:
     lines = [f"### train-compile plan of `{describe(plan.project)}` against `{plan.base}`"
              f"{' (live)' if plan.live else ''}", "", headline.sentence(plan, headline.MARKDOWN), "",
              f"**Plan:** {headline.totals(plan)}", "", f"**Hazards:** {headline.hazard_totals(plan.environments)}"]
+    lost = [j.throws_away for env in plan.environments for j in env.jobs if j.throws_away]
+    if lost:  # --live: the progress a kill or restart throws away (from the runs' own reports)
+        lines += ["", "**Throws away:** " + _cell("; ".join(lost))]
     if plan.base_errors:
         lines += ["", f"**The base `{plan.base}` has errors**: the jobs of its files with errors are compared with"
                       " nothing.", "",

@@ -67,10 +67,7 @@ class JobPlan:
     summary: str = ""
     queue: Optional[str] = None
     anchor: Optional[Position] = None  # where a GitHub annotation goes (None: no head spec)
-    # --live: what stopping its run throws away (`at 62%, 3 h 10 min left, 96 GPU-hours of
-    # progress`), from the live facts when the job reported them; the headline puts it after
-    # the job a kill or restart names
-    throws_away: Optional[str] = None
+    throws_away: Optional[str] = None  # --live: `kills nlp/bert at 62%, ...` when the change stops a reporting run
     renamed_kind: Optional[str] = None  # the old job's kind, for a rename that switches it (framework, target)
 
     @property
