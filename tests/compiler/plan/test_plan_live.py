@@ -140,7 +140,9 @@ def test_the_reader_only_reads(repo, control_plane):
     _live(repo, control_plane)
 
     ours = [e for e in control_plane.audit_events()[before:] if e.get("userAgent", "").startswith("python-urllib3")]
-    assert {(e["verb"], e["objectRef"]["resource"]) for e in ours} == {("list", "pytorchjobs")}
+    # the jobs, and for kubeflow.org/v1 jobs their pods and run records (whether a run has started)
+    assert {(e["verb"], e["objectRef"]["resource"]) for e in ours} == {
+        ("list", "pytorchjobs"), ("list", "pods"), ("list", "controllerrevisions")}
 
 
 def _claims_repo(tmp_path, control_plane, namespace):
@@ -203,4 +205,5 @@ def test_live_lists_claims_and_storage_classes_only_where_a_changed_job_has_a_cl
 
     ours = [e for e in control_plane.audit_events()[before:] if e.get("userAgent", "").startswith("python-urllib3")]
     assert {(e["verb"], e["objectRef"]["resource"]) for e in ours} == {
-        ("list", "pytorchjobs"), ("list", "persistentvolumeclaims"), ("list", "storageclasses")}
+        ("list", "pytorchjobs"), ("list", "pods"), ("list", "controllerrevisions"), ("list", "persistentvolumeclaims"),
+        ("list", "storageclasses")}
