@@ -75,8 +75,9 @@ def base_errors(plan: Plan) -> list[str]:
 
 def _section(plan: Plan) -> list[str]:
     lines = [title(plan), headline.sentence(plan, headline.TEXT), f"Plan: {headline.totals(plan)}",
-             f"Hazards: {headline.hazard_totals(plan.environments)}", *base_errors(plan)]
+             f"Hazards: {headline.hazard_totals(plan.environments)}"]
     lines += [f"throws away: {j.throws_away}" for env in plan.environments for j in env.jobs if j.throws_away]
+    lines += base_errors(plan)
     for env in plan.environments:
         lines += ["", heading(env)]
         jobs = env.changed()
