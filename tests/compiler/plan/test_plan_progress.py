@@ -59,3 +59,30 @@ def test_a_finished_job_throws_nothing_away():
     found = state_of(live_job("Succeeded", progress={"progressPercentage": 100}))
     plan = SimpleNamespace(hazards=["kills-run"], renamed_from=None, key="nlp/bert-finetune")
     assert _throws_away(plan, found, 32, NOW) is None
+
+
+def _priced_plan():
+    from compiler.plan.model import EnvironmentPlan, GpuHours, Gpus, JobPlan, Plan, Plans
+
+    job = JobPlan(namespace="nlp", name="bert-finetune", kind="PyTorchJob", change="delete", renamed_from=None,
+                  source="jobs/bert.yaml", line=1, fields=[], gpus=Gpus(32, 0), state="Running",
+                  hazards=["kills-run"], summary="Removed from git.",
+                  throws_away="kills nlp/bert-finetune at 62%, 3 h 10 min left, 96 GPU-hours of progress")
+    env = EnvironmentPlan(name="prod", target="kubeflow-v1", controller="training-operator", jobs=[job],
+                          gpus=Gpus(32, 0), hours=GpuHours(None, None, None))
+    return Plans([Plan("main", [env], live=True, project="jobs")])
+
+
+def test_the_price_is_the_line_after_the_headline_and_not_repeated_in_its_sentence():
+    from compiler.plan import markdown, render
+
+    comment = markdown.markdown(_priced_plan()).splitlines()
+    at = comment.index("**Hazards:** 1 kills-run")
+    assert comment[at + 1:at + 3] == [
+        "", "**Throws away:** kills nlp/bert-finetune at 62%, 3 h 10 min left, 96 GPU-hours of progress"]
+    assert comment[3] == "Merging this **kills** `nlp/bert-finetune` in `prod`."
+    text = render.text(_priced_plan()).splitlines()
+    assert text[1:5] == ["Merging this kills nlp/bert-finetune in prod.",
+                         "Plan: + 0 to create, ~ 0 to update, - 1 to delete, ± 0 to rename; 0 unchanged",
+                         "Hazards: 1 kills-run",
+                         "throws away: kills nlp/bert-finetune at 62%, 3 h 10 min left, 96 GPU-hours of progress"]
