@@ -85,7 +85,7 @@ def _section(plan: Plan) -> list[str]:
             lines += _table([row(j) for j in jobs])
         unchanged = len(env.jobs) - len(jobs)
         if unchanged:
-            lines.append(f"    ({unchanged} job(s) unchanged)")
+            lines.append(f"    ({headline.count(unchanged, 'job')} unchanged)")
         for job in jobs:
             lines.append(f"  {job.key}: {job.summary}")
             lines += [f"      {p.path} at {p.file}:{p.line}:{p.col}" for p in job.fields]

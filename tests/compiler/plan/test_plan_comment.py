@@ -232,6 +232,20 @@ def test_the_wording(tmp_path, edit, says):
     assert says in repo.run("--format", "markdown").stdout
 
 
+@pytest.mark.parametrize("others", [1, 2], ids=["one job unchanged", "two jobs unchanged"])
+def test_the_text_counts_unchanged_jobs_in_agreement_with_their_number(tmp_path, others):
+    repo = new_repo(tmp_path, project=project(prod={}))
+    for name in ["bert", *(f"other{i}" for i in range(others))]:
+        repo.write(f"jobs/{name}.yaml", running_job(name))
+    repo.commit()
+    repo.edit("jobs/bert.yaml", lambda docs: docs[0]["spec"].__setitem__("nodes", 3))
+
+    text = repo.run().stdout
+
+    assert f"    ({others} {'job' if others == 1 else 'jobs'} unchanged)" in text
+    assert "(s)" not in text
+
+
 def test_the_changes_cell_counts_with_symbols(tmp_path):
     repo = new_repo(tmp_path, project=project(prod={}))
     for i in range(12):
