@@ -149,7 +149,7 @@ def section(plan: Plan, budget: int, full_plan: Optional[str]) -> list[str]:
     full = top + [line for env in plan.environments for line in _details(env)] + _tail(plan, full_plan)
     if _size(full) <= budget:
         return full
-    tail = _tail(plan, full_plan, whole=_size(full))
+    tail = _tail(plan, full_plan, whole=_size([marker([plan.project]), *full]))  # as --output writes it
     return top + _summary(plan, budget - _size(top) - _size(tail)) + tail
 
 

@@ -97,6 +97,13 @@ def test_the_summary_leads_with_the_totals_and_lists_jobs_with_hazards_while_the
     assert "<details>" not in comment  # the details are the full plan's
 
 
+def test_the_size_the_summary_gives_is_the_full_plans(big):
+    comment, full, _ = big
+
+    said = re.search(r"the whole plan is ([0-9,]+) bytes", comment)
+    assert said and int(said.group(1).replace(",", "")) == len(full.encode())
+
+
 def test_the_full_plan_written_aside_is_the_whole_markdown(big):
     _, full, _ = big
     tokens = parse(full)
