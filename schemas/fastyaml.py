@@ -6,9 +6,8 @@ parsing most of a `train-compile build`. libyaml (the C parser that PyYAML ships
 "Figures the compiler's code cites"), and the plain data is built here straight from its
 events, never deeper than `MAX_DEPTH` (libyaml's own composer recurses in C and crashes on a
 100,000-deep document). Positions are only needed for diagnostics, so a document loaded here
-gets position tables that fill themselves, on first read, from one re-parse of its file with
-the ruamel loader: a clean run never pays for them, a run with errors pays once per file
-that has one.
+gets position tables that answer from the marks its events carried (`schemas.positions`):
+a clean run pays only for keeping those, a diagnostic looks up the few paths it names.
 
 The fast path must never change what a document means, so it takes only what it is
 sure of and gives up (`Fallback`) on everything else, and the caller then runs the
@@ -25,7 +24,7 @@ be a boolean there).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from yaml import (
     DocumentStartEvent,
@@ -45,6 +44,7 @@ _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _UNSURE = "tag:trainforge.dev,2025:unsure"  # let ruamel decide
+Pos = tuple[int, int]  # 1-based line, column (as `loader.Pos`)
 MAX_DEPTH = 100  # deeper documents go to ruamel, which reports when it cannot cope
 
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
@@ -142,15 +142,18 @@ def _scalar(event: ScalarEvent) -> Any:
     return _resolved(value)
 
 
-def _node(event: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> Any:
+Marks = dict[int, tuple[Any, list[int]]]  # id(collection) -> (the collection, its marks)
+
+
+def _node(event: Any, next_event: Callable[[], Any], budget: list[int], depth: int, marks: Marks) -> Any:
     """The value that starts with `event`: a scalar, or a whole mapping or sequence."""
     kind = event.__class__
     if kind is ScalarEvent:
         return _scalar(event)
     if kind is MappingStartEvent:
-        return _mapping(event, next_event, budget, depth + 1)
+        return _mapping(event, next_event, budget, depth + 1, marks)
     if kind is SequenceStartEvent:
-        return _sequence(event, next_event, budget, depth + 1)
+        return _sequence(event, next_event, budget, depth + 1, marks)
     raise Fallback  # an alias (anchors are already excluded) or something unexpected
 
 
@@ -169,9 +172,24 @@ def _counted(budget: list[int], nodes: int) -> None:
         raise Fallback  # ruamel reports the size error with its position
 
 
-def _mapping(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> dict[Any, Any]:
+class _Empty:
+    """The mark of an empty node (`key:` and nothing after it): ruamel places those by a
+    rule of its own (the next token's position, or the comment's after the colon), so its
+    position is ruamel's to give (`schemas.positions`)."""
+
+    line = column = -2
+
+
+_EMPTY = _Empty()
+
+
+def _mapping(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int,
+             marks: Marks) -> dict[Any, Any]:
     _opened(start, depth)
     out: dict[Any, Any] = {}
+    own: list[int] = []  # key line, key column, value line, value column per key
+    marks[id(out)] = (out, own)
+    flow = start.flow_style
     while True:
         event = next_event()
         if event.__class__ is not ScalarEvent:
@@ -181,46 +199,62 @@ def _mapping(start: Any, next_event: Callable[[], Any], budget: list[int], depth
         key = _scalar(event)
         if key in out:
             raise Fallback  # a duplicate key: ruamel's to report
+        key_mark = event.start_mark
+        if flow and key_mark.index == start.start_mark.index:
+            raise Fallback  # a pair in a flow list (`[a: 1]`): ruamel refuses some libyaml takes (`["a":, b]`)
+        if key is None and not event.value:
+            key_mark = _EMPTY
         event = next_event()
+        value_mark = event.start_mark
         # scalar values inline (`_scalar`'s rule): they are most of a document's events
         if event.__class__ is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 raise Fallback
             value = event.value
             if (not value or value[0] in _MAYBE_NOT_STR) and event.implicit[0]:
+                if not value:
+                    value_mark = _EMPTY
                 value = _resolved(value)
             out[key] = value
         else:
-            out[key] = _node(event, next_event, budget, depth)
+            out[key] = _node(event, next_event, budget, depth, marks)
+        own += (key_mark.line, key_mark.column, value_mark.line, value_mark.column)
     _counted(budget, len(out))
     return out
 
 
-def _sequence(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> list[Any]:
+def _sequence(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int,
+              marks: Marks) -> list[Any]:
     _opened(start, depth)
     out: list[Any] = []
+    own: list[int] = []  # line, column per item
+    marks[id(out)] = (out, own)
     while True:
         event = next_event()
+        mark = event.start_mark
         if event.__class__ is ScalarEvent:
-            out.append(_scalar(event))
+            item = _scalar(event)
+            if item is None and not event.value:
+                mark = _EMPTY
+            out.append(item)
         elif event.__class__ is SequenceEndEvent:
             break
         else:
-            out.append(_node(event, next_event, budget, depth))
+            out.append(_node(event, next_event, budget, depth, marks))
+        own += (mark.line, mark.column)
     _counted(budget, len(out))
     return out
 
 
-def _build(parser: CParser, first: Any, max_nodes: int) -> Any:
-    """Plain data of one document from its events (`first` is its root's start).
+def documents(text: str, max_nodes: int) -> list[tuple[int, Any, Pos, Marks]]:
+    """(index, plain data, 1-based start, marks) per non-empty document; raises `Fallback`.
 
-    Recursive descent, one call per collection: at most MAX_DEPTH deep, since a deeper
-    document goes to ruamel (libyaml's own composer recurses without a limit, in C)."""
-    return _node(first, parser.get_event, [max_nodes], 0)
-
-
-def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]]]:
-    """(index, plain data, 1-based start) per non-empty document; raises `Fallback`."""
+    The data is built by recursive descent over libyaml's events, one call per
+    collection: at most MAX_DEPTH deep, since a deeper document goes to ruamel (libyaml's
+    own composer recurses without a limit, in C). The marks are where each key, value
+    and item starts (0-based line and column, per collection in the order it holds them),
+    read from the events while they pass: `schemas.positions` answers a diagnostic from
+    them instead of parsing the file again (bench/README.md)."""
     if _ruamel_only(text):
         raise Fallback
     parser = CParser(text)
@@ -239,7 +273,9 @@ def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]
                         continue
                     raise Fallback  # ruamel positions non-mapping documents its own way
                 mark = first.start_mark
-                out.append((index, _build(parser, first, max_nodes), (mark.line + 1, mark.column + 1)))
+                marks: Marks = {}
+                data = _mapping(first, parser.get_event, [max_nodes], 1, marks)
+                out.append((index, data, (mark.line + 1, mark.column + 1), marks))
                 index += 1
                 parser.get_event()  # DocumentEndEvent
             elif kind is StreamEndEvent or event is None:
@@ -248,58 +284,3 @@ def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]
         raise Fallback from exc
     finally:
         parser.dispose()
-
-
-class LazyTable(dict):
-    """A position table that fills itself, from `fill()`, on its first read."""
-
-    def __init__(self, fill: Callable[[], dict[Any, Any]]) -> None:
-        super().__init__()
-        self._fill: Callable[[], dict[Any, Any]] | None = fill
-
-    def _ready(self) -> None:
-        fill, self._fill = self._fill, None
-        if fill is not None:
-            dict.update(self, fill())
-
-    def __contains__(self, key: object) -> bool:
-        self._ready()
-        return super().__contains__(key)
-
-    def __getitem__(self, key: Any) -> Any:
-        self._ready()
-        return super().__getitem__(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self._ready()
-        return super().get(key, default)
-
-    def __iter__(self) -> Iterator[Any]:
-        self._ready()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._ready()
-        return super().__len__()
-
-    def keys(self):  # type: ignore[override]
-        self._ready()
-        return super().keys()
-
-    def values(self):  # type: ignore[override]
-        self._ready()
-        return super().values()
-
-    def items(self):  # type: ignore[override]
-        self._ready()
-        return super().items()
-
-    def __eq__(self, other: object) -> bool:
-        self._ready()
-        return super().__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        self._ready()
-        return super().__repr__()

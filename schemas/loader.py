@@ -9,9 +9,9 @@ document is an error rather than a hang. Problems are returned as `LoadProblem`s
 raised, so one run can report every broken file.
 
 That ruamel loader is the reference but pure Python (slow per spec: bench/README.md), so files go
-through libyaml first (`schemas.fastyaml`): same plain data, position tables filled by
-ruamel only when a diagnostic reads them, and the ruamel loader alone for any file the
-fast path is not sure about (errors, anchors, tags, ambiguous scalars).
+through libyaml first (`schemas.fastyaml`): same plain data, the same position tables read
+from libyaml's events only when a diagnostic reads them, and the ruamel loader alone for
+any file the fast path is not sure about (errors, anchors, tags, ambiguous scalars).
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ class Document:
         while loc:
             tables = (self.key_pos, self.value_pos) if prefer_key else (self.value_pos, self.key_pos)
             for table in tables:
-                if loc in table:
-                    return table[loc]
+                found = table.get(loc)
+                if found is not None:
+                    return found
             loc = loc[:-1]
         return self.start
 
@@ -129,44 +130,67 @@ def _scalar(value: Any) -> Any:
 def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
     """Parse every document of one file; empty documents are skipped.
 
-    libyaml first (`schemas.fastyaml`), with positions filled lazily by ruamel; the
+    libyaml first (`schemas.fastyaml`), with positions filled lazily from its events' marks; the
     ruamel loader alone whenever the fast path is not sure (errors, anchors, tags...).
     """
-    from schemas import fastyaml
+    from schemas import fastyaml, positions
 
     try:
         parsed = fastyaml.documents(text, MAX_NODES)
     except fastyaml.Fallback:
         return load_text_ruamel(text, file)
-    positions = _Positions(text, file)
+    found = _Positions(text, {index: (data, marks) for index, data, _, marks in parsed})
     documents = [
         Document(
             file=file, index=index, data=data, start=start,
-            key_pos=fastyaml.LazyTable(functools.partial(positions.table, index, "key_pos")),
-            value_pos=fastyaml.LazyTable(functools.partial(positions.table, index, "value_pos")),
+            key_pos=positions.LazyTable(functools.partial(found.find, index, positions.KEY),
+                                        functools.partial(found.table, index, positions.KEY)),
+            value_pos=positions.LazyTable(functools.partial(found.find, index, positions.VALUE),
+                                          functools.partial(found.table, index, positions.VALUE)),
         )
-        for index, data, start in parsed
+        for index, data, start, _ in parsed
     ]
     return documents, []
 
 
 class _Positions:
-    """The position tables of one file's documents: the ruamel loader runs once, on the
-    first read of any of them. It holds the text, never the documents, so a document
-    and its tables are freed with the last reference to them (no reference cycle
+    """Positions in one file's documents, from the marks libyaml's events carried
+    (`schemas.positions`), or from the ruamel loader, run once for the whole file, where
+    those cannot say. It holds the text and the plain data, never the documents, so a
+    document and its tables are freed with the last reference to them (no reference cycle
     through a closure, which only a garbage collection would free, at the end of a large
     build: bench/README.md)."""
 
-    def __init__(self, text: str, file: str) -> None:
+    def __init__(self, text: str, marked: dict[int, tuple[Any, Any]]) -> None:
         self._text = text
-        self._file = file
-        self._twins: Optional[dict[int, Document]] = None
+        self._marked = marked  # index -> (data, fastyaml marks)
+        self._tables: dict[int, tuple[dict[Loc, Pos], dict[Loc, Pos]]] = {}
+        self._ruamel = False  # the tables are the ruamel loader's
 
-    def table(self, index: int, name: str) -> dict[Loc, Pos]:
-        if self._twins is None:
-            self._twins = {d.index: d for d in load_text_ruamel(self._text, self._file)[0]}
-        twin = self._twins.get(index)
-        return getattr(twin, name) if twin is not None else {}
+    def find(self, index: int, which: int, loc: Loc) -> Optional[Pos]:
+        from schemas import fastyaml, positions
+
+        if not self._ruamel:
+            try:
+                return positions.find(*self._marked[index], loc, which)
+            except fastyaml.Fallback:
+                self._read_with_ruamel()
+        return self.table(index, which).get(loc)
+
+    def table(self, index: int, which: int) -> dict[Loc, Pos]:
+        from schemas import fastyaml, positions
+
+        if index not in self._tables:
+            try:
+                self._tables[index] = positions.tables(*self._marked[index])
+            except fastyaml.Fallback:
+                self._read_with_ruamel()
+        return self._tables[index][which]
+
+    def _read_with_ruamel(self) -> None:
+        self._ruamel = True
+        self._tables = {index: ({}, {}) for index in self._marked}
+        self._tables.update((d.index, (d.key_pos, d.value_pos)) for d in load_text_ruamel(self._text, "")[0])
 
 
 def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
