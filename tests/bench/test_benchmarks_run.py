@@ -36,6 +36,22 @@ def test_the_compiler_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     assert md.read_text().startswith("### trainforge compiler benchmark")
 
 
+def test_the_compiler_benchmark_measures_another_commit_beside_this_checkout_and_keeps_its_ratios(
+        tmp_path: Path, capsys) -> None:
+    """--against HEAD: the commit's train-compile exported and run on the same specs, interleaved,
+    its output compared byte for byte; --record-baseline keeps the ratios the guard reads."""
+    baseline = tmp_path / "baseline.json"
+    argv = ["--sizes", "5", "--repeat", "2", "--kustomize-repeat", "1", "--no-reference", "--no-plan",
+            "--workdir", str(tmp_path), "--against", "HEAD", "--baseline", str(baseline), "--record-baseline"]
+    assert compiler_bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "build CPU, N=5, this checkout vs HEAD (s)" in out and "HEAD: render CPU, N=5 (s)" in out
+    assert "byte-identical to HEAD's" in out  # or "NOT byte-identical": which one is the working tree's
+    assert "recorded this run in" in out and baseline.exists()
+    assert compiler_bench.main(argv[:-1]) == 0  # the second run is compared with the first
+    assert "the ratios against baseline.json" in capsys.readouterr().out
+
+
 def test_the_compiler_benchmark_runs_the_built_wheel_on_the_python_it_is_given(tmp_path: Path, capsys) -> None:
     """--python: the wheel in a clean venv of that interpreter, not the project's editable venv."""
     from testworld import pyenvs
