@@ -14,7 +14,7 @@ export TRAINFORGE_UV := $(UV)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: venv lock install-check demo docs docs-build demo-gitops e2e e2e-assets test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale bench-curve parity parity-assets clean
+.PHONY: venv lock install-check demo docs docs-build demo-gitops e2e e2e-assets test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale bench-progress bench-curve parity parity-assets clean
 
 $(UV):
 	@$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
@@ -64,9 +64,9 @@ world-assets: $(STAMP)
 	@$(BIN)/python -m testworld build
 
 # what the GitOps end to end needs (tests/e2e, make demo-gitops): the engines built from the
-# Go module proxy (Flux, Argo CD, Kubeflow Trainer v2 + JobSet, Kueue), redis-server from Debian
-# (apt-get when missing), cached in ~/.cache/trainforge/
-E2E_PARTS := k8s kube-scheduler kube-controller-manager kwok kustomize kustomize-controller source-controller argocd redis-server jobset trainer kueue training-operator
+# Go module proxy (Flux, Argo CD, Kubeflow Trainer v2 + JobSet, Kueue v0.17 and v0.19, the mpi-operator),
+# redis-server from Debian (apt-get when missing), cached in ~/.cache/trainforge/
+E2E_PARTS := k8s kube-scheduler kube-controller-manager kwok kustomize kustomize-controller source-controller argocd redis-server jobset trainer kueue kueue-0.19 mpi-operator training-operator
 e2e-assets: $(STAMP)
 	@$(BIN)/python -m testworld build $(E2E_PARTS)
 
@@ -95,13 +95,15 @@ parity: parity-assets
 test-fast: $(STAMP)
 	TRAINFORGE_SKIP_CONTROLPLANE=1 $(BIN)/python -m pytest -q -m "not controlplane"
 
-# WORLD= (empty) for the bare control plane; parts from testworld/world.py PARTS
+# WORLD= (empty) for the bare control plane; parts from testworld/world.py PARTS;
+# BAD_IMAGES='regex' for the images whose pull fails (testworld/kwok.py; BAD_IMAGES= for none)
 WORLD ?= gc,scheduler,kwok
 cluster: $(STAMP) k8s-assets
-	@$(BIN)/python -m testworld cluster --with "$(WORLD)"
+	@$(BIN)/python -m testworld cluster --with "$(WORLD)" $(if $(filter undefined,$(origin BAD_IMAGES)),,--bad-images '$(BAD_IMAGES)')
 
 schema: $(STAMP)
 	$(BIN)/python -m tests.schemas.openapi_pod_template
+	$(BIN)/python -m tests.schemas.trainer_runtime_crd
 	$(BIN)/train-compile schema -o schemas/
 	$(BIN)/python -m compiler.cli.reference
 	$(BIN)/python -m controller.generators.crds
@@ -120,6 +122,11 @@ bench-controller: $(STAMP) k8s-assets
 # (ours, the upstream operator v1.9.4); --jobs/--pods-per-job/--nodes via ARGS="..."
 bench-scale: $(STAMP) k8s-assets
 	$(BIN)/python -m bench.scale_bench $(ARGS)
+
+# what progress reports cost train-controller: 1,000 jobs x 8 pods, each pod reporting every 10 s for 10 minutes,
+# against the same 10 minutes without reports, in one run (bench/progress_bench.py; ARGS="--jobs 100 --seconds 120")
+bench-progress: $(STAMP) k8s-assets
+	$(BIN)/python -m bench.progress_bench $(ARGS)
 
 # ours alone at 250, 1,000, 2,000, 5,000 and 10,000 jobs x 8 pods (sizes that would not fit in memory are
 # reported, not run); SIZES=250,1000 and ARGS="--bind ..." to choose; the 10,000-job curve of bench/README.md

@@ -1,13 +1,13 @@
-"""`--against REF`: another commit's train-compile measured in the same run, on the same specs.
+"""`--also CHECKOUT`: another commit's train-compile measured in the same run, on the same specs.
 
 A before/after figure is only worth comparing when both sides ran on the same machine at the
 same moment (a busy shared machine moves absolute figures by several times between runs:
-bench/README.md). So the benchmark can run a second compiler beside this checkout's,
-interleaved repeat by repeat: the commit's tracked files exported with `git archive` into
-the work folder and run from there by the same interpreter (`python -m compiler.cli.main`
-with that folder first on PYTHONPATH), which also holds what each wrote: a change meant to
-be output-neutral must write the same tree and print the same render stream, byte for byte
-(`same_tree`).
+bench/README.md). So `make bench-compiler` can run a second compiler beside this checkout's,
+interleaved repeat by repeat, as `make bench-scale --also` runs a second controller: a
+checkout of the other commit (`git worktree add --detach /tmp/old COMMIT`) run by the same
+interpreter (`python -P -m compiler.cli.main` with the checkout first on PYTHONPATH). A change
+meant to be output-neutral must write the same tree and print the same render stream, byte
+for byte (`same_tree`, `same_file`).
 
 The interpreter and its site-packages are this checkout's venv: a commit whose dependencies
 differ from it is not measured faithfully (the run fails loudly if one is missing).
@@ -19,36 +19,23 @@ import filecmp
 import os
 import subprocess
 import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("schemas", "foundation", "compiler", "overlays")  # what train-compile runs; foundation since issue 44
+PACKAGES = ("schemas", "foundation", "compiler", "overlays")  # what train-compile runs, beside bench/
 
 
-def export(ref: str, into: Path) -> Path:
-    """The tracked files of `ref` in a folder of `into`, their modules byte-compiled."""
-    folder = into / f"ref-{ref.replace('/', '_')}"
-    folder.mkdir(parents=True)
-    with tempfile.TemporaryFile() as archive:
-        subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], stdout=archive, check=True)
-        archive.seek(0)
-        with tarfile.open(fileobj=archive) as tar:
-            tar.extractall(folder, filter="data")
-    packages = [str(folder / p) for p in PACKAGES if (folder / p).is_dir()]
-    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], check=True)
-    return folder
+def command(checkout: Path) -> tuple[list[str], dict[str, str]]:
+    """argv prefix and environment that run `checkout`'s train-compile, its modules byte-compiled
+    first (as a wheel install does; the benchmark does the same for this checkout's)."""
+    checkout = checkout.resolve()
+    subprocess.run([sys.executable, "-m", "compileall", "-q",
+                    *(str(checkout / p) for p in PACKAGES if (checkout / p).is_dir())], check=True)
+    path = os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return [sys.executable, "-P", "-m", "compiler.cli.main"], {**os.environ, "PYTHONPATH": path}
 
 
-def command(folder: Path) -> tuple[list[str], dict[str, str]]:
-    """argv prefix and environment that run the exported commit's train-compile."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    return [sys.executable, "-P", "-m", "compiler.cli.main"], env  # -P: not the working folder's packages
-
-
-def same_tree(ours: Path, theirs: Path) -> tuple[bool, list[str]]:
-    """Whether two output folders hold the same files with the same bytes (the differing paths)."""
+def same_tree(ours: Path, theirs: Path) -> list[str]:
+    """The files of two output folders that are not in both with the same bytes."""
     differing: list[str] = []
 
     def walk(cmp: filecmp.dircmp, prefix: str) -> None:
@@ -59,7 +46,7 @@ def same_tree(ours: Path, theirs: Path) -> tuple[bool, list[str]]:
             walk(sub, f"{prefix}{name}/")
 
     walk(filecmp.dircmp(ours, theirs), "")
-    return not differing, sorted(differing)
+    return sorted(differing)
 
 
 def same_file(ours: Path, theirs: Path) -> bool:

@@ -24,14 +24,16 @@ input whatever else the machine is doing, where a CPU second here has bought fro
 ~5.7 billion of them on different days (bench/README.md). Dividing by the build's CPU time
 gives what a CPU second bought in this run, so figures from different days can be compared.
 
-With `--against REF` (repeatable), another commit's train-compile runs on the largest size
+With `--also CHECKOUT` (repeatable), another commit's train-compile runs on the largest size
 beside this checkout's, interleaved repeat by repeat (`bench.against`): its ratios to the same
 kustomize run, this checkout's CPU against it, and whether the two wrote the same tree and
 render stream byte for byte. Before/after figures come from one such run, never from two.
 
-After the table, each ratio is compared with the project's last recorded figures
-(`bench/baseline-compiler.json`, `bench.guard`), which say plainly when one got worse by more
-than the noise measured for it; `--record-baseline` adds this run to them.
+After the table, the guarded ratios (`GUARDED`) are compared with the project's recorded
+ones (`bench/recorded/compiler.json`, `bench.baseline`, shared with `make bench-scale`), and
+a line says WORSE where one moved the wrong way by more than its noise. `--record` makes
+this run the record, with the noise it measured: each ratio's spread within the run (the
+(max - min) / median of ours' repeats plus the baseline's).
 
 Work files go to /dev/shm when it exists: the benchmark measures the compiler and
 kustomize, not the disk, which other jobs on a shared machine make very noisy. The
@@ -53,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from bench import against, guard, report, specs
+from bench import against, baseline, report, specs
 from bench.measure import Run, cold_start, count_instructions, median, run, spread
 
 ENV = "prod"  # the one environment of the synthetic project
@@ -79,9 +81,9 @@ def train_compile() -> list[str]:
 
 @dataclass
 class Reference:
-    """Another commit's train-compile (`--against`), measured beside this checkout's."""
+    """Another commit's train-compile (`--also`), measured beside this checkout's."""
 
-    ref: str
+    ref: str  # the checkout's commit, as `bench.baseline.commit` says it
     argv: list[str]
     env: dict[str, str]
     build: Optional[Run] = None
@@ -103,7 +105,9 @@ class Size:
     instructions: Optional[int] = None  # executed by one build, counted by callgrind
     plan: Optional[Run] = None  # `plan --base HEAD` of the tree with PLAN_CHANGED specs edited
     plan_build: Optional[Run] = None  # one build of that head, measured beside it
-    refs: list[Reference] = field(default_factory=list)  # --against, measured on the largest size
+    refs: list[Reference] = field(default_factory=list)  # --also, measured on the largest size
+    imported: Optional[Run] = None  # `import` of IMPORTED manifests
+    imported_build: Optional[Run] = None  # one build of the specs it wrote, measured beside it
 
 
 PLAN_CHANGED = 50  # specs a pull request changes in the plan row (the issue's 1,000-spec repository)
@@ -127,7 +131,7 @@ def plan_repository(src: Path, work: Path, n: int, changed: int = PLAN_CHANGED) 
 
 def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: Optional[int]) -> None:
     """`train-compile plan` of PLAN_CHANGED changed specs against one `build` of the same head,
-    interleaved repeat by repeat (the target: plan CPU at most 2x build's); each `--against`
+    interleaved repeat by repeat (the target: plan CPU at most 2x build's); each `--also`
     commit's plan and build beside them."""
     repo = plan_repository(work / f"src-{size.n}", work, size.n)
     sides = [(None, tc, None), *((ref, ref.argv, ref.env) for ref in size.refs)]
@@ -143,6 +147,44 @@ def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: O
     size.plan, size.plan_build = median(plans[0]), median(builds[0])
     for i, (ref, _, _) in enumerate(sides[1:], start=1):
         ref.plan, ref.plan_build = median(plans[i]), median(builds[i])
+
+
+IMPORTED = 1000  # manifests the import row imports
+
+
+def import_manifests(root: Path, n: int) -> Path:
+    """`n` job manifests, one file each, cycling through the corpus's published jobs that import
+    under target kubeflow-v1 (tests/importer/corpus: real manifests, not ours), each renamed
+    job-NNNNN; what a team bringing its jobs in has."""
+    import yaml
+
+    from compiler.importing import run as importing
+
+    corpus = Path(__file__).resolve().parents[1] / "tests" / "importer" / "corpus"
+    found = []
+    for path in sorted(corpus.glob("[0-9]*.yaml")):
+        outcome = importing.import_sources([str(path)])
+        project = outcome.project or {}
+        if outcome.ok and "target" not in project.get("defaults", {}) and "environments" not in project:
+            found += [job.manifest.data for job in outcome.jobs if job.ok]
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        doc = {**found[i % len(found)]}
+        doc["metadata"] = {**doc["metadata"], "name": f"job-{i:05d}"}
+        (root / f"job-{i:05d}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def measure_import(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: Optional[int]) -> None:
+    """`train-compile import` of IMPORTED manifests against one `build` of the specs it wrote,
+    interleaved repeat by repeat (the target: import CPU at most 2x build's)."""
+    manifests = import_manifests(work / "manifests", IMPORTED)
+    imports, builds = [], []
+    for r in range(repeat):
+        imported = work / f"imported-{r}"
+        imports.append(run([*tc, "import", str(manifests), "-o", str(imported)], cpu=cpu))
+        builds.append(run([*tc, "build", str(imported), "-o", str(work / f"imported-out-{r}")], cpu=cpu))
+    size.imported, size.imported_build = median(imports), median(builds)
 
 
 def _same_objects(ours: Path, theirs: Path) -> bool:
@@ -177,7 +219,7 @@ def interpreter(tc: list[str]) -> str:
 def measure_size(n: int, work: Path, *, tc: list[str], repeat: int, kustomize_repeat: int, cpu: Optional[int],
                  kubectl: Optional[str], reference: bool, refs: Sequence[Reference] = ()) -> Size:
     """Build, render and kustomize at size `n`, interleaved repeat by repeat, and each of `refs`
-    (`--against`) the same way, its output compared with this checkout's byte for byte."""
+    (`--also`) the same way, its output compared with this checkout's byte for byte."""
     src = specs.write(work / f"src-{n}", n)
     builds, renders, kusts = [], [], []
     theirs: dict[str, tuple[list[Run], list[Run]]] = {ref.ref: ([], []) for ref in refs}
@@ -194,7 +236,7 @@ def measure_size(n: int, work: Path, *, tc: list[str], repeat: int, kustomize_re
             theirs[ref.ref][1].append(run([*ref.argv, "render", str(src)], stdout=work / f"render-{n}-against-{i}.yaml",
                                           cpu=cpu, env=ref.env))
             if r == 0:
-                ref.differing = against.same_tree(out, their_out)[1]
+                ref.differing = against.same_tree(out, their_out)
                 ref.same_render = against.same_file(work / f"render-{n}.yaml", work / f"render-{n}-against-{i}.yaml")
             shutil.rmtree(their_out, ignore_errors=True)
         if r:
@@ -213,10 +255,10 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
     big = sizes[-1]
     k = big.kustomize
     out.append(R(f"build throughput, N={big.n} (specs/s, higher is better)", big.n / big.build.wall,
-                 big.n / k.wall if k else None, "/s", ">= 1,000/s", better="higher"))
+                 big.n / k.wall if k else None, "/s", ">= 1,000/s"))
     # the same per second of CPU time: what one core gives when others share the machine
     out.append(R(f"build throughput, N={big.n}, per CPU second (specs/s)", big.n / big.build.cpu,
-                 big.n / k.cpu if k else None, "/s", ">= 1,000/s", better="higher", spread=spread(big.build, k)))
+                 big.n / k.cpu if k else None, "/s", ">= 1,000/s"))
     for s in sizes:
         kw = s.kustomize.wall if s.kustomize else None
         out.append(R(f"build wall, N={s.n} (s)", s.build.wall, kw, "s", "<= 0.10x"))
@@ -250,6 +292,11 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
                      big.plan_build.wall, "s"))
     for ref in big.refs:
         out.extend(_against_rows(big, ref))
+    if big.imported and big.imported_build:
+        out.append(R(f"import CPU, {IMPORTED} published manifests (s; baseline: one build of the specs it wrote)",
+                     big.imported.cpu, big.imported_build.cpu, "s", "<= 2.0x",
+                     spread=spread(big.imported, big.imported_build)))
+        out.append(R(f"import wall, {IMPORTED} published manifests (s)", big.imported.wall, big.imported_build.wall, "s"))
     if big.instructions:
         out.append(R(f"build instructions per spec, N={big.n} (callgrind; the same on any load)",
                      big.instructions / big.n / 1e6, None, "M"))
@@ -260,7 +307,7 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
 
 
 def _against_rows(big: Size, ref: Reference) -> list[report.Row]:
-    """`--against REF`: REF's own ratios (same kustomize run) and this checkout's CPU against REF's."""
+    """`--also CHECKOUT`: its own ratios (same kustomize run) and this checkout's CPU against its."""
     R = report.Row
     k, n = big.kustomize, big.n
     out = []
@@ -288,6 +335,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--cpu", type=int, default=0, help="CPU to pin every command to; -1 to not pin")
     parser.add_argument("--no-reference", action="store_true", help="skip the before/after row")
     parser.add_argument("--no-plan", action="store_true", help="skip the plan row")
+    parser.add_argument("--no-import", action="store_true", help="skip the import row")
     parser.add_argument("--workdir", type=Path, default=None, help="where specs and trees go (default /dev/shm)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--python", default=None,
@@ -295,13 +343,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--instructions", action="store_true",
                         help="count one build's instructions of the largest size with valgrind (~3 min at N=1000)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
-    parser.add_argument("--against", action="append", default=[], metavar="REF",
-                        help="also run this commit's train-compile on the largest size, interleaved, its output "
-                             "compared byte for byte (repeatable; bench/against.py)")
-    parser.add_argument("--baseline", type=Path, default=guard.baseline_path("compiler"),
-                        help="the recorded figures the ratios are compared with (bench/guard.py)")
-    parser.add_argument("--record-baseline", action="store_true",
-                        help="add this run's ratios to --baseline (a file of another commit starts again)")
+    parser.add_argument("--also", action="append", type=Path, default=[], metavar="CHECKOUT",
+                        help="also run train-compile from this checkout (`git worktree add --detach DIR COMMIT`) on "
+                             "the largest size, interleaved, its output compared byte for byte (repeatable)")
+    parser.add_argument("--record", action="store_true",
+                        help="write this run's ratios and their noise as the project's recorded figures "
+                             "(bench/recorded/compiler.json)")
+    parser.add_argument("--recorded", type=Path, default=baseline.RECORDED, help=argparse.SUPPRESS)  # tests
     args = parser.parse_args(argv)
 
     sizes = sorted(int(s) for s in args.sizes.split(","))
@@ -314,9 +362,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         tc = installed_train_compile(args.python, work) if args.python else train_compile()
         compile_bytecode(python_of(tc))
         refs = []
-        for ref in args.against:
-            argv_, env = against.command(against.export(ref, work))
-            refs.append(Reference(ref, argv_, env))
+        for checkout in args.also:
+            argv_, env = against.command(checkout)
+            refs.append(Reference(baseline.commit(checkout), argv_, env))
         machine = report.machine([f"train-compile on Python {interpreter(tc)}", f"kubectl {kubectl_version}",
                                   f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
         measured = []
@@ -332,6 +380,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"compiler bench: plan, N={measured[-1].n} with {PLAN_CHANGED} changed specs ...",
                   file=sys.stderr, flush=True)
             measure_plan(measured[-1], work, tc=tc, repeat=args.repeat, cpu=cpu)
+        if not args.no_import:
+            print(f"compiler bench: import of {IMPORTED} manifests ...", file=sys.stderr, flush=True)
+            measure_import(measured[-1], work, tc=tc, repeat=args.repeat, cpu=cpu)
         valgrind = shutil.which("valgrind") if args.instructions else None
         if valgrind:
             big = measured[-1]
@@ -361,11 +412,42 @@ def main(argv: Optional[list[str]] = None) -> int:
         notes.append("valgrind not found (Debian package valgrind): no instruction count")
     table = rows(measured, help_ours=help_ours, help_kubectl=help_kubectl)
     report.emit("trainforge compiler benchmark", table, machine_line=machine, notes=notes, markdown=args.markdown)
-    sys.stdout.write(guard.report(table, args.baseline))
-    if args.record_baseline:
-        recorded = guard.record(table, args.baseline, machine=machine)
-        sys.stdout.write(f"recorded this run in {args.baseline} (commit {recorded.commit}, {recorded.runs} run(s))\n")
+    figures = guarded(table)
+    for line in baseline.compare(figures, baseline.load("compiler", args.recorded)):
+        print(line)
+    if args.record:
+        noise = {f.key: round(_spread_of(table, f), 3) for f in figures}
+        path = baseline.record("compiler", figures, machine=machine, directory=args.recorded, noise=noise,
+                               noise_how=f"each ratio's spread within the recorded run ({args.repeat} repeats): "
+                                         "(max - min) / median of ours' CPU plus the baseline's")
+        print(f"recorded as the new figures: {path}")
     return 0
+
+
+GUARDED = (  # (key, how its row's figure opens, what the guard's line calls it): all lower is better
+    ("build-cpu", "build CPU, N={n} (s)", "build CPU / kustomize's, N={n}"),
+    ("render-cpu", "render CPU, N={n} (s)", "render CPU / kustomize's, N={n}"),
+    ("plan-cpu", "plan CPU, N={n} with", "plan CPU / one build's, N={n}"),
+    ("import-cpu", "import CPU,", "import CPU / one build's"),
+)
+
+
+def guarded(table: list[report.Row]) -> list[baseline.Guarded]:
+    """The guarded ratios of this run's table, keyed by the largest size (`1000:build-cpu`)."""
+    n = next(int(r.figure.split("N=")[1].split(" ")[0]) for r in table if r.figure.startswith("build CPU, N="))
+    out = []
+    for key, opening, label in GUARDED:
+        row = next((r for r in table if r.figure.startswith(opening.format(n=n)) and r.ratio is not None), None)
+        if row is not None and row.ratio is not None:
+            out.append(baseline.Guarded(f"{n}:{key}", label.format(n=n), row.ratio))
+    return out
+
+
+def _spread_of(table: list[report.Row], figure: baseline.Guarded) -> float:
+    key = figure.key.split(":", 1)[1]
+    n = int(figure.key.split(":", 1)[0])
+    opening = next(o for k, o, _ in GUARDED if k == key).format(n=n)
+    return next(r.spread for r in table if r.figure.startswith(opening) and r.ratio is not None)
 
 
 if __name__ == "__main__":

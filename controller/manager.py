@@ -34,11 +34,14 @@ from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.mpi import MPI
 from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
 from controller.jobs.restarts import ends_attempt
-from controller.jobs.revisions import CONTROLLERREVISIONS
-from controller.jobs.run_revisions import RunRevisions
+from controller.jobs.run_record import CONTROLLERREVISIONS
+from controller.jobs.run_records import RunRecords
+from controller.progress.service import Progress, ProgressOptions
+from controller.progress.store import only_progress_changed
 from controller.runtime import bugs
 from foundation.cluster import errors
 from foundation import jsondata
+from foundation.runs.stuck import STUCK_AFTER  # when a waiting pod is stuck: the rule status applies too
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
 from controller.runtime.events import EventRecorder
@@ -70,11 +73,6 @@ HELD_SENDERS = 8  # --pods-first: held Services and status writes sent at once (
 # PyTorchJobs x 8 pods on kwok (make bench-scale): see bench/README.md. Not for a pod of a
 # whole-job restart scope that failed: the job's other pods wait on that restart, now.
 POD_UPDATE_BATCH = 0.5
-# How long a pod of a running job may wait for a reason it cannot get past alone (a pull, a missing
-# Secret, a crash loop, no node) before its job says so (controller.jobs.stuck): longer than an image
-# pull or a scale-up usually takes, shorter than the kubelet's longest crash back-off (5 min), so a
-# crash loop is reported once its back-off has grown past it.
-STUCK_AFTER = 180.0
 
 
 def connection_pool_size(*, workers: int, kinds: int, creates: int = CREATES_IN_FLIGHT, pods_first: bool = True) -> int:
@@ -92,7 +90,7 @@ class Manager:
                  clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
                  gang_scheduler_name: str | None = None,
                  pods_first: bool = True, pod_update_batch: float = POD_UPDATE_BATCH,
-                 stuck_after: float = STUCK_AFTER) -> None:
+                 stuck_after: float = STUCK_AFTER, progress: ProgressOptions | None = None) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.pod_update_batch = pod_update_batch
         self.kinds = {k.name: k for k in kinds}
@@ -126,16 +124,17 @@ class Manager:
         hpa = Autoscalers(self._watched(HPAS, watch_timeout)) if autoscaled else None
         job_steps: dict[str, JobStep] = {name: hpa for name in autoscaled if hpa is not None}
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
-        # each run's shape and whole-job attempt (controller.jobs.run_revisions): labelled like the pods
-        revisions = RunRevisions(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
+        # each run's record and whole-job attempt (controller.jobs.run_records): labelled like the pods
         self.creates = CreatePool(client, size=CREATES_IN_FLIGHT, held=self.held)
+        # (a run's record is created beside its first pods, through the same pool)
+        records = RunRecords(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout), pool=self.creates)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
             queue=self.queue, options=options or Options(), gang=gang, pod_passes=pod_passes, job_steps=job_steps,
             creates=self.creates,
             held=self.held,
-            revisions=revisions,
+            records=records,
             stuck_after=stuck_after,
             **({"clock": clock} if clock else {}),
         )
@@ -146,11 +145,17 @@ class Manager:
         self.bugs = bugs.Bugs()
         self.metrics.watch_informers(self.informers)
         self.metrics.watch_stuck(self.reconciler.stuck.counts)
+        self.metrics.watch_progress(self._jobs)
+        # the progress endpoint (controller.progress): reports from the jobs' pods into their status
+        self.progress = Progress(self, progress) if progress is not None else None
+
+    def _jobs(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(kind, job) for kind, informer in self.job_informers.items() for job in informer.items()]
 
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
         r = self.reconciler
-        parts = {id(part): part for part in (*r.pod_passes.values(), *r.job_steps.values(), r.gang, r.revisions)
+        parts = {id(part): part for part in (*r.pod_passes.values(), *r.job_steps.values(), r.gang, r.records)
                  if part is not None}
         extra = [informer for part in parts.values() for informer in part.informers()]
         return [*self.job_informers.values(), self.pod_informer, self.service_informer, *extra]
@@ -192,6 +197,10 @@ class Manager:
     def _job_handler(self, kind: Kind) -> Callable[[str, Any, Any], None]:
         def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             obj = new or old
+            if obj is not None and self.progress is not None and etype == "ADDED":
+                self.progress.saw_namespace(obj["metadata"].get("namespace", ""))
+            if etype == "MODIFIED" and only_progress_changed(old, new):
+                return  # a progress write (controller.progress): the pass would change nothing
             if obj is not None:
                 self.queue.add(job_key(kind.name, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
         return handle
@@ -270,6 +279,8 @@ class Manager:
                     return
                 if time.monotonic() >= deadline:
                     raise TimeoutError(f"informer for {informer.resource.plural} did not sync in {sync_timeout}s")
+        if self.progress is not None:
+            self.progress.start()
         for i in range(self.workers):
             thread = threading.Thread(target=self._work, name=f"reconcile-{i}", daemon=True)
             thread.start()
@@ -295,6 +306,8 @@ class Manager:
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
+        if self.progress is not None:
+            self.progress.stop()
         self.creates.shutdown()
         if self.held is not None:
             self.held.close()  # sends the held Service creates (and their Events); held statuses are recomputed by the next leader

@@ -17,9 +17,10 @@ API) is typed by the small Protocols below: the surface the overlays read, nothi
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Protocol
+
+from schemas.jsoncopy import json_copy
 
 if TYPE_CHECKING:
     from schemas.loader import Document
@@ -112,7 +113,7 @@ class Bundle:
         """The job with every component's patches applied, as kustomize renders it: the
         caller's own copy, or with `shared` one that copies only what the patches change and
         shares the rest with the bundle (read it, never change it; `patching.applied`)."""
-        from schemas import patching  # it needs json_copy from here
+        from schemas import patching  # it imports JsonObject from here
 
         job = self.job if shared else json_copy(self.job)
         for component in self.components:
@@ -126,19 +127,6 @@ class Bundle:
         `rendered_job(shared=True)` (read them, never change them)."""
         extra = [r if shared else json_copy(r) for c in self.components for r in c.resources]
         return extra + [self.rendered_job(shared=shared)]
-
-
-_ATOMS = frozenset((str, int, float, bool, type(None)))
-
-
-def json_copy(value: Any) -> Any:
-    """`copy.deepcopy` for JSON-shaped data, several times faster (render copies every job)."""
-    kind = value.__class__
-    if kind is dict:
-        return {k: v if v.__class__ in _ATOMS else json_copy(v) for k, v in value.items()}
-    if kind is list:
-        return [v if v.__class__ in _ATOMS else json_copy(v) for v in value]
-    return value if kind in _ATOMS else copy.deepcopy(value)
 
 
 def escape(token: str) -> str:

@@ -9,9 +9,9 @@ document is an error rather than a hang. Problems are returned as `LoadProblem`s
 raised, so one run can report every broken file.
 
 That ruamel loader is the reference but pure Python (slow per spec: bench/README.md), so files go
-through libyaml first (`schemas.fastyaml`): same plain data, the same position tables read
-from libyaml's events only when a diagnostic reads them, and the ruamel loader alone for
-any file the fast path is not sure about (errors, anchors, tags, ambiguous scalars).
+through libyaml first (`schemas.fastyaml`): same plain data, position tables filled by
+ruamel only when a diagnostic reads them, and the ruamel loader alone for any file the
+fast path is not sure about (errors, anchors, tags, ambiguous scalars).
 """
 
 from __future__ import annotations
@@ -50,9 +50,8 @@ class Document:
         while loc:
             tables = (self.key_pos, self.value_pos) if prefer_key else (self.value_pos, self.key_pos)
             for table in tables:
-                found = table.get(loc)
-                if found is not None:
-                    return found
+                if loc in table:
+                    return table[loc]
             loc = loc[:-1]
         return self.start
 
@@ -130,67 +129,51 @@ def _scalar(value: Any) -> Any:
 def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
     """Parse every document of one file; empty documents are skipped.
 
-    libyaml first (`schemas.fastyaml`), with positions filled lazily from its events' marks; the
+    libyaml first (`schemas.fastyaml`), with positions filled lazily by ruamel; the
     ruamel loader alone whenever the fast path is not sure (errors, anchors, tags...).
     """
-    from schemas import fastyaml, positions
+    from schemas import fastyaml
 
     try:
         parsed = fastyaml.documents(text, MAX_NODES)
     except fastyaml.Fallback:
         return load_text_ruamel(text, file)
-    found = _Positions(text, {index: (data, marks) for index, data, _, marks in parsed})
+    positions = _Positions(text, file)
     documents = [
         Document(
             file=file, index=index, data=data, start=start,
-            key_pos=positions.LazyTable(functools.partial(found.find, index, positions.KEY),
-                                        functools.partial(found.table, index, positions.KEY)),
-            value_pos=positions.LazyTable(functools.partial(found.find, index, positions.VALUE),
-                                          functools.partial(found.table, index, positions.VALUE)),
+            key_pos=fastyaml.LazyTable(functools.partial(positions.table, index, "key_pos")),
+            value_pos=fastyaml.LazyTable(functools.partial(positions.table, index, "value_pos")),
         )
-        for index, data, start, _ in parsed
+        for index, data, start in parsed
     ]
     return documents, []
 
 
 class _Positions:
-    """Positions in one file's documents, from the marks libyaml's events carried
-    (`schemas.positions`), or from the ruamel loader, run once for the whole file, where
-    those cannot say. It holds the text and the plain data, never the documents, so a
-    document and its tables are freed with the last reference to them (no reference cycle
-    through a closure, which only a garbage collection would free, at the end of a large
-    build: bench/README.md)."""
+    """The position tables of one file's documents, made once, on the first read of any of
+    them, from libyaml's marks (`fastyaml.positions`: the file took the fast path, so it
+    parses there again; the ruamel loader only if it somehow does not, which costs ten times
+    more: `train-compile import` paid it for every manifest with a warning). It holds the
+    text, never the documents, so a document and its tables are freed with the last
+    reference to them (no reference cycle through a closure, which only a garbage
+    collection would free, at the end of a large build: bench/README.md)."""
 
-    def __init__(self, text: str, marked: dict[int, tuple[Any, Any]]) -> None:
+    def __init__(self, text: str, file: str) -> None:
         self._text = text
-        self._marked = marked  # index -> (data, fastyaml marks)
-        self._tables: dict[int, tuple[dict[Loc, Pos], dict[Loc, Pos]]] = {}
-        self._ruamel = False  # the tables are the ruamel loader's
+        self._file = file
+        self._tables: Optional[dict[int, tuple[dict[Loc, Pos], dict[Loc, Pos]]]] = None
 
-    def find(self, index: int, which: int, loc: Loc) -> Optional[Pos]:
-        from schemas import fastyaml, positions
+    def table(self, index: int, name: str) -> dict[Loc, Pos]:
+        if self._tables is None:
+            from schemas import fastyaml
 
-        if not self._ruamel:
             try:
-                return positions.find(*self._marked[index], loc, which)
+                self._tables = fastyaml.positions(self._text)
             except fastyaml.Fallback:
-                self._read_with_ruamel()
-        return self.table(index, which).get(loc)
-
-    def table(self, index: int, which: int) -> dict[Loc, Pos]:
-        from schemas import fastyaml, positions
-
-        if index not in self._tables:
-            try:
-                self._tables[index] = positions.tables(*self._marked[index])
-            except fastyaml.Fallback:
-                self._read_with_ruamel()
-        return self._tables[index][which]
-
-    def _read_with_ruamel(self) -> None:
-        self._ruamel = True
-        self._tables = {index: ({}, {}) for index in self._marked}
-        self._tables.update((d.index, (d.key_pos, d.value_pos)) for d in load_text_ruamel(self._text, "")[0])
+                self._tables = {d.index: (d.key_pos, d.value_pos) for d in load_text_ruamel(self._text, self._file)[0]}
+        found = self._tables.get(index)
+        return ({} if found is None else found[0 if name == "key_pos" else 1])
 
 
 def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:

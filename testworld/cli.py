@@ -5,7 +5,10 @@ use, without learning the fixtures. ``cluster [--with gc,scheduler,kwok]`` runs 
 ``World`` in the foreground (Ctrl-C / SIGTERM stop it; every child is stopped before
 exit) and
 writes the admin kubeconfig to a *stable* path so ``export KUBECONFIG=...`` can
-be pasted once. The stable file is removed on exit because it would point at a
+be pasted once. Its kwok is the tests' (``testworld.kwok``): pods run and exit, every pod
+has a log, an image ``--bad-images`` matches fails to pull (by default one with the word
+``does-not-exist`` or ``typo``; ``--bad-images ''``: none does), a pod waits for a missing
+Secret or ConfigMap until it is created (``--no-config-refs``: nothing is looked up). The stable file is removed on exit because it would point at a
 dead server. ``assets`` prints the control plane binaries' dir (building them if
 needed); ``build [PART...]`` builds or finds the test world's binaries (testworld.gobuild),
 one progress line per part with its build time; ``suite`` is ``make test`` (testworld.suite);
@@ -21,9 +24,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from .assets import AssetsError, asset_dir
 from .controlplane import ControlPlane, ControlPlaneError
+from .kubelet_rules import DEFAULT_BAD_IMAGES
 from .paths import cache_root
 
 
@@ -43,14 +48,14 @@ def _cluster(args: argparse.Namespace) -> int:
     from .world import World, WorldError
 
     stable = Path(args.kubeconfig) if args.kubeconfig else cache_root() / "cluster" / "kubeconfig"
-    parts = [p.strip() for p in (args.with_ or "").split(",") if p.strip()]
+    parts: list[Any] = [p.strip() for p in (args.with_ or "").split(",") if p.strip()]
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in the background
     wrote = False
     world: World | None = None
     try:
-        world = World(parts, crds=args.crds, upstream_crds=not args.no_upstream_crds,
+        world = World([_kwok(args) if p == "kwok" else p for p in parts], crds=args.crds, upstream_crds=not args.no_upstream_crds,
                       plane=ControlPlane(apiserver_port=args.port, use_existing=False))
         _err(f"building or finding the binaries of: control plane{''.join(', ' + p for p in parts)} ...")
         world.build()
@@ -96,6 +101,12 @@ def _cluster(args: argparse.Namespace) -> int:
         if wrote:
             stable.unlink(missing_ok=True)
         _err("stopped: etcd and kube-apiserver are gone" + "".join(f", {p}" for p in parts))
+
+
+def _kwok(args: argparse.Namespace) -> Any:
+    from .kwok import Kwok
+
+    return Kwok(bad_images=args.bad_images or None, config_refs=not args.no_config_refs)
 
 
 def _assets(args: argparse.Namespace) -> int:
@@ -169,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="where to write the admin kubeconfig (default: $TRAINFORGE_CACHE/cluster/kubeconfig)")
     cl.add_argument("--crds", action="append", default=[], metavar="PATH", help="extra CRD file/dir to install")
     cl.add_argument("--no-upstream-crds", action="store_true", help="do not install the shared upstream CRDs")
+    cl.add_argument("--bad-images", default=DEFAULT_BAD_IMAGES, metavar="REGEX",
+                    help="kwok: pulling an image this matches fails (default %(default)r; '' for none)")
+    cl.add_argument("--no-config-refs", action="store_true",
+                    help="kwok: start pods whatever Secrets and ConfigMaps they read (default: wait for missing ones)")
     cl.set_defaults(func=_cluster)
     asg = sub.add_parser("assets", help="print the dir holding kube-apiserver and etcd (build if needed)")
     asg.add_argument("--no-build", action="store_true", help="fail instead of building")

@@ -72,7 +72,10 @@ NODES = (*POD_WORLD_NODES, NodePool("gpu", 12, gpus=8))
 
 
 def make_world(*, run_seconds: float = 2.0) -> World:
-    return World([ControllerManager(), AliasScheduler(), Kwok(nodes=NODES, run_seconds=run_seconds), GitPart(), Flux(),
+    # config_refs=False: the examples read ConfigMaps (feature-store, ...) a platform team would
+    # have made; nobody makes them here, and the scenarios are about the engines, not them
+    return World([ControllerManager(), AliasScheduler(), Kwok(nodes=NODES, run_seconds=run_seconds, config_refs=False),
+                  GitPart(), Flux(),
                   ArgoCD(), TrainController(None)])
 
 

@@ -117,7 +117,8 @@ def register(entry: Build) -> Build:
 
 # Modules that add rows of their own (a recipe lives beside the part that runs it). They
 # import this module, so they are loaded on demand (load_rows), not from here.
-ROW_MODULES = ("testworld.upstream", "testworld.flux", "testworld.argocd", "testworld.trainer", "testworld.kueue")
+ROW_MODULES = ("testworld.upstream", "testworld.flux", "testworld.argocd", "testworld.trainer", "testworld.kueue",
+               "testworld.mpi_operator")
 
 
 def load_rows() -> dict[str, Build]:

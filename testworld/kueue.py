@@ -1,41 +1,62 @@
-"""Kueue v0.17.0 as a part of the test world (``kueue``): the real queue manager, off-cluster.
+"""Kueue as a part of the test world, the real queue manager off-cluster: v0.17.0 (``kueue``) or v0.19.2 (``kueue-0.19``).
 
-Where it sits: tests/e2e/test_kueue_e2e.py queues compiled jobs through it (ClusterQueue
+Where it sits: tests/e2e/test_kueue_e2e.py queues compiled jobs through v0.17.0 (ClusterQueue
 quota, preemption by WorkloadPriorityClass, the suspend flip and flavor injection the
-GitOps engines must not fight). Built by ``python -m testworld build kueue``
-(``go install sigs.k8s.io/kueue/cmd/kueue@v0.17.0``, the only release the module proxy
-serves here), cached in ``~/.cache/trainforge/kueue/v0.17.0/``.
+GitOps engines must not fight); tests/testworld/engines checks both releases admit queued
+Kubeflow jobs. Each release is a row of ``gobuild`` (``go install
+sigs.k8s.io/kueue/cmd/kueue@VERSION``; neither go.mod has replace directives, v0.19.2's
+needs Go 1.26), cached in ``~/.cache/trainforge/<row>/<version>/``; one class runs both,
+``Kueue(version=...)``, since everything below holds for both.
 
 Why it is shaped so:
 - Kueue runs beside the World's API server, not in it, so whatever a cluster install
   wires through a Service is wired to 127.0.0.1 instead (``testworld.webhooks``): its
   webhook server listens on a free loopback port with a serving pair the World's CA
   signed, and its webhook configurations and the CRDs' conversion webhook (``/convert``)
-  are the module's own (``kubectl kustomize`` of its config/components/webhook and
+  are the release's own (``kubectl kustomize`` of its config/components/webhook and
   config/components/crd, read from the Go module cache) with each ``clientConfig``
   turned into that URL plus the CA, timeouts raised. Internal cert management (the
   rotator that wants a Service and a Secret) and leader election are off.
-- With internal cert management off, Kueue v0.17 reads its metrics serving pair from
-  the fixed path ``/etc/kueue/metrics/certs`` and exits if it is missing (even with the
+- With internal cert management off, both releases read their metrics serving pair from
+  the fixed path ``/etc/kueue/metrics/certs`` and exit if it is missing (even with the
   metrics server off). It runs in a private mount namespace with a dir of ours bound over
   that path (``upstream.isolated``), as the upstream operator does for its cert dir.
 - Only Kueue's own webhooks and those of the integrations enabled here are installed:
   the module's manifests also name Pods, Deployments, Jobs and others, whose webhooks this
   process does not serve and which would then refuse every such object in the world.
 - ``namespaces`` (optional) confines Kueue to those namespaces: the job webhooks get a
-  namespaceSelector and the manager ``managedJobsNamespaceSelector`` with the
-  ``ManagedJobsNamespaceSelectorAlwaysRespected`` gate (alpha in v0.17; without it the
-  selector only concerns jobs without a queue label), so in a World shared with other
-  tests Kueue never touches their queued jobs.
-- The visibility API server (``VisibilityOnDemand``, on by default) is off: it wants the
-  in-cluster aggregation setup and nothing here reads it.
-- The TrainJob integration is enabled only when JobSet's CRD is served (the trainer part
-  runs): Kueue v0.17's TrainJob controller watches JobSets, and without their CRD its
-  cache never syncs and the manager exits about two minutes after start.
+  namespaceSelector and the manager ``managedJobsNamespaceSelector``, which both releases
+  respect for jobs with a queue label too (``ManagedJobsNamespaceSelectorAlwaysRespected``:
+  beta and on in v0.17, GA and locked on in v0.19, so the part sets no gate for it), so
+  in a World shared with other tests Kueue never touches their queued jobs.
+- The visibility API server (``VisibilityOnDemand``, beta and on in both) is off: it wants
+  the in-cluster aggregation setup and nothing here reads it.
+- ``frameworks`` is exactly the integrations enabled (``integrations.frameworks``), with
+  one exception: the TrainJob integration is dropped unless JobSet's CRD is served (the
+  trainer part runs): Kueue's TrainJob controller watches JobSets, and without their CRD
+  its cache never syncs and the manager exits about two minutes after start.
+  ``kubeflow.org/mpijob`` is the mpi-operator's ``kubeflow.org/v2beta1`` MPIJob in both
+  releases (the ``mpi-operator`` part serves it); neither integrates the Training
+  Operator's ``kubeflow.org/v1`` MPIJob.
 
-API: ``Kueue(namespaces=None, frameworks=FRAMEWORKS)`` is a ``Part`` named ``kueue``;
-``stop()`` also deletes its webhook configurations (a stopped Kueue must not leave the
-world refusing jobs). ``FRAMEWORKS``: the integrations enabled.
+What v0.19.2 changes for this setup (read in its source and seen running):
+- The same APIs: the Configuration is ``config.kueue.x-k8s.io/v1beta2`` (v1beta1 still
+  read), the CRDs serve ``kueue.x-k8s.io/v1beta2`` (storage) and the deprecated v1beta1,
+  as in v0.17; the webhook paths and the metrics cert path are unchanged.
+- WaitForPodsReady is on by default (30 min timeout and recovery timeout, admission not
+  blocked): an admitted Workload gets a ``PodsReady`` condition, and one whose pods are
+  not ready within 30 min is evicted and requeued. ``DisableWaitForPodsReady`` turns it off.
+- The release's own config (config/components/manager) no longer lists the
+  ``kubeflow.org/v1`` kinds (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob): they are
+  commented out there, while v0.17.0's listed them; an empty ``frameworks`` means
+  ``batch/job`` only in both. The integrations themselves are still built in, and enabled
+  here when asked for. Kueue's own notes call the Trainer v1 integration deprecated.
+- The default client QPS/burst rose from 20/30 to 300/500 (the part sets 50/100 for both).
+
+API: ``Kueue(namespaces=None, frameworks=FRAMEWORKS, version=VERSION)`` is a ``Part`` named
+after its build row (``kueue`` for v0.17.0, ``kueue-0.19`` for v0.19.2; ``kueue_0_19()`` is
+the latter's factory); ``stop()`` also deletes its webhook configurations (a stopped Kueue
+must not leave the world refusing jobs). ``FRAMEWORKS``: the integrations enabled by default.
 """
 
 from __future__ import annotations
@@ -58,13 +79,15 @@ from .upstream import isolated, isolation_problem
 if TYPE_CHECKING:
     from .world import World
 
-VERSION = "v0.17.0"  # the only release the module proxy serves here
+VERSION = "v0.17.0"  # the default; V0_19 beside it
+V0_19 = "v0.19.2"
 MODULE = "sigs.k8s.io/kueue"
 SYSTEM_NAMESPACE = "kueue-system"  # the Configuration's namespace default
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")  # a constant in cmd/kueue/main.go
 # The job integrations enabled (Configuration.integrations.frameworks). kubeflow.org/mpijob
 # is the mpi-operator's kubeflow.org/v2beta1 MPIJob: enabled as a user would, it never
-# sees a kubeflow.org/v1 MPIJob (the world serves only v1; Kueue logs that it defers it).
+# sees a kubeflow.org/v1 MPIJob (a world serves v1 unless the mpi-operator part runs;
+# then Kueue logs that it defers the integration).
 FRAMEWORKS = (
     "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob", "kubeflow.org/paddlejob",
     "kubeflow.org/jaxjob", "kubeflow.org/mpijob", "trainer.kubeflow.org/trainjob",
@@ -81,13 +104,17 @@ CONFIG_NAMES = {"MutatingWebhookConfiguration": "kueue-mutating-webhook-configur
 BUILD = gobuild.register(gobuild.Build(
     "kueue", MODULE, VERSION, (f"{MODULE}/cmd/kueue",), smoke=("--help",), gcflags=gobuild.UNOPTIMIZED,
     cold="25 min measured at load 6-14, its modules cold"))
+BUILD_0_19 = gobuild.register(gobuild.Build(
+    "kueue-0.19", MODULE, V0_19, (f"{MODULE}/cmd/kueue",), smoke=("--help",), gcflags=gobuild.UNOPTIMIZED,
+    cold="7 min 11 s measured at load ~10 beside other builds, its modules cold"))
+BUILDS = {VERSION: BUILD, V0_19: BUILD_0_19}  # version -> row; the row's name is the part's
 
 
-def module_dir() -> Path:
+def module_dir(version: str = VERSION) -> Path:
     """The module's source in the Go module cache (downloaded if absent: ``go mod download``)."""
     work = Path(tempfile.mkdtemp(prefix="trainforge-kueue-module-"))
     try:
-        return Path(gobuild.module_info(MODULE, VERSION, work, gobuild.go_env(), work / "download.log")["Dir"])
+        return Path(gobuild.module_info(MODULE, version, work, gobuild.go_env(), work / "download.log")["Dir"])
     except gobuild.BuildError as err:  # GoMissing included
         raise PartError(f"kueue manifests: {err}") from err
     finally:
@@ -149,13 +176,17 @@ def crds(rendered: list[dict[str, Any]], port: int, ca: bytes, out: Path) -> lis
 
 
 class Kueue(ProcessPart):
-    name = "kueue"
-    builds = (BUILD.name,)
+    name = "kueue"  # the default release's; an instance takes its build row's name
     start_timeout = 180.0
     stop_timeout = 20.0
 
-    def __init__(self, namespaces: Iterable[str] | None = None, frameworks: Iterable[str] = FRAMEWORKS) -> None:
+    def __init__(self, namespaces: Iterable[str] | None = None, frameworks: Iterable[str] = FRAMEWORKS, *,
+                 version: str = VERSION) -> None:
         super().__init__()
+        if version not in BUILDS:
+            raise PartError(f"kueue: no build of {version}; known: {', '.join(BUILDS)}")
+        self.version, self.entry = version, BUILDS[version]
+        self.name, self.builds = self.entry.name, (self.entry.name,)
         self.namespaces = None if namespaces is None else tuple(namespaces)
         self.frameworks = tuple(frameworks)
         self.health = self.port = 0
@@ -178,7 +209,6 @@ class Kueue(ProcessPart):
         if self.namespaces is not None:
             config["managedJobsNamespaceSelector"] = {"matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(self.namespaces)}]}
-            config["featureGates"]["ManagedJobsNamespaceSelectorAlwaysRespected"] = True
         return config
 
     # ------------------------------------------------------------------ lifecycle
@@ -199,14 +229,14 @@ class Kueue(ProcessPart):
             webhooks.serving_certs(world, self.dir / sub)
         (self.dir / "config.yaml").write_text(yaml.safe_dump(self.configuration()))
         METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)  # the mount point; stays empty outside
-        source, ca = module_dir() / "config" / "components", webhooks.ca_bundle(world)
+        source, ca = module_dir(self.version) / "config" / "components", webhooks.ca_bundle(world)
         install_crds(world, crds(webhooks.rendered(world, source / "crd"), self.port, ca, self.dir / "crds"))
         world.kubectl("create", "namespace", SYSTEM_NAMESPACE, check=False)
         webhooks.apply(world, webhook_configurations(webhooks.rendered(world, source / "webhook"), self.port, ca,
                                                      self.namespaces))
 
     def argv(self, world: World) -> list[str]:
-        return isolated([self.binary(BUILD.name), f"--config={self.dir / 'config.yaml'}"],
+        return isolated([self.binary(self.entry.name), f"--config={self.dir / 'config.yaml'}"],
                         self.dir / "metrics", METRICS_CERT_DIR)
 
     def env(self, world: World) -> dict[str, str]:
@@ -235,3 +265,8 @@ class Kueue(ProcessPart):
             for kind, name in CONFIG_NAMES.items():
                 self.world.kubectl("delete", kind.lower(), name, "--ignore-not-found", check=False)
             self.world = None
+
+
+def kueue_0_19() -> Kueue:
+    """The ``kueue-0.19`` part: Kueue v0.19.2 with the default frameworks."""
+    return Kueue(version=V0_19)

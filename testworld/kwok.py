@@ -9,18 +9,35 @@ annotated ``kwok.x-k8s.io/node=fake`` (the ones ``add_nodes`` creates), so it ne
 touches anything else, serves its health endpoint on a free loopback port, and hands out
 pod IPs from ``cidr``.
 
+The rest of the kubelet: beside kwok runs ``testworld.kubelet`` (a Python process of this
+part, its log ``kubelet.log``), which kwok's start stage waits for: it fails the pull of an
+image ``bad_images`` matches (``ErrImagePull``, then ``ImagePullBackOff``), keeps a pod whose
+Secret or ConfigMap does not exist waiting (``CreateContainerConfigError``, or
+``ContainerCreating`` with a ``FailedMount`` Event for a volume) until it is created, writes
+the kubelet's Events for both, and gives every container a log.
+
 Logs: kwok is also the nodes' kubelet API, so ``pods/log`` through the API server returns the
-file a ``Logs`` object names for the pod (``testworld.podlogs``: ``serve``, ``write``).
+file a ``Logs`` object names for the pod: by default the one ``testworld.kubelet`` writes
+(the container's command line, its exit), or a test's own (``testworld.podlogs``: ``serve``,
+``write``).
 
 Nodes: the API server taints every new node ``node.kubernetes.io/not-ready:NoSchedule``
 and, with no node-lifecycle controller, nobody lifts it; ``add_nodes`` waits until kwok
 reports each node Ready and removes that taint itself.
 
 API:
-  ``Kwok(nodes=POD_WORLD_NODES, run_seconds=1.0, exit_code=0, restart_delay=1.0)`` is a
-  ``Part`` named ``kwok``; the node pools are created once it is ready. The three values
-  are the defaults for pods without the annotations; ``run_seconds=None`` lets such pods
-  run until deleted (a world where only annotated pods end).
+  ``Kwok(nodes=POD_WORLD_NODES, run_seconds=1.0, exit_code=0, restart_delay=1.0,
+  bad_images=DEFAULT_BAD_IMAGES, config_refs=True, logs=True, pull_backoff=10.0)`` is a
+  ``Part`` named ``kwok``; the node pools are created once it is ready. The first three
+  values are the defaults for pods without the annotations; ``run_seconds=None`` lets such
+  pods run until deleted (a world where only annotated pods end). ``bad_images``: a regular
+  expression (Python's ``re``, searched in the image reference; None: every pull succeeds);
+  by default an image with the word ``does-not-exist`` or ``typo`` in it, e.g.
+  ``ghcr.io/acme/train:does-not-exist``. ``config_refs=False``: Secrets and ConfigMaps are
+  not looked up (a world running examples whose objects nobody made). ``logs=False``: no
+  log unless a test serves one. ``pull_backoff``: the first image pull back-off (the
+  kubelet's is 10 s, doubling to 300 s). With all three off no ``testworld.kubelet`` runs
+  and pods start as soon as kwok sees them (the scale benchmarks' world).
   ``NodePool(prefix, count, cpu=, memory=, pods=, gpus=, gpu_resource=, labels=, taints=)``
   ``add_nodes(client, pool) -> list[str]``: create a pool's nodes (Ready, untainted) on a
   running world, e.g. ``add_nodes(world.client, NodePool("big", 3, gpus=8))``.
@@ -29,13 +46,18 @@ API:
 
 from __future__ import annotations
 
+import re
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import podlogs, stages
+from .controlplane import ManagedProcess
+from .kubelet_rules import DEFAULT_BAD_IMAGES
 from .part import LOOPBACK, PartError, ProcessPart, free_port, http_ok
+from .paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from foundation.cluster.kube import Client
@@ -134,19 +156,30 @@ class Kwok(ProcessPart):
     builds = ("kwok",)
 
     def __init__(self, *, nodes: Sequence[NodePool] = POD_WORLD_NODES, run_seconds: float | None = 1.0,
-                 exit_code: int = 0, restart_delay: float = 1.0, cidr: str = "10.244.0.0/16") -> None:
+                 exit_code: int = 0, restart_delay: float = 1.0, cidr: str = "10.244.0.0/16",
+                 bad_images: str | None = DEFAULT_BAD_IMAGES, config_refs: bool = True, logs: bool = True,
+                 pull_backoff: float = 10.0) -> None:
         super().__init__()
         self.pools = tuple(nodes)
         self.run_seconds, self.exit_code, self.restart_delay = run_seconds, exit_code, restart_delay
         self.cidr = cidr
+        if bad_images:
+            re.compile(bad_images)  # a bad pattern fails here, not in the child
+        self.bad_images, self.config_refs, self.logs, self.pull_backoff = bad_images, config_refs, logs, pull_backoff
         self.port = 0
         self.node_names: list[str] = []
+        self.kubelet: ManagedProcess | None = None
+
+    @property
+    def prepares(self) -> bool:
+        """Does testworld.kubelet run (and kwok wait for it before starting a pod)?"""
+        return bool(self.bad_images or self.config_refs or self.logs)
 
     def argv(self, world: World) -> list[str]:
         self.port = free_port()
         config = world.dir / "kwok-stages.yaml"
         config.write_text(stages.stages(run_seconds=self.run_seconds, exit_code=self.exit_code,
-                                        restart_delay=self.restart_delay))
+                                        restart_delay=self.restart_delay, prepared=self.prepares))
         return [
             self.binary("kwok"),
             f"--kubeconfig={world.kubeconfig}",
@@ -170,5 +203,44 @@ class Kwok(ProcessPart):
         return http_ok(f"http://{LOOPBACK}:{self.port}/healthz")
 
     def after(self, world: World) -> None:
+        if self.prepares:
+            self.start_kubelet(world)
         for pool in self.pools:
             self.node_names += add_nodes(world.client, pool)
+
+    def kubelet_argv(self, world: World) -> list[str]:
+        argv = [sys.executable, "-m", "testworld.kubelet", f"--kubeconfig={world.kubeconfig}",
+                f"--pull-backoff={self.pull_backoff}"]
+        if self.logs:
+            argv.append(f"--logs-dir={world.dir / 'pod-logs'}")
+        if self.bad_images:
+            argv.append(f"--bad-images={self.bad_images}")
+        if not self.config_refs:
+            argv.append("--no-config-refs")
+        return argv
+
+    def start_kubelet(self, world: World) -> None:
+        log = world.dir / "kubelet.log"
+        self.kubelet = ManagedProcess("kubelet", self.kubelet_argv(world), log, world.dir,
+                                      env={"PYTHONPATH": str(REPO_ROOT)})
+        self.kubelet.start()
+        kubelet = self.kubelet
+
+        def ready() -> bool:
+            if (code := kubelet.exited()) is not None:
+                raise PartError(f"testworld.kubelet exited with code {code}; last log lines:\n{kubelet.tail()}\n"
+                                f"see {log}")
+            return log.exists() and " ready\n" in log.read_text(errors="replace")
+        self.wait(ready, "testworld.kubelet ready")
+
+    def dead(self) -> str | None:
+        if self.kubelet is not None and (code := self.kubelet.exited()) is not None:
+            return f"testworld.kubelet exited unexpectedly with code {code}; see {self.kubelet.log_path}"
+        return super().dead()
+
+    def stop(self) -> None:
+        try:
+            if self.kubelet is not None:
+                self.kubelet.stop(self.stop_timeout)
+        finally:
+            super().stop()

@@ -18,7 +18,9 @@ one, because the controller tests on the session plane write pod status by hand:
 * ``pod_world`` (session): kube-controller-manager's garbage collector and namespace
   controller, kube-scheduler, and kwok with ``kwok.POD_WORLD_NODES`` (GPU nodes labelled
   as the examples select them); upstream CRDs installed. Pods run, exit and restart as
-  the annotations in ``testworld.stages`` say. Share it; isolate with ``pod_namespace``.
+  the annotations in ``testworld.stages`` say, wait as a kubelet makes them wait for an
+  image that does not exist or a Secret or ConfigMap that does not (``testworld.kubelet``),
+  and have a log. Share it; isolate with ``pod_namespace``.
 * ``pod_namespace``: a fresh namespace in ``pod_world``, deleted (for real) afterwards.
 * ``world_factory``: ``world_factory(["scheduler", Kwok(nodes=...)], crds=...)`` starts a
   World of the test's own, stopped when the test ends.

@@ -24,7 +24,10 @@ What a pod on a kwok node does (annotations on the pod, e.g. from the job's pod 
 ``testworld.trainforge.dev/waiting-reason``
     the kubelet cannot start the containers: the pod stays Pending, each container
     ``waiting`` with this reason (``ImagePullBackOff``, ``ErrImagePull``,
-    ``CreateContainerConfigError`` ...), until deleted; nothing of the above applies.
+    ``CreateContainerConfigError`` ...), until deleted; nothing of the above applies. The
+    real causes need no annotation: an image the world's ``bad_images`` pattern matches, a
+    Secret or ConfigMap that does not exist (``testworld.kubelet``); this is for a reason
+    the world has no cause for, or a pod that must wait whatever it names.
 ``testworld.trainforge.dev/waiting-message``
     that waiting state's message (default: the kubelet's for the reason: ``Back-off pulling
     image "IMAGE"``; ``secret "NAME" not found`` naming the first Secret the container's env
@@ -35,7 +38,9 @@ What a pod on a kwok node does (annotations on the pod, e.g. from the job's pod 
     (30 s by default); a controller that acts on a terminating pod is tested with this.
 
 Lifecycle, as the kubelet reports it:
-  scheduled, Pending -> Running: containers ``running``, ready, ``startTime``, ``podIP``
+  scheduled, Pending -> (under ``testworld.kubelet``: once its condition ``PREPARED`` is True,
+  set when the pod's images, volumes and environment would let a kubelet start it; until
+  then that process writes why it waits) -> Running: containers ``running``, ready, ``startTime``, ``podIP``
   (kwok's allocator; one the pod has already is kept: under load kwok may play this stage
   again before its watch shows the first patch, and a second IP merged into ``podIPs`` is
   refused, "may specify no more than one IP for each IP family", as 24,595 of 40,000 pods
@@ -66,6 +71,7 @@ RESTART_DELAY = ANNOTATION_PREFIX + "restart-delay-seconds"
 TERMINATE_SECONDS = ANNOTATION_PREFIX + "terminate-seconds"
 WAITING_REASON = ANNOTATION_PREFIX + "waiting-reason"
 WAITING_MESSAGE = ANNOTATION_PREFIX + "waiting-message"
+PREPARED = ANNOTATION_PREFIX + "Prepared"  # the pod condition testworld.kubelet sets once the pod may start
 NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
 # jq selectors (each must yield "true"/"false", a string or a number, compared as text)
@@ -74,6 +80,9 @@ AWAITING_RESTART = (  # any container in the kubelet's back-off, waiting to be r
     '[(.status.containerStatuses // [])[] | select(.state.waiting.reason == "CrashLoopBackOff")] | length > 0'
 )
 ANY_RUNNING = "[(.status.containerStatuses // [])[] | select(.state.running != null)] | length > 0"
+# no container ran yet (those the kubelet could not start are waiting)
+NONE_STARTED = "[(.status.containerStatuses // [])[] | select(.state.waiting == null)] | length == 0"
+IS_PREPARED = f'[(.status.conditions // [])[] | select(.type == "{PREPARED}" and .status == "True")] | length > 0'
 # jq for a delay: an annotation in seconds as a Go duration ("1.5" -> "1.5s"); null: the stage's default
 SECONDS_FROM = '.metadata.annotations["{key}"] | if . == null then null else (tostring + "s") end'
 
@@ -136,10 +145,10 @@ POD_START = """\
 {{ $now := Now }}
 {{ $uid := .metadata.uid }}
 conditions:
-- {type: PodReadyToStartContainers, status: "True", lastTransitionTime: {{ $now | Quote }}}
-- {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
-- {type: ContainersReady, status: "True", lastTransitionTime: {{ $now | Quote }}}
-- {type: Ready, status: "True", lastTransitionTime: {{ $now | Quote }}}
+- {type: PodReadyToStartContainers, status: "True", reason: null, message: null, lastTransitionTime: {{ $now | Quote }}}
+- {type: Initialized, status: "True", reason: null, message: null, lastTransitionTime: {{ $now | Quote }}}
+- {type: ContainersReady, status: "True", reason: null, message: null, lastTransitionTime: {{ $now | Quote }}}
+- {type: Ready, status: "True", reason: null, message: null, lastTransitionTime: {{ $now | Quote }}}
 containerStatuses:
 {{ range .spec.containers }}
 - name: {{ .name | Quote }}
@@ -153,7 +162,7 @@ containerStatuses:
 {{ end }}
 INIT_AND_ADDRESSES
 phase: Running
-startTime: {{ $now | Quote }}
+startTime: {{ or .status.startTime $now | Quote }}
 """.replace("INIT_AND_ADDRESSES\n", INIT_AND_ADDRESSES)
 
 # A pod whose containers the kubelet cannot start: Pending, every container waiting for the
@@ -293,12 +302,15 @@ def stage(name: str, kind: str, match: list[tuple[str, ...]], *, template: str |
     return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name}, "spec": spec}
 
 
-def all_stages(*, run_seconds: float | None = 1.0, exit_code: int = 0,
-               restart_delay: float = 1.0) -> list[dict[str, Any]]:
+def all_stages(*, run_seconds: float | None = 1.0, exit_code: int = 0, restart_delay: float = 1.0,
+               prepared: bool = False) -> list[dict[str, Any]]:
     """Every stage; the defaults apply to pods without the annotations (``run_seconds=None``:
-    such pods run until deleted)."""
+    such pods run until deleted). ``prepared``: a pod starts only once ``testworld.kubelet``
+    set its ``PREPARED`` condition (it may have waited, its containers ``waiting``, before)."""
     running = [NOT_DELETED, (".status.phase", "In", "Running")]
     fresh = [NOT_DELETED, (".status.phase", "In", "Pending"), ("(.status.containerStatuses // []) | length", "In", "0")]
+    startable = [NOT_DELETED, (".status.phase", "In", "Pending"), (NONE_STARTED, "In", "true"),
+                 (IS_PREPARED, "In", "true")] if prepared else fresh
     timed = [(f'.metadata.annotations["{RUN_SECONDS}"]', "NotIn", "forever")]
     if run_seconds is None:
         timed.append((f'.metadata.annotations["{RUN_SECONDS}"]', "Exists"))
@@ -307,7 +319,7 @@ def all_stages(*, run_seconds: float | None = 1.0, exit_code: int = 0,
     return [
         stage("testworld-node-ready", "Node",
               [('.status.conditions.[] | select( .type == "Ready" ) | .status', "NotIn", "True")], template=NODE_READY),
-        stage("testworld-pod-start", "Pod", [*fresh, (f'.metadata.annotations["{WAITING_REASON}"]', "DoesNotExist")],
+        stage("testworld-pod-start", "Pod", [*startable, (f'.metadata.annotations["{WAITING_REASON}"]', "DoesNotExist")],
               template=POD_START),
         stage("testworld-pod-waiting", "Pod", [*fresh, (f'.metadata.annotations["{WAITING_REASON}"]', "Exists")],
               template=POD_WAITING.replace('"WAITING_REASON"', f'"{WAITING_REASON}"')
@@ -330,7 +342,8 @@ _Literal.add_representer(str, lambda dumper, text: dumper.represent_scalar(
     "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
 
 
-def stages(*, run_seconds: float | None = 1.0, exit_code: int = 0, restart_delay: float = 1.0) -> str:
+def stages(*, run_seconds: float | None = 1.0, exit_code: int = 0, restart_delay: float = 1.0,
+           prepared: bool = False) -> str:
     """All stages as one multi-document YAML for ``kwok --config``."""
-    docs = all_stages(run_seconds=run_seconds, exit_code=exit_code, restart_delay=restart_delay)
+    docs = all_stages(run_seconds=run_seconds, exit_code=exit_code, restart_delay=restart_delay, prepared=prepared)
     return yaml.dump_all(docs, Dumper=_Literal, sort_keys=False, width=1000)

@@ -5,8 +5,8 @@ one part after another before the first test ran (2026-11-27, load 2-6), then ~3
 tests that mostly wait on API servers, not on the CPU: 1 h 35 min, over the 75 minutes
 aimed at. The tests that need only the control plane, the scheduler, the garbage collector
 and kwok (``CORE``) are two thirds of the suite, so the engines only the admission, bench,
-GitOps and parity tests start (``LATER``: Flux, Argo CD, Trainer v2 + JobSet, Kueue, the
-upstream operator) are built in the background while those tests run:
+GitOps and parity tests start (``LATER``: Flux, Argo CD, Trainer v2 + JobSet, both Kueues,
+the upstream operator, the mpi-operator) are built in the background while those tests run:
 
 1. ``CORE`` is built (or found) in the foreground;
 2. ``LATER`` is built by a ``nice -n 19``, ``ionice -c3`` child from the very start (how
@@ -38,8 +38,9 @@ from .paths import REPO_ROOT, cache_root
 
 CORE = ("k8s", "kube-scheduler", "kube-controller-manager", "kwok", "kustomize")
 LATER = ("training-operator", "source-controller", "kustomize-controller", "redis-server", "argocd",
-         "training-operator-mxjob", "jobset", "trainer", "kueue")
-LATE_DIRS = ("tests/admission", "tests/bench", "tests/e2e", "tests/gitops", "tests/parity")
+         "training-operator-mxjob", "jobset", "trainer", "kueue", "mpi-operator", "kueue-0.19")
+# tests/testworld/engines: the test world's own checks of the late engines (mpi-operator, both Kueues)
+LATE_DIRS = ("tests/admission", "tests/bench", "tests/e2e", "tests/gitops", "tests/parity", "tests/testworld/engines")
 # --durations: each phase names its ten slowest steps, where a slower `make test` shows first
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not fault", "--durations=10")
 # The late phase runs its files on two pytest-xdist workers, a file (so a module's world) to one

@@ -62,7 +62,9 @@ PARTS: dict[str, str | Callable[[], Part]] = {
     "flux": "testworld.flux:Flux",
     "argocd": "testworld.argocd:ArgoCD",
     "trainer": "testworld.trainer:Trainer",  # Kubeflow Trainer v2 + JobSet (webhooks on 127.0.0.1)
-    "kueue": "testworld.kueue:Kueue",
+    "kueue": "testworld.kueue:Kueue",  # v0.17.0
+    "kueue-0.19": "testworld.kueue:kueue_0_19",  # Kueue v0.19.2
+    "mpi-operator": "testworld.mpi_operator:MPIOperator",  # kubeflow.org/v2beta1 MPIJob (replaces the v1 CRD)
 }
 
 
@@ -102,7 +104,10 @@ class World:
             self.parts[part.name] = part
         self.crds = [Path(p) for p in crds]
         self.upstream_crds = upstream_crds
-        self.plane = plane or ControlPlane(use_existing=False)
+        # a part that makes pods with projected ServiceAccount tokens (the Trainer's TrainJobStatus)
+        # needs the API server's ServiceAccount admission, as a cluster has it
+        accounts = any(getattr(p, "service_accounts", False) for p in self.parts.values())
+        self.plane = plane or ControlPlane(use_existing=False, service_account_admission=accounts)
         self.started: list[Part] = []
         self.timings: dict[str, float] = {}  # seconds each start step took: "control plane", "crds", part names
         self.failed_logs_dir: Path | None = None

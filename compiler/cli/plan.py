@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Optional
 
 import click
@@ -33,26 +34,24 @@ def _words(value: str) -> set[str]:
     return words
 
 
-def _read_live(both: Any, kubeconfig: Optional[str], context: Optional[str]) -> dict[tuple[str, str, str], Any]:
-    """Every job the plan names, as the cluster has it (one list per kind and namespace)."""
-    from compiler.cli.cluster import ClusterError, Kind, connect
-    from foundation.frameworks import BY_KIND
-    from compiler.plan import build, live
+def _reader(kubeconfig: Optional[str], context: Optional[str]) -> Callable[[list[Any]], list[dict[str, Any]]]:
+    """The plan's `--live` reader: each list it asks for (a kind's resource in a namespace), as the
+    cluster has it; a cluster that cannot be read ends the run (exit 1)."""
+    def read(lists: list[Any]) -> list[dict[str, Any]]:
+        from compiler.cli.cluster import ClusterError, connect
+        from foundation.cluster.resource import Resource
 
-    wanted = build.wanted(both)
-    groups = sorted({(api, kind, ns) for api, kind, ns, _ in wanted})
-    found: list[dict[str, Any]] = []
-    try:
-        with connect(kubeconfig, context=context) as reader:
-            for api, kind, namespace in groups:
-                group, _, version = api.rpartition("/")
-                plural = BY_KIND[kind].facts.plural if kind in BY_KIND else kind.lower() + "s"
-                for obj in reader.list(Kind(group, version, plural, kind), namespace=namespace) or []:
-                    found.append({**obj, "kind": kind})
-    except ClusterError as exc:
-        click.echo(f"train-compile: plan --live: {exc}", err=True)
-        sys.exit(1)
-    return live.index(found)
+        found: list[dict[str, Any]] = []
+        try:
+            with connect(kubeconfig, context=context) as reader:
+                for want in lists:
+                    res = Resource(want.group, want.version, want.plural, want.kind)
+                    found += [{**obj, "kind": want.kind} for obj in reader.list(res, namespace=want.namespace) or []]
+        except ClusterError as exc:
+            click.echo(f"train-compile: plan --live: {exc}", err=True)
+            sys.exit(1)
+        return found
+    return read
 
 
 @click.command()
@@ -87,8 +86,8 @@ def plan(sources: tuple[Path, ...], base: str, env: Optional[str], live: bool, k
     except words.BadAccept as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        both = build.compile_sides(list(sources), base, env)
-        trailers = words.accepts(both.accepts)
+        result = build.make(list(sources), base=base, env=env, accepts=given, now=datetime.now(timezone.utc),
+                            read_live=_reader(kubeconfig, context) if live else None)
     except UnknownEnvironment as exc:
         raise click.UsageError(str(exc)) from None
     except PlanInputError as exc:
@@ -98,15 +97,13 @@ def plan(sources: tuple[Path, ...], base: str, env: Optional[str], live: bool, k
         report(Result(diagnostics=exc.diagnostics), fmt if fmt in ("json", "github") else "text")
         click.echo(f"train-compile: plan: {exc.side} has errors; nothing was planned", err=True)
         sys.exit(1)
-    except words.BadAccept as exc:
+    except build.BadTrailer as exc:
         click.echo(f"train-compile: plan: a Trainforge-Accept trailer: {exc}", err=True)
         sys.exit(2)
-    environments = build.environments(both)
-    if live and len(environments) > 1:
-        raise click.UsageError(f"--live reads one cluster and the project has {len(environments)} environments"
-                               f" ({', '.join(environments)}); pass --env NAME with the kubeconfig of its cluster")
-    states = _read_live(both, kubeconfig, context) if live else None
-    result = build.assemble(both, states=states, accepts=given + trailers, now=datetime.now(timezone.utc))
+    except build.LiveNeedsOneEnvironment as exc:
+        names = exc.environments
+        raise click.UsageError(f"--live reads one cluster and the project has {len(names)} environments"
+                               f" ({', '.join(names)}); pass --env NAME with the kubeconfig of its cluster") from None
     if fmt == "markdown":
         sys.stdout.write(markdown.markdown(result))
     elif fmt == "json":

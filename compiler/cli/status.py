@@ -13,7 +13,9 @@ Exit codes, for scripts:
      timeout passed
   2  usage error
   3  a job failed, or a pod is stuck (ImagePullBackOff, CrashLoopBackOff,
-     CreateContainerConfigError, Unschedulable ...): a person is needed
+     CreateContainerConfigError, Unschedulable ... for --stuck-pod-threshold or longer,
+     3 minutes by default, as train-controller's Event): a person is needed. A pod that has
+     waited less is shown waiting, with its reason, and does not change the exit code.
   4  git and the cluster differ: a spec without a live job, drift, or a live job whose
      spec is gone (and nothing of 3)
 """
@@ -37,6 +39,8 @@ from compiler.cli.live.options import (
     one_environment,
     specs_or_exit,
 )
+from foundation.runs.stuck import STUCK_AFTER  # when a waiting pod is stuck: train-controller's rule too
+from schemas import durations
 
 if TYPE_CHECKING:
     from compiler.cli.cluster import Reader
@@ -45,6 +49,14 @@ if TYPE_CHECKING:
 
 POLL_SECONDS = 1.0
 CONDITIONS = ("Created", "Running", "Succeeded", "Failed")
+# --wait CONDITION: the states that count as having reached it (Running is reached by a job
+# that ran and finished while nobody looked; a failure ends every wait but a wait for it)
+REACHED = {
+    "Created": ("Created", "Running", "Restarting", "Suspended", "Succeeded"),
+    "Running": ("Running", "Restarting", "Succeeded"),
+    "Succeeded": ("Succeeded",),
+    "Failed": ("Failed",),
+}
 
 
 @click.command()
@@ -58,8 +70,12 @@ CONDITIONS = ("Created", "Running", "Succeeded", "Failed")
               help="Wait until every job reaches CONDITION (Running counts a job that ran and finished); "
                    "exit 1 if one fails first or the timeout passes.")
 @click.option("--timeout", default="10m", show_default=True, help="How long --wait waits, e.g. 90s, 10m, 1h30m.")
+@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default=durations.go(STUCK_AFTER), show_default=True,
+              help="How long a pod may wait for a reason it cannot get past without help (image pull, config "
+                   "error, unschedulable, crash loop) before it counts as stuck (exit 3), as train-controller's "
+                   "flag of the same name; 0: never.")
 def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[str], context: Optional[str],
-           fmt: str, wait_for: Optional[str], timeout: str) -> None:
+           fmt: str, wait_for: Optional[str], timeout: str, stuck_pod_threshold: str) -> None:
     """Show each spec's live job: its state and for how long, its pods by replica type and
     why any waits, its last Warning Events, drift from git, and live jobs whose spec is
     gone. Read-only. Exit 0 all well, 3 a job failed or a pod is stuck, 4 git and the
@@ -74,6 +90,10 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
         seconds = parse_duration(timeout)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--timeout") from None
+    try:
+        stuck_after = durations.flag(stuck_pod_threshold)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--stuck-pod-threshold") from None
     result = compile_or_usage_error(sources, env)
     report(result, "text")
     specs_or_exit(result)
@@ -83,7 +103,7 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     with connect(kubeconfig, context) as reader:
         try:
             waited = _wait(reader, specs, scope=scope, condition=wait_for, seconds=seconds) if wait_for else None
-            found = gather(reader, specs, scope=scope, environment=environment)
+            found = gather(reader, specs, scope=scope, environment=environment, stuck_after=stuck_after)
         except cluster.ClusterError as exc:
             cluster_failed(exc)
     sys.stdout.write(render.FORMATS[fmt](found))
@@ -108,9 +128,7 @@ def exit_code(found: "StatusReport") -> int:
 
 def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition: str, seconds: float) -> str:
     """Poll the jobs' states until all reached `condition`: "" then, else why the wait failed."""
-    from compiler.cli.live.clock import span
     from compiler.cli.live.gather import states
-    from compiler.cli.live.state import REACHED
 
     started = time.monotonic()
     while True:
@@ -120,12 +138,12 @@ def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition
             return f"{_names(failed)} failed before reaching {condition}"
         waiting = [s for s in specs if s.key not in now or now[s.key].state not in REACHED[condition]]
         if not waiting:
-            click.echo(f"train-compile: every job reached {condition} ({span(time.monotonic() - started)})", err=True)
+            click.echo(f"train-compile: every job reached {condition} ({durations.age(time.monotonic() - started)})", err=True)
             return ""
         if time.monotonic() - started >= seconds:
             where = ", ".join(f"{s.namespace}/{s.name} is {now[s.key].state if s.key in now else 'absent'}"
                               for s in waiting[:5])
-            return f"timed out after {span(seconds)} waiting for {condition}: {where}"
+            return f"timed out after {durations.go(seconds)} waiting for {condition}: {where}"
         time.sleep(POLL_SECONDS)
 
 

@@ -4,29 +4,28 @@ A spec edit reaches the cluster as changed objects; what it does to a run depend
 part of them changed: a replica count or a pod template (the pods of a run), the run policy
 (read live by the controller), `suspend`, the TTL, trainforge's own annotations, the job's
 metadata, the objects beside the job (a claim, RBAC, a PodGroup). `Aspects` names those for
-one job, with the details a summary sentence needs (`Worker 2 -> 3`, an image); for a
-Trainer v2 TrainJob, the parts of its spec the Trainer refuses to change.
+one job, with the details a summary sentence needs (`Worker 2 -> 3`, an image). How a job is
+read is its target's (`PlanFacts.reader`, one reader per layout in `READERS`): a
+kubeflow.org/v1 job by its replica specs, where whether the run spec changed is
+`foundation.runs.spec`'s (the rule train-controller defers edits by, defaults applied), or a
+Trainer v2 TrainJob by its trainer and runtime patches, with the fields the target says the
+Trainer refuses to change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from compiler.targets.base import PlanFacts
 from foundation.frameworks import BY_KIND
+from foundation.frameworks.stock_runtimes import NODE  # the TrainJob's replicated job its trainer fields shape
+from foundation.runs import spec as runspec
 from schemas.marks import RESTART_SCOPE, SOURCE
 from schemas.upstream import QUEUE_LABEL
 
 OWN_ANNOTATIONS = (SOURCE, RESTART_SCOPE)
-# TrainJob fields the v2.3 CRD holds immutable (`self == oldSelf`, evaluated when both sides have
-# the field): a change is refused whatever the job's state. So are these fields of each pod spec
-# patch inside runtimePatches; the rest of runtimePatches (pod labels and annotations, node
-# selector, affinity, tolerations) its webhook refuses to change unless the job was suspended
-# (pkg/runtime/framework/plugins/jobset: suspended before or after the update, and no active
-# pods). Probed on the real Trainer (tests/e2e/test_plan_engines.py).
-TRAINJOB_IMMUTABLE = ("trainer", "runtimeRef", "initializer", "activeDeadlineSeconds", "managedBy")
-POD_PATCH_IMMUTABLE = ("containers", "initContainers", "volumes", "imagePullSecrets", "securityContext",
-                       "serviceAccountName", "terminationGracePeriodSeconds")
 
 
 @dataclass
@@ -45,17 +44,23 @@ class Aspects:
     metadata: list[str] = field(default_factory=list)  # job labels and annotations, nothing that runs
     moved: Optional[tuple[str, str]] = None  # the source annotation: the spec file moved
     containers: bool = False  # a container or init container of some pod set differs (Kueue's check)
-    immutable: list[str] = field(default_factory=list)  # TrainJob fields the Trainer refuses to change
+    immutable: list[str] = field(default_factory=list)  # spec fields the target's API refuses to change
     runtime_patches: bool = False
     others: list[str] = field(default_factory=list)  # other objects changed: "PersistentVolumeClaim x"
     claims: list[str] = field(default_factory=list)  # claims whose spec changed beyond a size increase
     runtime: Optional[str] = None  # the job's own TrainingRuntime (trainer-v2, restartScope: job), changed
+    # the run spec differs (foundation.runs.spec: defaulted, an elastic job's Worker count left
+    # out): what train-controller defers to the next run of a running job
+    run_spec: bool = False
+    # what upstream's operator makes pods from differs: the run spec without the gang's
+    # schedulingPolicy (its PodGroup follows that) and without trainforge's restart scope
+    pod_spec: bool = False
 
     @property
-    def shape(self) -> bool:
-        """The pods of a run would differ: a count, a template or a field they are made from."""
+    def changes_pods(self) -> bool:
+        """The pods of a run would differ: a count, a template, a field they are made from, the gang or the scope."""
         return bool(self.replicas or self.templates or self.job_fields or self.scheduling_policy
-                    or self.restart_scope)
+                    or self.restart_scope or self.run_spec or self.pod_spec)
 
 
 def _meta(obj: dict[str, Any], part: str) -> dict[str, Any]:
@@ -75,8 +80,9 @@ def _containers(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return o.get("containers") != n.get("containers") or o.get("initContainers") != n.get("initContainers")
 
 
-def _v1(old: dict[str, Any], new: dict[str, Any], out: Aspects) -> None:
-    facts = BY_KIND[new["kind"]].facts
+def _replica_specs(old: dict[str, Any], new: dict[str, Any], out: Aspects, target: PlanFacts) -> None:
+    adapter = BY_KIND[new["kind"]]
+    facts = adapter.facts
     before, after = old["spec"].get(facts.replica_specs) or {}, new["spec"].get(facts.replica_specs) or {}
     for rtype in sorted(set(before) | set(after)):
         o, n = before.get(rtype) or {}, after.get(rtype) or {}
@@ -89,9 +95,12 @@ def _v1(old: dict[str, Any], new: dict[str, Any], out: Aspects) -> None:
         if _containers(o.get("template") or {}, n.get("template") or {}):
             out.containers = True
     out.containers = out.containers or bool(out.replicas)
-    elastic = new["spec"].get("elasticPolicy")
-    if elastic:
+    if runspec.elastic(adapter, new["spec"]):
+        elastic = new["spec"]["elasticPolicy"]
         out.elastic = (int(elastic.get("minReplicas", 1)), int(elastic.get("maxReplicas", 1)))
+    before_run, after_run = runspec.run_spec(old, adapter), runspec.run_spec(new, adapter)
+    out.run_spec = before_run != after_run
+    out.pod_spec = runspec.pods_part(before_run) != runspec.pods_part(after_run)
     for key in sorted(set(old["spec"]) | set(new["spec"])):
         if key not in (facts.replica_specs, "runPolicy") and old["spec"].get(key) != new["spec"].get(key):
             out.job_fields.append(key)
@@ -116,32 +125,45 @@ def _pod_patches(spec: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def _v2(old: dict[str, Any], new: dict[str, Any], out: Aspects) -> None:
+def _trainer(old: dict[str, Any], new: dict[str, Any], out: Aspects, target: PlanFacts) -> None:
     o, n = old["spec"], new["spec"]
-    out.immutable = [k for k in TRAINJOB_IMMUTABLE if k in o and k in n and o[k] != n[k]]
+    out.immutable = [k for k in target.immutable if k in o and k in n and o[k] != n[k]]
     before, after = _pod_patches(o), _pod_patches(n)
-    fixed = sorted({f for key in set(before) & set(after) for f in POD_PATCH_IMMUTABLE
+    fixed = sorted({f for key in set(before) & set(after) for f in target.pod_patch_immutable
                     if f in before[key] and f in after[key] and before[key][f] != after[key][f]})
     out.immutable += [f"runtimePatches (the pods' {', '.join(fixed)})"] if fixed else []
     out.runtime_patches = o.get("runtimePatches") != n.get("runtimePatches")
     out.suspend = (bool(o.get("suspend")), bool(n.get("suspend")))
-    out.others += [f"spec.{k}" for k in sorted(set(o) | set(n)) if k not in TRAINJOB_IMMUTABLE
+    out.others += [f"spec.{k}" for k in sorted(set(o) | set(n)) if k not in target.immutable
                    and k not in ("runtimePatches", "suspend") and o.get(k) != n.get(k)]
-    out.others += [f"spec.{k} (added)" for k in TRAINJOB_IMMUTABLE if (k in o) != (k in n)]
+    out.others += [f"spec.{k} (added)" for k in target.immutable if (k in o) != (k in n)]
     trainer_o, trainer_n = o.get("trainer") or {}, n.get("trainer") or {}
     if trainer_o.get("numNodes") != trainer_n.get("numNodes"):
-        out.replicas["node"] = (int(trainer_o.get("numNodes", 1)), int(trainer_n.get("numNodes", 1)))
+        out.replicas[NODE] = (int(trainer_o.get("numNodes", 1)), int(trainer_n.get("numNodes", 1)))
     if trainer_o.get("image") != trainer_n.get("image") and trainer_o.get("image"):
         out.images.append((trainer_o["image"], trainer_n.get("image")))
     if trainer_o != trainer_n or out.runtime_patches:
-        out.templates.append("node")
+        out.templates.append(NODE)
         out.containers = True
 
 
-def job_aspects(old: dict[str, Any], new: dict[str, Any]) -> Aspects:
-    """What changed from `old` to `new`, two rendered jobs of one kind."""
+def _replica_specs_as_written(old: dict[str, Any], new: dict[str, Any], out: Aspects, target: PlanFacts) -> None:
+    """Replica specs another operator reads (the mpi-operator's MPIJob): what its pods are made from
+    is what is written (a count, a template, a spec field), without the Training Operator's defaulting."""
+    _replica_specs(old, new, out, target)
+    out.run_spec = False  # train-controller's, which does not run these
+    out.pod_spec = bool(out.replicas or out.templates or out.job_fields)
+
+
+# how each layout of job is read (a target's PlanFacts.reader names its own)
+READERS: dict[str, Callable[[dict[str, Any], dict[str, Any], Aspects, PlanFacts], None]] = {
+    "replica-specs": _replica_specs, "replica-specs-as-written": _replica_specs_as_written, "trainer": _trainer}
+
+
+def job_aspects(old: dict[str, Any], new: dict[str, Any], target: PlanFacts) -> Aspects:
+    """What changed from `old` to `new`, two rendered jobs of one kind of `target`."""
     out = Aspects()
-    (_v2 if new["kind"] == "TrainJob" else _v1)(old, new, out)
+    READERS[target.reader](old, new, out, target)
     o_ann, n_ann = _meta(old, "annotations"), _meta(new, "annotations")
     if o_ann.get(SOURCE) != n_ann.get(SOURCE):
         out.moved = (o_ann.get(SOURCE, ""), n_ann.get(SOURCE, ""))

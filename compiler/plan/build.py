@@ -1,31 +1,63 @@
 """The plan from both sides: per environment, every job's change, fields, GPUs, hazards, sentence.
 
-`compile_sides()` compiles the head and the base (the CLI then reads the cluster, when `--live`,
-for the jobs they name: `wanted()`); `assemble()` pairs the jobs, judges each change with
-the hazard table for the environment's setting and the job's state, sums the GPUs and
-writes the sentence. Accepted hazards (`--accept`, `Trainforge-Accept:` trailers) stay in
-the plan, marked, and no longer count for `--fail-on`.
+`make()` is the one entry: it compiles the head and the base (`compile_sides`), reads the
+accepts the base's commits carry, under `--live` hands the jobs both sides name (`wanted`:
+their API resources, plurals from the target table) to the caller's reader and gets their
+live objects back, then `assemble()` pairs the jobs, judges each change with the hazard table
+for the environment's setting and the job's state, sums the GPUs and writes the sentence.
+The reader is the CLI's (only `compiler/cli/cluster.py` may reach a cluster), so this stays
+pure but for git. Accepted hazards (`--accept`, `Trainforge-Accept:` trailers) stay in the
+plan, marked, and no longer count for `--fail-on`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
-from foundation.frameworks import BY_KIND
 from compiler.plan import fields as fieldsmod
 from compiler.plan import gpus as gpumod
-from compiler.plan import judge, live, revision, words
+from compiler.plan import adoption, judge, live, revision, words
 from compiler.plan import sides as sidesmod
 from compiler.plan.aspects import job_aspects, other_objects
 from compiler.plan.hazards import ENGINE_ASSUMPTIONS, REFUSED_SYNC, setting
 from compiler.plan.matching import Pair, pairs
 from compiler.plan.model import EnvironmentPlan, Gpus, JobPlan, Plan, Position
 from compiler.plan.sides import Job, Side
+from compiler.targets import api
+from compiler.targets.base import at_path
+from foundation.frameworks.base import API_VERSION as KUBEFLOW_V1
 
 LiveIndex = dict[tuple[str, str, str], dict[str, Any]]
+
+
+@dataclass(frozen=True, order=True)
+class Wanted:
+    """One list `--live` makes: a job kind's API resource in one namespace."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespace: str
+
+
+LiveReader = Callable[[list[Wanted]], list[dict[str, Any]]]  # the lists -> the live jobs they found
+
+
+class LiveNeedsOneEnvironment(Exception):
+    """--live reads one cluster, and the plan covers several environments (a usage error)."""
+
+    def __init__(self, environments: list[str]) -> None:
+        super().__init__(", ".join(environments))
+        self.environments = environments
+
+
+class BadTrailer(ValueError):
+    """A `Trainforge-Accept:` trailer of the base's commits that cannot be read (exit 2)."""
 
 
 @dataclass
@@ -51,21 +83,43 @@ def environments(both: Sides) -> list[str]:
     return names + [e for e in both.base.jobs if e not in names]
 
 
-def wanted(both: Sides) -> set[tuple[str, str, str, str]]:
-    """(apiVersion, kind, namespace, name) of every job either side names: what --live reads."""
+def wanted(both: Sides) -> list[Wanted]:
+    """The lists that find every job either side names (one per kind and namespace): what --live reads;
+    and, where kubeflow.org/v1 jobs are, their pods and run records (whether a run has started)."""
     out = set()
     for side in (both.head, both.base):
         for jobs in side.jobs.values():
             for job in jobs.values():
-                out.add((job.bundle.job["apiVersion"], job.kind, job.namespace, job.name))
-    return out
+                group, _, version = job.bundle.job["apiVersion"].rpartition("/")
+                out.add(Wanted(group, version, job.plan_facts.plural(job.kind) or "", job.kind, job.namespace))
+                if job.bundle.job["apiVersion"] == KUBEFLOW_V1:
+                    out.add(Wanted("", "v1", "pods", "Pod", job.namespace))
+                    out.add(Wanted("apps", "v1", "controllerrevisions", "ControllerRevision", job.namespace))
+    return sorted(out)
+
+
+def make(sources: list[Path], *, base: str, env: Optional[str], accepts: list[tuple[str, str, str]],
+         read_live: Optional[LiveReader], now: datetime) -> Plan:
+    """The plan of merging the working tree over `base`; `read_live` reads the cluster (None: offline).
+
+    Raises what compiling raises (`PlanInputError`, `SideInvalid`, `UnknownEnvironment`),
+    `BadTrailer` and `LiveNeedsOneEnvironment`; the reader's own errors propagate."""
+    both = compile_sides(sources, base, env)
+    try:
+        trailers = words.accepts(both.accepts)
+    except words.BadAccept as exc:
+        raise BadTrailer(str(exc)) from None
+    states = None
+    if read_live is not None:
+        names = environments(both)
+        if len(names) > 1:
+            raise LiveNeedsOneEnvironment(names)
+        states = live.index(read_live(wanted(both)))
+    return assemble(both, states=states, accepts=accepts + trailers, now=now)
 
 
 def _queued(job: Optional[Job]) -> bool:
-    if job is None or job.queue is None:
-        return False
-    adapter = BY_KIND.get(job.kind)
-    return adapter is None or adapter.facts.kueue_unmanaged is None  # TrainJobs are Kueue's too
+    return job is not None and job.queue is not None and job.plan_facts.kueue_manages(job.kind)
 
 
 def _git_suspended(job: Optional[Job]) -> bool:
@@ -73,9 +127,8 @@ def _git_suspended(job: Optional[Job]) -> bool:
 
 
 def _ttl(job: Optional[Job]) -> Optional[int]:
-    if job is None or job.kind == "TrainJob":
-        return None
-    value = (job.rendered["spec"].get("runPolicy") or {}).get("ttlSecondsAfterFinished")
+    path = job.plan_facts.ttl if job is not None else None
+    value = at_path(job.rendered, path) if job is not None and path is not None else None
     return None if value is None else int(value)
 
 
@@ -90,18 +143,21 @@ def _fields(pair: Pair, both: Sides, env: str) -> list[Position]:
 
 def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states: Optional[LiveIndex],
          now: datetime) -> tuple[JobPlan, gpumod.Row]:
+    running = adoption.live_job(pair, states)
+    pair, adopting = adoption.adopted(pair, running) if running is not None else (pair, [])
     old, new = pair.old, pair.new
     shown = new or old
     assert shown is not None
     watched = old if pair.change in ("rename", "delete") else new
     assert watched is not None
-    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name))) if states is not None else None
+    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name)), states) \
+        if states is not None else None
     state = found.state if found else "unknown"
     judged = "Suspended" if state == "unknown" and _git_suspended(old) else state
-    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new))
+    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new), found.started if found else None)
     if pair.change == "update":
         assert old is not None and new is not None
-        aspects = job_aspects(old.rendered, new.rendered)
+        aspects = job_aspects(old.rendered, new.rendered, new.plan_facts)
         other_objects(old.objects, new.objects, aspects)
         verdict = judge.update(aspects, ctx)
         lead = words.update_lead(aspects)
@@ -121,16 +177,29 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         namespace=shown.namespace, name=shown.name, kind=shown.kind, change=pair.change,
         renamed_from=f"{old.namespace}/{old.name}" if pair.change == "rename" and old else None,
         source=shown.origin, line=shown.doc.start[0], fields=positions,
-        gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
+        gpus=Gpus(old.gpus if old else new.gpus if running is not None and new else 0, new.gpus if new else 0),
+        state=state,
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
     )
+    verdict.clauses += adopting
     if found is not None and found.source and found.source != watched.origin:
         verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
                                f" {watched.origin}: another spec owns that job")
     plan.summary = words.summary(pair.change, lead, verdict.clauses, unchanged_fields=bool(positions))
+    plan.throws_away = _throws_away(plan, found, (old or watched).gpus, now)
     row = gpumod.Row(plan.key, plan.namespace, plan.queue, pair.change, old, new, tuple(plan.hazards))
     return plan, row
+
+
+STOPS = (("kills-run", "kills"), ("restarts-run", "restarts"), ("suspends-run", "suspends"))
+
+
+def _throws_away(plan: JobPlan, found: Optional[live.Live], gpus: int, now: datetime) -> Optional[str]:
+    """`kills nlp/bert at 62%, 3 h 10 min left, 96 GPU-hours of progress` (the plan's headline)."""
+    verb = next((v for hazard, v in STOPS if hazard in plan.hazards), None)
+    price = found.price(gpus, now) if found is not None and verb else None
+    return f"{verb} {plan.renamed_from or plan.key} {price}" if price else None
 
 
 def _anchor(new: Optional[Job], positions: list[Position]) -> Optional[Position]:
@@ -162,7 +231,7 @@ def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[st
             notes.append(f"environment {env} is gone from trainforge.yaml: its jobs go when train-compile argocd or flux"
                          " output drops its Application or Kustomization")
         envs.append(EnvironmentPlan(
-            name=env, target=env_setting[0], controller=None if env_setting[0] == "trainer-v2" else env_setting[1],
+            name=env, target=env_setting[0], controller=None if api(env_setting[0]).plan.pod_maker else env_setting[1],
             jobs=jobs, gpus=total, hours=hours, notes=notes,
             namespaces=gpumod.groups(rows, lambda r: r.namespace), queues=gpumod.groups(rows, lambda r: r.queue)))
     return Plan(both.ref, envs, live=states is not None, assumptions=list(ENGINE_ASSUMPTIONS))

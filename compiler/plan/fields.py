@@ -19,6 +19,7 @@ from compiler.plan.model import Position
 from compiler.plan.sides import Job
 from compiler.reading.resolve import deep_merge
 from compiler.reading.validation import format_path
+from foundation.jsondiff import ABSENT, leaves
 from schemas.loader import Document, Loc
 
 
@@ -33,42 +34,29 @@ def resolved(job: Job) -> dict[str, Any]:
     return {"metadata": {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}, "spec": spec}
 
 
-def _leaves(value: Any, loc: Loc) -> list[Loc]:
-    if isinstance(value, dict) and value:
-        return [leaf for k in value for leaf in _leaves(value[k], loc + (k,))]
-    if _items(value):
-        return [leaf for i, item in enumerate(value) for leaf in _leaves(item, loc + (i,))]
-    return [loc]
-
-
 def _items(value: Any) -> bool:
     """A non-empty list of mappings: compared item by item."""
     return isinstance(value, list) and bool(value) and all(isinstance(i, dict) for i in value)
 
 
+def _descend(old: Any, new: Any) -> Optional[list[tuple[Any, Any, Any]]]:
+    """Mappings key by key (the head's order, then what only the base has), lists of mappings item
+    by item; a side that lacks a subtree is walked down the other's, so every leaf of it counts."""
+    if isinstance(old, dict) and isinstance(new, dict) or (
+            old is ABSENT and isinstance(new, dict) and new) or (new is ABSENT and isinstance(old, dict) and old):
+        before, after = ({} if old is ABSENT else old), ({} if new is ABSENT else new)
+        keys = list(after) + [k for k in before if k not in after]
+        return [(k, before.get(k, ABSENT), after.get(k, ABSENT)) for k in keys]
+    if (_items(old) or old is ABSENT) and (_items(new) or new is ABSENT):
+        before, after = ([] if old is ABSENT else old), ([] if new is ABSENT else new)
+        return [(i, before[i] if i < len(before) else ABSENT, after[i] if i < len(after) else ABSENT)
+                for i in range(max(len(before), len(after)))]
+    return None
+
+
 def changed(old: Any, new: Any, loc: Loc = ()) -> list[Loc]:
     """The leaves that differ between `old` and `new` (either side's, where one lacks them)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[Loc] = []
-        for key in list(new) + [k for k in old if k not in new]:
-            if key not in old:
-                out += _leaves(new[key], loc + (key,))
-            elif key not in new:
-                out += _leaves(old[key], loc + (key,))
-            else:
-                out += changed(old[key], new[key], loc + (key,))
-        return out
-    if _items(old) and _items(new):
-        out = []
-        for i in range(max(len(old), len(new))):
-            if i >= len(old):
-                out += _leaves(new[i], loc + (i,))
-            elif i >= len(new):
-                out += _leaves(old[i], loc + (i,))
-            else:
-                out += changed(old[i], new[i], loc + (i,))
-        return out
-    return [] if old == new else [loc]
+    return [path for path, _, _ in leaves(old, new, _descend, loc)]
 
 
 def spec_fields(old: Job, new: Job) -> list[Position]:

@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Optional
 
 from compiler.plan.model import GpuHours, Gpus, Group
 from compiler.plan.sides import Job
+from compiler.targets.base import at_path
 
 NEW_RUN = ("restarts-run",)
 
@@ -59,10 +60,7 @@ def budget(job: Optional[Job]) -> Optional[float]:
 
 def suspended_in_git(job: Job) -> bool:
     """Suspended in git and not Kueue's (a queued job's suspend is Kueue's to flip)."""
-    rendered = job.rendered
-    spec = rendered["spec"]
-    flag = spec.get("suspend") if rendered["kind"] == "TrainJob" else (spec.get("runPolicy") or {}).get("suspend")
-    return bool(flag) and job.queue is None
+    return bool(at_path(job.rendered, job.plan_facts.suspend)) and job.queue is None
 
 
 def _sum(values: Iterable[Optional[float]]) -> Optional[float]:

@@ -3,9 +3,14 @@
 The change class and the aspects of a change pick entries of `compiler.plan.hazards.RULES`
 for the environment's setting; the job's state (`unknown` offline) keeps those that can
 hold in it. Where entries meet, the one that decides wins: a suspend or a resume decides
-what becomes of a shape change (no pods run to mix, or the resumed run takes the new spec);
-on a queued job a change of pod counts or containers is Kueue's to act on (it stops and
-re-queues the job) before the controller's; a finished job runs nothing of an edit.
+what becomes of a change of the pods (no pods run to mix, or the resumed run takes the new
+spec); on a queued job a change of pod counts or containers is Kueue's to act on (it stops and
+re-queues the job) before the controller's; a finished job runs nothing of an edit. Under
+train-controller an edit is deferred to the next run exactly when the run spec changes
+(`Aspects.run_spec`, foundation.runs.spec: the controller's own rule); under the upstream
+operator the pods mix when what it builds pods from changes (`Aspects.pod_spec`). A run that
+`--live` shows has not started takes the change instead (foundation.runs.started, the
+controller's rule too).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from compiler.plan import hazards as table
 from compiler.plan.aspects import Aspects
 from compiler.plan.hazards import Effect
 from compiler.plan.model import HAZARDS
-from schemas.upstream import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
+from foundation.frameworks.base import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
+from schemas.durations import prose
 
 SCOPE_DOES = {"job": "restarts the whole job as one attempt (every pod, one new attempt)",
               "pod": "restarts on its own beside the running pods"}
@@ -46,6 +52,7 @@ class Context:
     state: str = "unknown"  # the old job's state (the job's own for a create or an update)
     queued: bool = False  # Kueue manages the job (a queue label on a kind it integrates)
     ttl: Optional[int] = None  # the head's ttlSecondsAfterFinished
+    started: Optional[bool] = None  # its run has started (foundation.runs.started; None: not known, offline)
 
     @property
     def rules(self) -> dict[str, Effect]:
@@ -56,17 +63,9 @@ class Context:
         return table.CONTROLLER_NAMES[self.setting[1]]
 
 
-def duration(seconds: int) -> str:
-    """`90` -> 1 min 30 s, `86400` -> 24 h: how a sentence says a TTL or an age."""
-    hours, rest = divmod(int(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours} h" if hours else "", f"{minutes} min" if minutes else "", f"{secs} s" if secs else ""]
-    return " ".join(p for p in parts if p) or "0 s"
-
-
 def ttl(verdict: Verdict, ctx: Context) -> None:
     if ctx.ttl is not None and "ttl" in ctx.rules:
-        verdict.add(ctx.rules["ttl"], ctx.state, controller=ctx.controller, ttl=duration(ctx.ttl))
+        verdict.add(ctx.rules["ttl"], ctx.state, controller=ctx.controller, ttl=prose(ctx.ttl))
 
 
 def update(a: Aspects, ctx: Context) -> Verdict:
@@ -92,10 +91,9 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["suspend"], state, **fill)
     elif before and not after:
         v.add(rules["resume"], state, **fill)
-    if a.shape:
-        _shape(v, a, ctx, suspended=before and after, changes_suspend=before != after)
-    if a.run_policy and "run-policy" in rules:
-        v.add(rules["run-policy"], state, fields=", ".join(f"runPolicy.{f}" for f in a.run_policy), **fill)
+    if a.changes_pods:
+        _pods(v, a, ctx, suspended=before and after, changes_suspend=before != after)
+    _run_policy(v, a, ctx)
     if a.queue is not None and a.queue[1] is not None:
         v.add(rules["queue"], state)
     if a.runtime and "runtime" in rules:
@@ -107,35 +105,52 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["moved"], state, moved=a.moved[0])
     if a.metadata and not v.clauses:
         v.add(rules["metadata"], state)
-    if state in table.FINISHED and (a.shape or a.run_policy or any(a.suspend)) and "finished" in rules:
+    if state in table.FINISHED and (a.changes_pods or a.run_policy or any(a.suspend)) and "finished" in rules:
         v.add(rules["finished"], state, state=state)
     ttl(v, ctx)
     return v
 
 
-def _shape(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_suspend: bool) -> None:
+def _run_policy(v: Verdict, a: Aspects, ctx: Context) -> None:
+    """The run policy the controller reads live, and the fields it took once (`run-policy-held`)."""
+    held = ctx.rules.get("run-policy-held")
+    kept = [f for f in a.run_policy if held is not None and f in held.only]
+    live = [f for f in a.run_policy if f not in kept]
+    for effect, fields in ((ctx.rules.get("run-policy"), live), (held, kept)):
+        if effect is not None and fields:
+            v.add(effect, ctx.state, fields=", ".join(f"runPolicy.{f}" for f in fields), controller=ctx.controller)
+
+
+def _pods(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_suspend: bool) -> None:
+    """A change of the pods of a run: what the setting's controller does with it."""
     rules, state = ctx.rules, ctx.state
+    held = rules.get("pod-spec-held")  # replica types the controller made once (the mpi-operator's launcher)
+    kept = [t for t in a.templates if held is not None and t in held.only]
+    if kept:
+        v.add(held, state)  # no resume brings the change to them
     if ctx.queued and a.containers and "kueue-reshape" in rules and not changes_suspend:
         v.add(rules["kueue-reshape"], state)
         return
+    if kept and not (a.replicas or set(a.templates) - set(kept) or a.job_fields or a.scheduling_policy
+                     or a.restart_scope):
+        return  # only what the controller holds changed
     if suspended:
         v.add(rules["suspended"], state)
         return
     if changes_suspend:
         return  # suspended now (no pods to mix) or resumed (the new run takes the new spec)
-    scale_only = (a.elastic is not None and set(a.replicas) <= {SCALED_REPLICA_TYPE} and not a.templates
-                  and not a.job_fields and not a.scheduling_policy and not a.restart_scope)
-    if scale_only and "elastic-scale" in rules:
+    ours = ctx.setting[1] == table.OURS  # train-controller keeps the run spec (the gang and the scope too)
+    # an elastic job's Worker count is read live by both controllers: nothing else changed, it scales
+    scaled = a.elastic is not None and SCALED_REPLICA_TYPE in a.replicas
+    if scaled and not a.pod_spec and not (ours and a.run_spec) and "elastic-scale" in rules:
         v.add(rules["elastic-scale"], state, workers=a.replicas[SCALED_REPLICA_TYPE][1])
-        return
     if a.restart_scope and "restart-scope" in rules:
         scope = a.restart_scope[1]
         v.add(rules["restart-scope"], state, scope=f"{a.restart_scope[0]} -> {scope}", scope_does=SCOPE_DOES.get(
             scope, SCOPE_DOES["pod"]))
-    ours = ctx.setting[1] == table.OURS  # train-controller holds schedulingPolicy and the scope with the run
-    if "shape" in rules and (a.replicas or a.templates or a.job_fields or (ours and (
-            a.scheduling_policy or a.restart_scope))):
-        v.add(rules["shape"], state)
+    if "pod-spec" in rules and (a.run_spec if ours else a.pod_spec):
+        # train-controller holds a change of a started run only; one that has not started takes it
+        v.add(rules["not-started"] if ours and ctx.started is False else rules["pod-spec"], state)
     elif a.scheduling_policy and not ours and "run-policy" in rules:  # upstream: its PodGroup follows
         v.add(rules["run-policy"], state, fields="runPolicy.schedulingPolicy", controller=ctx.controller)
 

@@ -60,6 +60,7 @@ class JobPlan:
     summary: str = ""
     queue: Optional[str] = None
     anchor: Optional[Position] = None  # where a GitHub annotation goes (None: no head spec)
+    throws_away: Optional[str] = None  # --live: `kills nlp/bert at 62%, ...` when the change stops a reporting run
 
     @property
     def key(self) -> str:
@@ -75,6 +76,7 @@ class JobPlan:
             "accepted": list(self.accepted),
             "positions": [{"field": p.path, "file": p.file, "line": p.line, "col": p.col} for p in self.fields],
             "queue": self.queue,
+            "throwsAway": self.throws_away,
         }
 
 

@@ -23,6 +23,7 @@ from compiler.diagnostics import Diagnostic
 from compiler.emit.source import bundle_objects, source_of
 from compiler.pipeline import Result, UnknownEnvironment, compile_sources
 from compiler.plan import revision
+from compiler.targets.base import PlanFacts
 from schemas.bundle import Bundle
 from schemas.loader import Document, load_file
 
@@ -68,6 +69,11 @@ class Job:
     @property
     def rendered(self) -> dict[str, Any]:
         return self.objects[-1]
+
+    @property
+    def plan_facts(self) -> PlanFacts:
+        """What the plan reads about jobs of this one's target (compiler.targets)."""
+        return self.bundle.api.plan
 
     @cached_property
     def pods(self) -> list[tuple[str, int, int]]:

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from foundation.frameworks import adapter, by_kind
-from compiler.targets import kubeflow_v1_rules
-from compiler.targets.base import TargetApi, gpus_in
+from foundation.frameworks import BY_KIND, adapter, by_kind
+from compiler.targets import kubeflow_v1_rules, roles
+from compiler.targets.base import PlanFacts, TargetApi, gpus_in
 from compiler.targets.lowering import lower
 
 if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
     from compiler.reading.resolve import Target
     from schemas.bundle import Bundle
-    from schemas.trainjob import Resources
+    from schemas.trainjob import Resources, Role
 
 
 def _lower(target: "Target") -> "Bundle":
@@ -41,17 +41,19 @@ def _queue(target: "Target") -> Iterator["Diagnostic"]:
     unmanaged = adapter(target.spec.framework).facts.kueue_unmanaged
     if queue is None or unmanaged is None:
         return
-    from compiler.targets import supporting  # the table imports this module
+    from compiler.targets import TARGETS, supporting  # the table imports this module
 
     framework, loc = target.spec.framework, ("scheduling", "queue")
+    kind = adapter(framework).facts.kind
     written = target.view.written(loc)
     where = "" if written else f" (the default of environment '{target.env_name}' in trainforge.yaml)"
     unqueued = ("remove scheduling.queue" if written else
                 f"write scheduling.queue: null for environment '{target.env_name}' to run it unqueued")
-    kind = adapter(framework).facts.kind
-    others = [name for name in supporting(framework) if name != API.name]
-    instead = (f"set environments.{target.env_name}.target: {others[0]} in trainforge.yaml (Kueue manages its"
-               " TrainJobs), or " if others else "")
+    # the other targets that run the framework and whose jobs Kueue manages (asked by the v1 kind:
+    # their own jobs of it are another kind, which the table cannot name before lowering)
+    others = [name for name in supporting(framework) if name != API.name and TARGETS[name].plan.kueue_manages(kind)]
+    instead = (f"set environments.{target.env_name}.target: {' or '.join(others)} in trainforge.yaml (Kueue manages"
+               f" {'its' if len(others) == 1 else 'their'} jobs), or " if others else "")
     yield target.view.error(
         loc,
         f"queue '{queue}'{where} would be ignored: {unmanaged}, so this kubeflow.org/v1 {kind} gets no"
@@ -67,10 +69,13 @@ def pod_templates(bundle: "Bundle") -> list[tuple[str, str]]:
 
 def role_resources(bundle: "Bundle") -> dict[str, Optional["Resources"]]:
     spec = bundle.target.spec
-    return {
-        plan.replica_type: spec.resources if plan.accelerated else plan.resources
-        for plan in bundle.adapter.plan(spec)
-    }
+    return {plan.replica_type: roles.resources(spec, plan) for plan in bundle.adapter.plan(spec)}
+
+
+def role_entries(bundle: "Bundle") -> dict[str, Optional["Role"]]:
+    """Each replica type's `roles` entry (its placement replaces the job's: overlays/scheduling.py)."""
+    spec = bundle.target.spec
+    return {plan.replica_type: roles.entry(spec, plan) for plan in bundle.adapter.plan(spec)}
 
 
 def pod_names(target: "Target") -> list[str]:
@@ -114,9 +119,17 @@ API = TargetApi(
     pod_templates=pod_templates,
     program_container=lambda bundle: bundle.adapter.facts.container,
     role_resources=role_resources,
+    role_entries=role_entries,
     pod_names=pod_names,
     pods=pods,
     whole_pod_templates=True,
+    plan=PlanFacts(
+        reader="replica-specs",
+        suspend=("spec", "runPolicy", "suspend"),
+        ttl=("spec", "runPolicy", "ttlSecondsAfterFinished"),
+        plural=lambda kind: BY_KIND[kind].facts.plural if kind in BY_KIND else None,
+        kueue_manages=lambda kind: by_kind(kind).facts.kueue_unmanaged is None,
+    ),
     upstream_admission=True,
     operator_init_containers=operator_init_containers,
 )

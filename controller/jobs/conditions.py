@@ -8,12 +8,13 @@ at all once `Failed` is True. Everything works on the status as a plain JSON dic
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from foundation.cluster.kube import (
     timestamp,  # the conditions' times (also cond.timestamp to callers)
 )
+from foundation.runs.clock import parse_time  # RFC 3339, as every rule on runs reads it (also cond.parse_time)
 
 CREATED, RUNNING, RESTARTING, SUCCEEDED, SUSPENDED, FAILED = (
     "Created",
@@ -23,17 +24,6 @@ CREATED, RUNNING, RESTARTING, SUCCEEDED, SUSPENDED, FAILED = (
     "Suspended",
     "Failed",
 )
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """RFC 3339 (any precision or offset); None when absent or unreadable."""
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def reason(kind: str, suffix: str) -> str:

@@ -4,7 +4,7 @@ For one replica type: group the observed pods by their `replica-index` label int
 slices, decide which indexes need a pod, which pods are surplus (index >= replicas),
 which failed pods restart (delete + recreate under the same name: `OnFailure`,
 `Always`, or `ExitCode` with exit code >= 128 or unknown) and which fail the job
-(`ExitCode` with 1-127), and count the replica status. The reconciler executes the
+(`ExitCode` with 1-127; foundation.runs.exits), and count the replica status. The reconciler executes the
 returned plan; nothing here talks to the API server.
 """
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.jobs import status as st
+from foundation.runs import exits
 from schemas import upstream
 
 log = logging.getLogger(__name__)
@@ -61,10 +62,6 @@ def slices(objs: Iterable[dict[str, Any]], replicas: int) -> list[list[dict[str,
     return [grouped.get(i, []) for i in range(size)]
 
 
-def retryable_exit(code: int) -> bool:
-    return code >= 128  # includes the 0xbeef "unknown" sentinel
-
-
 def plan_pods(pods: list[dict[str, Any]], replica_type: str, replica: dict[str, Any], *, container: str) -> PodPlan:
     plan = PodPlan(replica_type)
     wanted = int(replica.get("replicas", 1))
@@ -86,10 +83,10 @@ def plan_pods(pods: list[dict[str, Any]], replica_type: str, replica: dict[str, 
         if code != st.EXIT_CODE_UNKNOWN:
             plan.exited.append((pod, code))
         if (pod.get("status") or {}).get("phase") == "Failed":
-            if policy in ("OnFailure", "Always") or (policy == "ExitCode" and retryable_exit(code)):
+            if exits.retries(policy, code):  # 0xbeef, the "unknown" sentinel, retries under ExitCode
                 if not terminating and pod not in plan.delete:
                     plan.restart.append(pod)
-            elif policy == "ExitCode":
+            elif policy == exits.EXIT_CODE:
                 plan.permanent_failure = True
         counted.append(pod)
     plan.counts = st.count(counted)

@@ -30,7 +30,7 @@ from controller.jobs.kinds import Kind
 from controller.jobs.status import Ctx
 from controller.runtime.informer import Informer
 from foundation.cluster.kube import Resource
-from controller.runtime.writes import Writes, key_of
+from controller.runtime.writes import Writes
 from schemas import quantity, upstream
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ class PodGroups:
             return not self.scheduler.volcano  # a new Volcano group has no phase yet
         owner = ownership(current, ctx.job)
         if owner == FOREIGN:
-            log.warning("%s: PodGroup %s/%s is controlled by another object; not managing it", key_of(ctx),
+            log.warning("%s: PodGroup %s/%s is controlled by another object; not managing it", ctx.key,
                         ctx.namespace, ctx.name)
         elif owner == OURS and spec_differs(self.scheduler, current.get("spec") or {}, wanted):
             self._update(writes, current, wanted)

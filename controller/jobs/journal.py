@@ -3,7 +3,8 @@
 At INFO train-controller says, each line opening with the job's key (`Kind/namespace/name`):
 a state change (the job's newest true condition, as kubectl's STATE column, the Argo CD health
 check and `train-compile status` read it, with the reason and message of what changed), a
-restart (a pod deleted to be created again, or a whole-job restart), a deletion (the job past
+restart (a pod deleted to be created again, a whole-job restart, or a run that had not started
+taking an edit of the job), a deletion (the job past
 its `ttlSecondsAfterFinished`; the pods and Services a finish, a failure or a suspension
 cleans up; pods a scale-down removes), and a pod stuck past its threshold (controller.jobs.stuck).
 Everything else a pass does is DEBUG; what went wrong is WARNING or ERROR as before. The
@@ -16,7 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from controller.jobs.stuck import Stuck, duration
+from controller.jobs.stuck import Stuck
+from schemas.durations import go  # the threshold as its flag takes it
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,10 @@ def job_restarting(key: str, message: str) -> None:
     log.info("%s: %s", key, message)
 
 
+def spec_applied(key: str, change: str) -> None:
+    log.info("%s: the run had not started: its pods are created again from the changed spec (%s)", key, change)
+
+
 def cleaned(key: str, *, pods: int, services: int, why: str) -> None:
     if pods or services:
         log.info("%s: deleted %d pod(s) and %d service(s) (%s)", key, pods, services, why)
@@ -66,5 +72,5 @@ def ttl_deleted(key: str, ttl: Any) -> None:
 
 
 def stuck(key: str, pod: Stuck, threshold: float) -> None:
-    log.info("%s: pod %s stuck in %s for more than %s: %s", key, pod.pod, pod.reason, duration(threshold),
+    log.info("%s: pod %s stuck in %s for more than %s: %s", key, pod.pod, pod.reason, go(threshold),
              pod.message or "(no message)")

@@ -1,7 +1,7 @@
 """The kinds the controller runs: each one's adapter (`foundation/frameworks/<kind>.py`).
 
 The adapter holds every fact about a kind, for the compiler and the controller alike: its
-shape (`Facts`), its rendezvous environment, and what the Training Operator does with it
+layout (`Facts`), its rendezvous environment, and what the Training Operator does with it
 (`Adapter.operator`: defaulting, master role, status rule, validation). The controller
 reads them through `Kind` and never branches on a kind's name.
 """

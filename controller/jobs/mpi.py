@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from foundation.frameworks.base import Launcher
+from foundation.frameworks.operator import pod_restart_policy
 from foundation.frameworks.mpi import CONFIG_MOUNT, is_gpu_launcher
 from controller.jobs import conditions as cond
 from controller.jobs import desired, journal
@@ -37,7 +38,8 @@ from foundation.cluster.kube import (
     SERVICEACCOUNTS,
     Resource,
 )
-from controller.runtime.writes import EXISTED, Writes, key_of
+from controller.runtime.writes import EXISTED, Writes
+from foundation.frameworks.operator import MASTER_ROLE
 from schemas import upstream
 
 if TYPE_CHECKING:
@@ -122,7 +124,7 @@ def _pod(job: dict[str, Any], kind: Kind, replica_type: str, name: str, labels: 
     replica = _specs(job, kind)[replica_type]
     template = jsondata.copy(replica.get("template") or {})
     meta, spec = template.get("metadata") or {}, template.get("spec") or {}
-    spec["restartPolicy"] = desired.pod_restart_policy(replica)
+    spec["restartPolicy"] = pod_restart_policy(replica)
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": job["metadata"]["namespace"],
@@ -159,7 +161,7 @@ def launcher_pod(job: dict[str, Any], kind: Kind, *, options: desired.Options = 
     assert init is not None and init.replica_type == launcher.replica_type, f"{kind.name}: no launcher init container"
     name = launcher_name(job, kind)
     labels = {**desired.base_labels(job, kind), upstream.TYPE_LABEL: launcher.replica_type.lower(),
-              upstream.ROLE_LABEL: upstream.MASTER_ROLE}
+              upstream.ROLE_LABEL: MASTER_ROLE}
     pod = _pod(job, kind, launcher.replica_type, name, labels)
     spec = pod["spec"]
     if not spec.get("serviceAccountName"):
@@ -241,7 +243,7 @@ class MPI:
             if index >= wanted:
                 if len(existing) > wanted and not pod["metadata"].get("deletionTimestamp"):
                     writes.delete(ctx, PODS, pod)
-                    journal.scaled_down(key_of(ctx), pod["metadata"]["name"], workers, wanted)
+                    journal.scaled_down(ctx.key, pod["metadata"]["name"], workers, wanted)
             else:
                 by_index[index] = pod
         for index in range(wanted):

@@ -3,53 +3,58 @@
 The order is upstream's `ReconcileJobs` (semantics §6): skip jobs managed elsewhere or
 being deleted or with unobserved creates/deletes; validate; default in memory; (the
 autoscaled kind's HPA;) then finished-job cleanup and TTL, or suspend, or (resume,) failure
-limits, (the gang PodGroup, which may hold the pods back,) then the pod and service
+limits, (the gang PodGroup, which may keep the pods waiting,) then the pod and service
 pass and the framework's status rule. Unlike upstream, the pods a suspension deleted are
 left out of everything after it while they terminate (controller.jobs.runs); after the
-resume step the pass works on its run's shape, not the job's spec as edited
-(controller.jobs.run_revisions: a finished job's edit and a suspension are recorded there
+resume step the pass works on its run's spec, not the job's spec as edited
+(controller.jobs.run_records: a finished job's edit and a suspension are recorded there
 too); under restart scope job a retryable exit restarts every pod as one attempt, before
 the failure limits would see it (controller.jobs.restarts); and a running pass says which
 pods are stuck past the threshold (controller.jobs.stuck), its next wake the sooner of the
 deadline and the next waiting pod's threshold. Each thing that happens to a job is one INFO
 line (controller.jobs.journal). Status goes to `/status` with the cached resourceVersion as
 precondition, and only when it differs from what is stored (`lastReconcileTime` ignored), so
-a settled job costs zero write requests. A job whose shape the code cannot read fails at
-validation, as one the webhook refuses (controller.jobs.shapes). Errors propagate to the
+a settled job costs zero write requests. A malformed job (one the code cannot read) fails at
+validation, as one the webhook refuses (controller.jobs.malformed). Errors propagate to the
 manager, which retries with backoff (controller.runtime.bugs).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from controller.jobs import checks, defaults, desired, diff, journal, restarts, run_policy, runs, shapes, stuck
+from controller.jobs import checks, desired, diff, journal, malformed, restarts, run_policy, runs, stuck
 from controller.jobs import conditions as cond
 from controller.jobs import status as st
 from controller.jobs.addons import Gang, JobStep, PodPass
 from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.retiring import Retirer
-from controller.jobs.run_revisions import RunRevisions
-from foundation.cluster import errors
-from foundation import jsondata
+from controller.jobs.run_records import RunRecords
 from controller.runtime.burst import Held
 from controller.runtime.creates import CreatePool
 from controller.runtime.events import EventRecorder
 from controller.runtime.expectations import Expectations
 from controller.runtime.informer import Informer
-from foundation.cluster.kube import PODS, SERVICES, Client, Resource
 from controller.runtime.workqueue import WorkQueue
-from controller.runtime.writes import Writes, job_key, key_of
+from controller.runtime.writes import Writes, job_key
+from foundation import jsondata
+from foundation.progress.protocol import carry_progress
+from foundation.cluster import errors
+from foundation.cluster.kube import PODS, SERVICES, Client, Resource
+from foundation.frameworks.defaulting import defaulted
 from schemas import upstream
 
 log = logging.getLogger(__name__)
 
 EXITED = "ExitedWithCode"  # upstream's reason for a pod seen terminated (semantics §4)
+COALESCE = 2.0  # seconds a change of replica counts alone may wait for the job's next change (_counts_wait)
 
 
 class InvalidJob(Exception):
@@ -83,14 +88,16 @@ class Reconciler:
     pod_passes: dict[str, PodPass] = field(default_factory=dict)  # by kind: a pass of its own (MPI's)
     job_steps: dict[str, JobStep] = field(default_factory=dict)  # by kind: run first in every pass (HPA)
     held: Held | None = None  # --pods-first: Services and plain status writes wait out a pod burst (controller.runtime.burst)
-    revisions: RunRevisions | None = None  # each run's shape (controller.jobs.run_revisions); None: the spec as it is
+    records: RunRecords | None = None  # each run's record (controller.jobs.run_records); None: the spec as it is
     stuck_after: float = 0.0  # seconds a pod may wait for a stuck reason before its job says so (0: never)
 
     def __post_init__(self) -> None:
-        self.writes = Writes(self.client, self.expectations, emit=self._emit, retry=self.queue.add_rate_limited,
+        self.writes = Writes(self.client, self.expectations, emit=self._emit_for, retry=self.queue.add_rate_limited,
                              held=self.held)
         self.retirer = Retirer(self.writes, self.pods, self.creates)
         self.stuck = stuck.Reported()  # which stuck pods were said, and how many are stuck now (the gauge)
+        self._counts_since: dict[str, float] = {}  # job key -> when a change of its replica counts alone was held
+        self._counts_lock = threading.Lock()
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -101,20 +108,21 @@ class Reconciler:
         if job is None or run_policy.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
             if job is None:
                 self.expectations.forget(key)
+                self._counts_since.pop(key, None)
             self._drop_held(key)
             self.stuck.forget(key)
             return None
         if not self.expectations.satisfied(key):
             return self.expectations.next_deadline(key)
-        bad_shape = shapes.problems(job, kind)
-        problems = bad_shape or checks.problems(job, kind)
+        bad = malformed.problems(job, kind)
+        problems = bad or checks.problems(job, kind)
         if problems:
             self._drop_held(key)
             self.stuck.forget(key)
             return self._invalid(key, job, kind, problems,
-                                 retry=not bad_shape and kind.operator.reconciler_check is not None)
+                                 retry=not bad and kind.operator.reconciler_check is not None)
         held = self.held.held_status(key) if self.held is not None else None
-        ctx = st.Ctx(kind=kind, job=defaults.apply(job, kind), pods={}, now=self.clock(),
+        ctx = st.Ctx(kind=kind, job=defaulted(job, kind), pods={}, now=self.clock(),
                      status=jsondata.copy(held if held is not None else job.get("status") or {}))
         ctx.set(cond.CREATED, why="Created", message=f"{kind.name} {ctx.name} is created.")
         pods = self.owned(ctx.job, kind, self.pods, PODS)
@@ -123,9 +131,15 @@ class Reconciler:
             if step is not None:
                 step.reconcile(self.writes, ctx)  # upstream's step 0: before the finished/suspended branches
             wake = self._run(key, ctx, job, pods)
+            if self.records is not None:
+                self.records.settle(ctx)  # the run's record, if its create went out beside the pods
             if not ctx.deleted:
-                self._write_status(job, kind, ctx.status, key=key,
-                                   hold=not ctx.deferred and not cond.is_finished(ctx.status))
+                hold = not ctx.deferred and not cond.is_finished(ctx.status)
+                later = self._counts_wait(key, job, ctx.status) if hold else None
+                if later is None:
+                    self._write_status(job, kind, ctx.status, key=key, hold=hold)
+                else:  # only replica counts moved: they wait for the job's next change, at most COALESCE
+                    wake = later if wake is None else min(wake, later)
             for action in ctx.deferred:
                 action()
         finally:
@@ -136,31 +150,34 @@ class Reconciler:
         policy = run_policy.run_policy(ctx.job).get("cleanPodPolicy")
         if cond.is_finished(ctx.status):
             self.stuck.forget(key)
-            if self.revisions is not None:
-                self.revisions.finished(self.writes, ctx, job)
+            if self.records is not None:
+                self.records.finished(self.writes, ctx, job)
             self._clean(ctx, pods=pods, policy=policy, finished=True)
             run_policy.succeeded_absorbs_active(ctx.status)
             return self._ttl(job, ctx)
         if run_policy.is_suspended(ctx.job):
             self.stuck.forget(key)
-            if self.revisions is not None:
-                self.revisions.suspended(self.writes, ctx)  # the run ends (controller.jobs.run_revisions)
+            if self.records is not None:
+                self.records.suspended(self.writes, ctx)  # the run ends (controller.jobs.run_records)
             self._mark_previous_run(ctx, pods)
             self._clean(ctx, pods=pods, policy=policy, finished=False)
             run_policy.suspend(ctx)
             return None
         run_policy.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
-        if self.revisions is not None:  # from here on ctx.job is the run's (controller.jobs.revisions)
-            self.revisions.begin(self.writes, ctx, job)
+        superseded: list[dict[str, Any]] = []  # pods of a run replaced before it started (controller.jobs.run_records)
+        if self.records is not None:  # from here on ctx.job is the run's (foundation.runs.spec)
+            pods, superseded = self.records.begin(self.writes, ctx, job, pods)
         whole_job = ctx.run is not None and ctx.run.whole_job
         if whole_job:
             pods = restarts.older_attempts(ctx, pods)
         self.retirer.retire(ctx, [p for p in ctx.previous.values() if not p["metadata"].get("deletionTimestamp")])
+        self.retirer.retire(ctx, [p for p in superseded if not p["metadata"].get("deletionTimestamp")], mark=False)
         message = run_policy.failure_message(ctx, pods, requeues=self.queue.num_requeues(key), per_pod=not whole_job)
         if message is None and whole_job:
             message, pods = restarts.end_attempt(ctx, pods, commit=self._commit_attempt, retire=self.retirer.retire)
-        ctx.hold_pods = whole_job and bool(ctx.previous)  # no pod of a new attempt beside one of the old
+        # no pod of a new attempt beside one of the old, nor of a replaced run beside one of the run it replaced
+        ctx.awaiting_old_attempt = bool(superseded) or (whole_job and bool(ctx.previous))
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
             ctx.event("Normal", why="Failed", message=message)
@@ -185,7 +202,7 @@ class Reconciler:
     def _stuck(self, key: str, ctx: st.Ctx, pods: list[dict[str, Any]]) -> float | None:
         """Say each pod stuck past the threshold once (controller.jobs.stuck); seconds until the next
         waiting pod will be. Not while the job has finished or a whole-job restart retires an attempt."""
-        if self.stuck_after <= 0 or cond.is_finished(ctx.status) or ctx.hold_pods:
+        if self.stuck_after <= 0 or cond.is_finished(ctx.status) or ctx.awaiting_old_attempt:
             self.stuck.forget(key)
             return None
         found, wake = stuck.stuck(pods, now=ctx.now, threshold=self.stuck_after)
@@ -219,7 +236,7 @@ class Reconciler:
                 self.create_pod(ctx, rtype=rtype, index=index)
             for pod in plan.delete:
                 self.writes.delete(ctx, PODS, pod)
-                journal.scaled_down(key_of(ctx), pod["metadata"]["name"], rtype, int(replica.get("replicas", 1)))
+                journal.scaled_down(ctx.key, pod["metadata"]["name"], rtype, int(replica.get("replicas", 1)))
             for pod in plan.restart:
                 ctx.deferred.append(lambda pod=pod: self._restart_pod(ctx, pod))
                 msg = f"job {ctx.name} is restarting because {rtype} replica(s) failed."
@@ -256,13 +273,14 @@ class Reconciler:
         """A failed pod deleted so the next pass creates it again (its status is written by now)."""
         self.writes.delete(ctx, PODS, pod)
         code = st.exit_code(pod, ctx.kind.facts.container)
-        journal.pod_restarted(key_of(ctx), pod["metadata"]["name"], None if code == st.EXIT_CODE_UNKNOWN else code)
+        journal.pod_restarted(ctx.key, pod["metadata"]["name"], None if code == st.EXIT_CODE_UNKNOWN else code)
 
     def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str, message: str) -> None:
-        """A whole-job restart decided: on the run's revision, then its one Event, sent now."""
-        assert self.revisions is not None
-        self.revisions.commit_attempt(self.writes, ctx, attempt=attempt, cause=cause)
-        journal.job_restarting(key_of(ctx), message)
+        """A whole-job restart decided: on the run's record, then its one Event, sent now."""
+        assert self.records is not None
+        self.records.settle(ctx)
+        self.records.commit_attempt(self.writes, ctx, attempt=attempt, cause=cause)
+        journal.job_restarting(ctx.key, message)
         self.recorder.event(ctx.job, "Warning", reason=cond.reason(ctx.kind.name, "Restarting"), message=message,
                             component=ctx.kind.facts.operator_name, wait=True)
 
@@ -283,7 +301,7 @@ class Reconciler:
                 self.writes.delete(ctx, SERVICES, svc)
         for svc in by_name.values():  # left by a cleanup cut short
             self.writes.delete(ctx, SERVICES, svc)
-        journal.cleaned(key_of(ctx), pods=len(cleaned), services=len(services),
+        journal.cleaned(ctx.key, pods=len(cleaned), services=len(services),
                         why=f"cleanPodPolicy {policy}" if finished else "suspended")
         if self.gang is not None:
             self.gang.delete(self.writes, ctx)
@@ -296,7 +314,7 @@ class Reconciler:
             return remaining
         meta = job["metadata"]
         self.writes.delete_unexpected(job_resource(ctx.kind), job)
-        journal.ttl_deleted(key_of(ctx), run_policy.run_policy(ctx.job).get("ttlSecondsAfterFinished"))
+        journal.ttl_deleted(ctx.key, run_policy.run_policy(ctx.job).get("ttlSecondsAfterFinished"))
         ctx.deleted = True
         ctx.events.append(("Normal", "SuccessfulDeleteJob", f"Deleted job: {meta['name']}"))
         return None
@@ -329,6 +347,7 @@ class Reconciler:
                       hold: bool = False) -> bool:
         """PUT `status` unless the cache holds it already; with --pods-first a plain pass's write
         (`hold`) waits out a pod burst, and any other write replaces what was held for the job."""
+        carry_progress(status, job.get("status") or {})  # the endpoint's field, never the pass's
         if not status.get("replicaStatuses"):
             # upstream's field is a Go map with omitempty: an empty one is not written at all
             # (a job suspended at creation has none); the parity test holds us to that
@@ -348,9 +367,35 @@ class Reconciler:
         journal.state(job_key(kind.name, meta.get("namespace", ""), meta["name"]), job.get("status") or {}, status)
         return True
 
+    def _counts_wait(self, key: str, job: dict[str, Any], status: dict[str, Any]) -> float | None:
+        """Seconds a status whose only change is its replica counts waits before it is written, or
+        None to write now. The counts of an 8-pod job move with each pod that starts or ends, a
+        second or so apart, and each was a write of its own, a third of the status writes in `make
+        bench-scale` (bench/README.md). Held at most COALESCE s from the first such pass, the next
+        change of a condition, a start or completion time takes them along, as upstream's busy
+        work queue folds them; nothing else waits, and a held count is the next leader's to write."""
+        now = time.monotonic()
+        old = job.get("status") or {}
+        counts_only = _comparable(status) != _comparable(old) and all(
+            status.get(k) == old.get(k) for k in set(status) | set(old) if k not in ("replicaStatuses", "lastReconcileTime"))
+        with self._counts_lock:
+            if not counts_only:
+                self._counts_since.pop(key, None)
+                return None
+            first = self._counts_since.setdefault(key, now)
+            left = COALESCE - (now - first)
+            if left <= 0:
+                del self._counts_since[key]
+                return None
+        return left
+
     def _drop_held(self, key: str) -> None:
         if self.held is not None:
             self.held.drop_status(key)
+
+    def _emit_for(self, ctx: st.Ctx, events: list[st.Event]) -> None:
+        """The Events of a pass's write answered after the pass (a held create)."""
+        self._emit(ctx.job, ctx.kind, events)
 
     def _emit(self, job: dict[str, Any], kind: Kind, events: list[st.Event]) -> None:
         """The pass's Events, in order; its pod exits, and its stuck pods, when more than one, as one

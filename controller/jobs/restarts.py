@@ -4,16 +4,16 @@ Distributed training is all-or-nothing: when one rank dies the others block in N
 torchrun's rendezvous, so re-creating the one failed pod (upstream's per-pod restart)
 brings back a rank into a gang that is stuck. Under restart scope `job` a retryable exit of
 any pod of the current attempt ends the attempt: attempt n+1 is written on the run's
-ControllerRevision (controller.jobs.run_revisions), which makes every pod of attempt n (each
+run record (controller.jobs.run_records), which makes every pod of attempt n (each
 carries its attempt) one of the previous attempt, counted once against `backoffLimit`; every
 such pod is deleted, and once all are gone all are created again as attempt n+1. Which exits are retryable is the replica's
-`restartPolicy`, as upstream decides it: `OnFailure` and `Always` any failure, `ExitCode` an
-exit code of 128 or more (or none known), `Never` none. A permanent exit (`Never`, `ExitCode`
+`restartPolicy`, as upstream decides it (foundation.runs.exits): `OnFailure` and `Always` any
+failure, `ExitCode` an exit code of 128 or more (or none known), `Never` none. A permanent exit (`Never`, `ExitCode`
 1-127) fails the job by upstream's rules, as under scope `pod`. A pod of the attempt
 deleted by someone else (an eviction, `kubectl delete`) is a retryable exit of unknown code
 unless its policy is `Never`.
 
-Why the pods run with `restartPolicy: Never` under scope job (controller.jobs.revisions.stamp):
+Why the pods run with `restartPolicy: Never` under scope job (controller.jobs.run_record.stamp):
 with `OnFailure` or `Always` the kubelet restarts the failed container in place, the pod
 never fails and the controller learns of the exit only from a `restartCount` that has
 already moved, after that rank is back beside the stuck ones: the mixing this scope exists
@@ -31,10 +31,10 @@ from typing import Any
 from controller.jobs import conditions as cond
 from controller.jobs import runs
 from controller.jobs import status as st
-from controller.jobs.diff import retryable_exit as retryable_code
-from controller.jobs.revisions import ATTEMPT, RESTART_CAUSE, annotation, attempt_of
+from controller.jobs.run_record import ATTEMPT, RESTART_CAUSE, annotation, attempt_of
 from controller.jobs.run_policy import backoff_message, run_policy
 from controller.jobs.status import Ctx
+from foundation.runs import exits
 from schemas.upstream import TYPE_LABEL
 
 
@@ -87,8 +87,7 @@ def ending_exit(pods: list[dict[str, Any]], replicas: dict[str, Any], *, contain
             code = None
         else:
             continue
-        policy = _replica(replicas, pod).get("restartPolicy")
-        if policy in ("OnFailure", "Always") or (policy == "ExitCode" and (code is None or retryable_code(code))):
+        if exits.retries(_replica(replicas, pod).get("restartPolicy"), code):
             found = found or Exit(pod["metadata"]["name"], code)
         else:
             return None
@@ -115,7 +114,7 @@ def message(kind: str, name: str, *, cause: str, attempt: int, backoff_limit: An
 
 
 # ---------------------------------------------------------------------- a pass's part (on its Ctx)
-# (ctx, attempt, cause, message): the attempt recorded on the revision, then its Event sent
+# (ctx, attempt, cause, message): the attempt recorded on the run record, then its Event sent
 Commit = Callable[[Ctx, int, str, str], None]
 Retire = Callable[[Ctx, list[dict[str, Any]]], None]  # mark and delete pods
 
@@ -127,7 +126,7 @@ def older_attempts(ctx: Ctx, pods: list[dict[str, Any]]) -> list[dict[str, Any]]
     pods, older = split_attempts(pods, ctx.run.attempt)
     if older and not cond.is_true(ctx.status, cond.RESTARTING):
         ctx.set(cond.RESTARTING, why="Restarting", message=message(
-            ctx.kind.name, ctx.name, cause=annotation(ctx.run.revision, RESTART_CAUSE) or "a pod ended",
+            ctx.kind.name, ctx.name, cause=annotation(ctx.run.record, RESTART_CAUSE) or "a pod ended",
             attempt=ctx.run.attempt, backoff_limit=run_policy(ctx.job).get("backoffLimit")))
     ctx.previous.update({p["metadata"]["name"]: p for p in older})
     return pods
@@ -136,7 +135,7 @@ def older_attempts(ctx: Ctx, pods: list[dict[str, Any]]) -> list[dict[str, Any]]
 def end_attempt(ctx: Ctx, pods: list[dict[str, Any]], *, commit: Commit,
                 retire: Retire) -> tuple[str | None, list[dict[str, Any]]]:
     """(a failure message, the pods left current): past backoffLimit a retryable exit fails the
-    job with upstream's backoff message; below it the next attempt is committed on the revision
+    job with upstream's backoff message; below it the next attempt is committed on the run record
     (the one point where a restart is counted) and its Event sent at once (`commit`: a pass's
     Events otherwise go after its deletes, and a controller killed in a 64-pod restart would
     lose it), the status says why, and every pod of the ended attempt is retired once that

@@ -30,7 +30,7 @@ What was not chosen, and why:
 - remembering the pods' uids in memory: lost with the process.
 
 A whole-job restart (controller.jobs.restarts) ends an attempt instead of a run: its pods
-are told apart by their attempt annotation, older than the one on the run's revision (one
+are told apart by their attempt annotation, older than the one on the run's record (one
 write for all of them, instead of a mark per pod: controller.jobs.retiring says why); while
 they terminate they count for nothing either, and no pod of the next attempt is created
 until all are gone.
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
-MARK = "train-controller.trainforge.dev/deleted-for"  # annotation on the pod; the value says why
+from foundation.runs.record import PREVIOUS as MARK  # annotation on the pod; the value says why
 SUSPENDED = "suspend"
 
 

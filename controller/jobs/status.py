@@ -18,8 +18,10 @@ from typing import Any
 
 from controller.jobs import conditions as cond
 from controller.jobs.conditions import FAILED, RESTARTING, RUNNING, SUCCEEDED
-from foundation.frameworks.operator import StatusRule
 from controller.jobs.kinds import Kind
+from controller.runtime.creates import Batch
+from controller.runtime.writes import job_key
+from foundation.frameworks.operator import StatusRule
 from schemas.upstream import INDEX_LABEL, JOB_NAME_LABEL, OPERATOR_LABEL, TYPE_LABEL
 
 EXIT_CODE_UNKNOWN = 0xBEEF  # upstream's sentinel when the default container has no exit code
@@ -42,11 +44,13 @@ class Ctx:
     # records the decision is written: if that write loses a race, nothing was deleted
     deferred: list[Callable[[], None]] = field(default_factory=list)
     deleted: bool = False  # the job itself was deleted in this pass (TTL): nothing to write
-    creates: Any = None  # the pass's open controller.runtime.creates.Batch: creates started, not yet answered
+    creates: Batch | None = None  # the pass's open batch: creates started, not yet answered
     # pods of a suspended run still terminating, by name: not counted, their names not reused (controller.jobs.runs)
     previous: dict[str, dict[str, Any]] = field(default_factory=dict)
-    run: Any = None  # the run's controller.jobs.run_revisions.Run (None: a finished or suspended job's pass)
-    hold_pods: bool = False  # create no pod in this pass (a whole-job restart waits for the old attempt to go)
+    run: Any = None  # the run's controller.jobs.run_records.Run (None: a finished or suspended job's pass)
+    # a whole-job restart waits for every pod of the old attempt to be gone, a replaced run for every pod
+    # of the run it replaced: no pod is created in this pass
+    awaiting_old_attempt: bool = False
 
     @property
     def name(self) -> str:
@@ -55,6 +59,27 @@ class Ctx:
     @property
     def namespace(self) -> str:
         return str(self.job["metadata"].get("namespace", "default"))
+
+    @property
+    def key(self) -> str:
+        """The job's work-queue key, `Kind/namespace/name` (controller.runtime.writes.job_key)."""
+        return job_key(self.kind.name, self.namespace, self.name)
+
+    def admit_pod(self, pod: dict[str, Any]) -> bool:
+        """Whether the pass may create `pod` now, stamping it with its run's record if so: not
+        while a previous run's pod still holds its name (controller.jobs.runs), nor while a
+        whole-job restart waits for the old attempt (controller.jobs.restarts)."""
+        if pod["metadata"]["name"] in self.previous or self.awaiting_old_attempt:
+            return False
+        if self.run is not None:
+            self.run.stamp(pod)  # the run's record (and attempt) on the pod (controller.jobs.run_records)
+        return True
+
+    def before_delete(self, pod: dict[str, Any]) -> None:
+        """Before the pass deletes one of the job's pods while its run goes on: the run's start
+        stays written somewhere (controller.jobs.run_records, Run.before_delete)."""
+        if self.run is not None and not cond.is_finished(self.status):
+            self.run.before_delete(pod)
 
     @property
     def replicas(self) -> dict[str, Any]:

@@ -3,9 +3,9 @@
 A pod that cannot pull its image, lacks a Secret, crash-loops or fits on no node leaves its job
 `Created` or `Running`, exactly as upstream's operator does: the conditions stay upstream's (the
 Kubeflow SDK, Argo CD and Flux read them), so what is wrong is said beside them. Once a pod of
-a running job has waited longer than `threshold` for one of `schemas.podstate.STUCK` (measured
-from when the wait began: `schemas.podstate`), the reconciler gets the pod, its reason and its
-message from `stuck` and says so once: a Warning Event on the job, reason `{Kind}PodStuck` (the
+a running job is stuck (`foundation.runs.stuck`: it has waited `threshold` for a reason it
+cannot get past alone, the rule `train-compile status` applies too), the reconciler gets the
+pod, its reason and its message from `stuck` and says so once: a Warning Event on the job, reason `{Kind}PodStuck` (the
 recorder folds repeats and, past 10 on a job, combines them, as client-go's correlator), an INFO
 log line with the job's key, and the `trainforge_stuck_pods{controller,reason}` gauge
 (controller.runtime.metrics). A pod still short of the threshold gives the pass the seconds
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from controller.jobs import conditions as cond
-from schemas.podstate import why
+from foundation.runs.stuck import wait_of
+from schemas.durations import go  # the threshold as its flag takes it
 
 REASON = "PodStuck"  # the Event's reason, after the kind's name
 KEPT = 65536  # (pod uid, reason) pairs remembered as reported (the oldest forgotten past it)
@@ -41,37 +41,24 @@ class Stuck:
     waited: float  # seconds since the wait began
 
 
-def duration(seconds: float) -> str:
-    """`3m`, `90s` -> `1m30s`, `2h`: how the threshold reads in a message."""
-    whole = int(round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
-    return "".join(parts) or "0s"
-
-
 def stuck(pods: list[dict[str, Any]], *, now: datetime, threshold: float) -> tuple[list[Stuck], float | None]:
     """(the pods stuck past `threshold` s, by name; the seconds until the next waiting pod will be)."""
     found: list[Stuck] = []
     wake: float | None = None
-    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+    for pod in pods:
+        wait = wait_of(pod, now=now, threshold=threshold)
+        if wait is None:
+            continue
         meta = pod["metadata"]
-        if meta.get("deletionTimestamp"):
-            continue
-        said = why(pod)
-        if not said.stuck:
-            continue
-        began = cond.parse_time(said.since)
-        waited = (now - began).total_seconds() if began is not None else threshold
-        if waited >= threshold:
-            found.append(Stuck(meta["name"], str(meta.get("uid", "")), said.reason, said.message, waited))
+        if wait.stuck:
+            found.append(Stuck(meta["name"], str(meta.get("uid", "")), wait.reason, wait.message, wait.waited))
         else:
-            wake = min(threshold - waited, wake if wake is not None else threshold)
-    return found, wake
+            wake = min(wait.left, wake if wake is not None else threshold)
+    return sorted(found, key=lambda s: s.pod), wake
 
 
 def event_message(pod: Stuck, threshold: float) -> str:
-    text = f"Pod {pod.pod} is stuck in {pod.reason} for more than {duration(threshold)}"
+    text = f"Pod {pod.pod} is stuck in {pod.reason} for more than {go(threshold)}"
     return f"{text}: {pod.message}" if pod.message else text
 
 

@@ -2,7 +2,7 @@
 
 The API server's refusals (foundation.cluster.errors) and invalid jobs (reconcile.InvalidJob) are
 expected and say so in one log line per retry. Anything else is a bug in the controller,
-or a job shape nobody thought of, and must neither kill the worker thread (it used to
+or a job nobody thought of, and must neither kill the worker thread (it used to
 escape for all but five exception types) nor print a traceback on every backoff step (it
 used to for those five). So the manager catches every `Exception`, counts it in
 `controller_runtime_reconcile_panics_total` (and in errors), retries the key with the work

@@ -8,7 +8,7 @@ or its absence); another error lowers the expectation again, is recorded as a Fa
 when the object's kind is announced, and fails the pass (retried with backoff); success of an
 announced kind is its `SuccessfulCreate{Kind}` / `SuccessfulDelete{Kind}` Event. And so are the
 reconciler's own writes: the job's `/status`, its deletion when its TTL has passed, the
-adoption of an orphan, a pod's suspension mark, and the runs' ControllerRevisions.
+adoption of an orphan, a pod's suspension mark, and the runs' records (ControllerRevisions).
 
 Expectations are raised in one place (`_expect`) and lowered in one (`_unexpect`, when a request
 will bring no watch event), whichever way a create travels: at once; inside a pod pass with a
@@ -19,8 +19,13 @@ other side (the manager's handlers).
 
 What differs between children is data, given per call: whether the kind is announced with
 Events (pods, services, PodGroup deletes: as upstream; MPI's helpers and PodGroup creates:
-not), whether an expectation is kept (an HPA, a revision, the job itself have none: nothing
+not), whether an expectation is kept (an HPA, a run record, the job itself have none: nothing
 waits for their watch), the noun of its Event message.
+
+This is plumbing: it knows requests, expectations and Events, not jobs. What it needs of a
+reconcile pass is the small `Pass` protocol: the job's key, the pass's Events and open create
+batch, and `admit_pod`, the pass's own answer to whether a pod may be created now (the run
+semantics behind that answer are controller.jobs', not this module's).
 """
 
 from __future__ import annotations
@@ -28,15 +33,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from foundation.cluster import errors
 from controller.runtime.burst import Held
 from controller.runtime.expectations import Expectations, Item
+from foundation.cluster import errors
 from foundation.cluster.kube import PODS, SERVICES, Client, Resource
-
-if TYPE_CHECKING:
-    from controller.jobs.kinds import Kind  # the job's kind, passed through to `emit`
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +47,47 @@ CREATED, EXISTED = "created", "existed"
 
 
 def job_key(kind: str, namespace: str, name: str) -> str:
+    """The work queue's key of a job: `Kind/namespace/name`."""
     return f"{kind}/{namespace}/{name}"
 
 
-def key_of(ctx: Any) -> str:
-    return job_key(ctx.kind.name, ctx.namespace, ctx.name)
+class CreateBatch(Protocol):
+    """A pass's open batch of creates (controller.runtime.creates.Batch)."""
+
+    def add(self, res: Resource, obj: dict[str, Any], send: Callable[..., None]) -> None: ...
+
+    def wait(self) -> None: ...
+
+
+class Pass(Protocol):
+    """What the write path needs of one reconcile pass (module docstring)."""
+
+    @property
+    def key(self) -> str:
+        """The job's work-queue key (`job_key`): expectations and retries are counted by it."""
+        ...
+
+    @property
+    def events(self) -> list[Event]:
+        """The pass's Events, in order: a write appends its outcome's."""
+        ...
+
+    @property
+    def creates(self) -> CreateBatch | None:
+        """The pass's open batch of pod and Service creates, if any."""
+        ...
+
+    def admit_pod(self, pod: dict[str, Any]) -> bool:
+        """Whether `pod` may be created now (False: the create answers EXISTED, nothing is sent);
+        the pass may mark the pod on the way."""
+        ...
+
+    def before_delete(self, pod: dict[str, Any]) -> None:
+        """Called before one of the job's pods is deleted (the pass may write what the pod showed)."""
+        ...
+
+
+P = TypeVar("P", bound=Pass)
 
 
 def expectation_item(res: Resource, name: str) -> Item:
@@ -70,15 +108,15 @@ def _written(answer: Any) -> dict[str, Any] | None:
 
 
 @dataclass
-class Writes:
+class Writes(Generic[P]):
     """Creates, deletes, updates and patches the reconciler makes (module docstring).
 
-    `emit` records Events on a job outside a pass (a held create answered later); `retry`
-    queues a job again with backoff (a held create that failed)."""
+    `emit` records Events on a pass's job after the pass (a held create answered later);
+    `retry` queues a job again with backoff (a held create that failed)."""
 
     client: Client
     expectations: Expectations
-    emit: Callable[[dict[str, Any], Kind, list[Event]], None]
+    emit: Callable[[P, list[Event]], None]
     retry: Callable[[str], None]
     held: Held | None = None
 
@@ -98,15 +136,13 @@ class Writes:
             self.expectations.created(key, item)
 
     # ------------------------------------------------------------------ a job's children: creates
-    def create(self, ctx: Any, res: Resource, obj: dict[str, Any], *, announce: bool = True) -> str:
-        """Create `obj` for the job of `ctx`; CREATED, or EXISTED when AlreadyExists (also when
-        the create was only started: a batch or a held create answers later)."""
-        if res is PODS:
-            if obj["metadata"]["name"] in ctx.previous or ctx.hold_pods:
-                return EXISTED  # a previous run's pod still holds the name, or any pod (controller.jobs.runs)
-            if ctx.run is not None:
-                ctx.run.stamp(obj)  # the run's revision (and attempt) on the pod (controller.jobs.run_revisions)
-        key, item = key_of(ctx), expectation_item(res, obj["metadata"]["name"])
+    def create(self, ctx: P, res: Resource, obj: dict[str, Any], *, announce: bool = True) -> str:
+        """Create `obj` for the job of `ctx`; CREATED, or EXISTED when AlreadyExists or the pass
+        does not admit the pod (also CREATED when the create was only started: a batch or a held
+        create answers later)."""
+        if res is PODS and not ctx.admit_pod(obj):
+            return EXISTED
+        key, item = ctx.key, expectation_item(res, obj["metadata"]["name"])
         if res is SERVICES and self.held is not None and self.held.in_burst():
             self._expect(key, item, held=True)
             self._hold(key, ctx, res, obj)
@@ -141,10 +177,9 @@ class Writes:
             self._unexpect(key, item)  # the watch will show no new object of ours
             raise
 
-    def _hold(self, key: str, ctx: Any, res: Resource, obj: dict[str, Any]) -> None:
+    def _hold(self, key: str, ctx: P, res: Resource, obj: dict[str, Any]) -> None:
         """Send the (held-expected) create once the pod burst is over (controller.runtime.burst)."""
         assert self.held is not None
-        job, kind = ctx.job, ctx.kind
         item = expectation_item(res, obj["metadata"]["name"])
 
         def send() -> None:
@@ -154,23 +189,25 @@ class Writes:
             except errors.AlreadyExists:
                 return
             except errors.ApiError as exc:
-                self.emit(job, kind, [failed_create_event(res, exc)])
+                self.emit(ctx, [failed_create_event(res, exc)])
                 log.warning("create %s %s/%s: %s (job retried)", res.kind, obj["metadata"]["namespace"],
                             obj["metadata"]["name"], exc)
                 self.retry(key)
                 return
-            self.emit(job, kind, [created_event(res, obj["metadata"]["name"])])
+            self.emit(ctx, [created_event(res, obj["metadata"]["name"])])
 
         self.held.create(send)
 
     # ------------------------------------------------------------------ a job's children: deletes
-    def delete(self, ctx: Any, res: Resource, obj: dict[str, Any], *, announce: bool = True,
+    def delete(self, ctx: P, res: Resource, obj: dict[str, Any], *, announce: bool = True,
                noun: str | None = None) -> None:
         """Delete `obj` (by uid) for the job of `ctx`; its Event names it `{noun}: name`
         (default: the kind in lower case, as upstream's pod and service Events)."""
         if ctx.creates is not None:
             ctx.creates.wait()  # the creates upstream's order puts first land first (or fail the pass)
-        key, meta = key_of(ctx), obj["metadata"]
+        if res is PODS:
+            ctx.before_delete(obj)
+        key, meta = ctx.key, obj["metadata"]
         item = expectation_item(res, meta["name"])
         self._expect(key, item, delete=True)
         try:
@@ -189,7 +226,7 @@ class Writes:
 
     # ------------------------------------------------------------------ writes nothing waits for
     def create_unexpected(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """Create an object no pass waits for (an HPA, a run's revision); the written object, or
+        """Create an object no pass waits for (an HPA, a run record); the written object, or
         None when it exists already (its ADDED event requeues the job)."""
         try:
             return _written(self.client.create(res, obj["metadata"]["namespace"], obj))
@@ -197,7 +234,7 @@ class Writes:
             return None
 
     def delete_unexpected(self, res: Resource, obj: dict[str, Any]) -> None:
-        """Delete `obj` by its uid (an HPA, a superseded revision, the job past its TTL); gone is done."""
+        """Delete `obj` by its uid (an HPA, a superseded run record, the job past its TTL); gone is done."""
         meta = obj["metadata"]
         try:
             self.client.delete(res, meta.get("namespace"), meta["name"], uid=meta.get("uid"))
@@ -213,7 +250,7 @@ class Writes:
     def patch(self, res: Resource, obj: dict[str, Any], body: dict[str, Any], *,
               content_type: str = "application/merge-patch+json") -> dict[str, Any]:
         """PATCH `obj` with `body` (a merge patch unless said otherwise): a pod's mark, an orphan's
-        adoption, a revision's annotations; the object as written. Its preconditions are the
+        adoption, a run record's annotations; the object as written. Its preconditions are the
         body's (a uid, a resourceVersion); errors propagate for the caller to judge."""
         meta = obj["metadata"]
         return self.client.patch(res, meta.get("namespace"), meta["name"], body, content_type=content_type)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol
 
 from foundation.frameworks.operator import Operator
+from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES
 
 if TYPE_CHECKING:
     from schemas.trainjob import Resources, TrainJobSpec
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 GROUP = "kubeflow.org"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
+# the replica type a scalable kind's scale subresource scales (every such v1 CRD's specReplicasPath)
+SCALED_REPLICA_TYPE = "Worker"
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,17 @@ class Facts:
     port: Optional[int]
     default_restart: str  # replica restartPolicy default
     operator_name: str  # training.kubeflow.org/operator-name value
-    scalable: bool = False  # CRD has the scale subresource (Worker replicas)
-    allowed_roles: tuple[str, ...] = ()  # names accepted under spec.roles
+    scalable: bool = False  # CRD has the scale subresource (SCALED_REPLICA_TYPE's replicas)
+    # the operator finds the program container by `container` (False: it runs the first container,
+    # whatever its name, and spec.roles.<role>.container may name it: MPI's operators)
+    container_by_name: bool = True
+    # spec.roles names, each a replica type by its lower-case name: `main_roles` are the ones
+    # `nodes` counts (no replicas of their own), `fixed_roles` one-pod roles always present (no
+    # replicas), `allowed_roles` extra roles that exist when listed, with replicas
+    main_roles: tuple[str, ...] = ("worker",)
+    fixed_roles: tuple[str, ...] = ()
+    allowed_roles: tuple[str, ...] = ()
+    removable_roles: tuple[str, ...] = ()  # main roles `replicas: 0` drops (tensorflow: no Chief)
     elastic: bool = False  # takes spec.elastic (the kind has an elastic policy)
     autoscaled: bool = False  # the operator keeps a HorizontalPodAutoscaler from elasticPolicy.metrics
     processes_per_node: bool = False  # takes an integer spec.processesPerNode (processes per pod)
@@ -65,6 +77,11 @@ class Facts:
     @property
     def api_version(self) -> str:
         return API_VERSION
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Every name spec.roles accepts, main roles first."""
+        return self.main_roles + self.fixed_roles + self.allowed_roles
 
 
 @dataclass(frozen=True)
@@ -85,6 +102,11 @@ class ReplicaPlan:
     command: Optional[list[str]] = None
     args: Optional[list[str]] = None
     inherit_command: bool = True
+    role: str = ""  # its name under spec.roles; "" is the replica type in lower case
+
+    def __post_init__(self) -> None:
+        if not self.role:
+            object.__setattr__(self, "role", self.replica_type.lower())
 
 
 @dataclass(frozen=True)
@@ -177,15 +199,13 @@ class TrainerV2:
     integer `processesPerNode` (`auto` leaves it to the runtime)."""
 
     runtime: str
-    program_jobs: tuple[str, ...] = ("node",)
+    program_jobs: tuple[str, ...] = (NODE,)
     reserved_env: tuple[str, ...] = ()
     processes: Optional[Callable[["TrainJobSpec"], Optional[int]]] = None
 
     @property
     def ml_policy(self) -> str:
         """The mlPolicy source of its stock runtime (a fact of the Trainer release)."""
-        from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
-
         return STOCK_RUNTIMES[self.runtime].ml_policy
 
     def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]:
@@ -215,18 +235,33 @@ class Adapter:
         return self.facts.name
 
 
+class KindLike(Protocol):
+    """An adapter, or what wraps one (the controller's `Kind`): what the pure rules on a kind's
+    jobs read (its facts and its operator's defaulting and rules)."""
+
+    @property
+    def facts(self) -> Facts: ...
+
+    @property
+    def operator(self) -> Operator: ...
+
+
 def role_plan(spec: "TrainJobSpec", role: str, replica_type: str) -> Optional[ReplicaPlan]:
     """A non-program role (ps, server, evaluator...) from `spec.roles`, or None if absent."""
     entry = spec.roles.get(role)
-    if entry is None or entry.replicas == 0:
+    if entry is None:
+        return None
+    replicas = 1 if entry.replicas is None else entry.replicas
+    if replicas == 0:
         return None
     return ReplicaPlan(
         replica_type=replica_type,
-        replicas=entry.replicas,
+        replicas=replicas,
         accelerated=False,
         resources=entry.resources,
         command=entry.command,
         args=entry.args,
+        role=role,
     )
 
 

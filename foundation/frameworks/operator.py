@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 # (replicas of the job, replica type, index) -> whether that pod gets job-role: master
 MasterRole = Callable[[Mapping[str, Any], str, int], bool]
+MASTER_ROLE = "master"  # schemas.upstream.ROLE_LABEL's one value, on the pods each kind's `master_role` picks
 # (facts, spec, replica specs, runPolicy) -> None: defaults written into the (copied) spec
 Defaults = Callable[["Facts", dict[str, Any], dict[str, Any], dict[str, Any]], None]
 # job -> [] or [the first problem]: what upstream's reconciler checks on a kind without a webhook
@@ -52,15 +53,17 @@ def first_of_each(replicas: Mapping[str, Any], replica_type: str, index: int) ->
 
 @dataclass(frozen=True)
 class WebhookRules:
-    """What differs between the v1 validating webhooks; every flag is one upstream `if`."""
+    """What differs between the v1 validating webhooks; every field is one upstream `if`, and
+    the replica types it names are the kind's own (`foundation.admission` holds the rules'
+    text, Python and CEL, and reads which apply, and to what, from here)."""
 
     any_replica_type: bool = False  # TFJob accepts any replica type; the others only their own
     quote_container: bool = False  # PaddleJob's message quotes the container name
-    master_exactly_one: bool = False  # Master.replicas must be set and be 1
-    others_at_least_one: bool = False  # any other replicas, when set, >= 1
-    master_required: bool = False
-    one_chief_or_master: bool = False
-    elastic: bool = False  # elasticPolicy needs Worker; nProcPerNode deprecated
+    exactly_one: Optional[str] = None  # this replica type, when present, must set replicas: 1
+    others_at_least_one: bool = False  # every other replica type's replicas, when set, >= 1
+    required: Optional[str] = None  # this replica type must be present
+    not_both: Optional[tuple[str, str]] = None  # a job may not have both replica types
+    elastic: Optional[str] = None  # elasticPolicy needs this replica type; nProcPerNode is deprecated
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,39 @@ def elastic_policy_schema(*, torch_rendezvous: bool) -> dict[str, Any]:
     return obj(fields)
 
 
+INT64 = {"type": "integer", "format": "int64"}
+QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+
+
+def run_policy() -> dict[str, Any]:
+    """Every v1 kind's `spec.runPolicy` (upstream's common RunPolicy), with its one default."""
+    return obj({
+        "activeDeadlineSeconds": INT64,
+        "backoffLimit": INT32,
+        "cleanPodPolicy": STRING,
+        "managedBy": STRING,
+        "schedulingPolicy": obj({
+            "minAvailable": INT32,
+            "minResources": {"type": "object", "additionalProperties": QUANTITY},
+            "priorityClass": STRING,
+            "queue": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": "spec.runPolicy.schedulingPolicy.queue is immutable"}]},
+            "scheduleTimeoutSeconds": INT32,
+        }),
+        "suspend": {"type": "boolean", "default": False},
+        "ttlSecondsAfterFinished": INT32,
+    })
+
+
+def replica_specs() -> dict[str, Any]:
+    """A v1 kind's `<x>ReplicaSpecs`: replica type -> replicas, restartPolicy and the pod template."""
+    return {"type": "object", "additionalProperties": obj({
+        "replicas": INT32,
+        "restartPolicy": STRING,
+        "template": ANY_OBJECT,
+    })}
+
+
 # ---------------------------------------------------------------------- defaulting
 def _replica_dicts(replicas: dict[str, Any]) -> list[dict[str, Any]]:
     return [value for value in replicas.values() if isinstance(value, dict)]
@@ -211,3 +247,24 @@ class Operator:
     # besides the replica specs
     spec_fields: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
+    # what the operator reads for a spec field left unset, at use time rather than by its
+    # defaulting: (path under spec, value), meaningful where the path's parent is set (PyTorch's
+    # rendezvous backend, MPI's slots); the importer's round trip counts unset as that value
+    implicit: tuple[tuple[tuple[str, ...], Any], ...] = ()
+
+    def with_implicit(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """`spec` (changed in place) with each `implicit` value where it is unset and its parent set."""
+        for path, value in self.implicit:
+            node: Any = spec
+            for key in path[:-1]:
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, dict) and node.get(path[-1]) is None:
+                node[path[-1]] = value
+        return spec
+
+
+def pod_restart_policy(replica: Mapping[str, Any]) -> str:
+    """The restartPolicy the operator writes into every pod of a replica, over the template's
+    own: the replica's, `ExitCode` as `Never` (the operator restarts those pods itself)."""
+    policy = replica.get("restartPolicy") or "Never"
+    return "Never" if policy == "ExitCode" else str(policy)

@@ -28,6 +28,7 @@ FACTS = Facts(
     port=9999,
     default_restart="Never",
     operator_name="xgboostjob-controller",
+    main_roles=("master", "worker"),
 )
 
 
@@ -70,6 +71,6 @@ ADAPTER = Adapter(
     ),
     operator=Operator(
         StatusRule(deciders=("Master",), running_with_outcome=True, restart="exit-code"),
-        only("Master"), webhook=WebhookRules(master_exactly_one=True, master_required=True),
+        only("Master"), webhook=WebhookRules(exactly_one="Master", required="Master"),
     ),
 )

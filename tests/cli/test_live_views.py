@@ -1,5 +1,5 @@
 """The pure views behind `status` and `logs`, on objects shaped as the API server returns
-them: a job's state, why a pod waits, whose field a drift is (managedFields), which paths
+them (a job's state is tests/foundation/test_run_state.py's): why a pod waits, whose field a drift is (managedFields), which paths
 a run's sources cover, durations, and how log bytes become prefixed lines."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from compiler.cli.live import clock
 from compiler.cli.live.drift import applier, differences, dotted, drift, owner
 from compiler.cli.live.logsource import Lines, Pick, expected_pods
-from compiler.cli.live.pods import POD_LABELS, pod_view
+from compiler.cli.live.pods import POD_LABELS, labels_for, pod_view
 from compiler.cli.live.specs import Scope
-from compiler.cli.live.state import JobState, job_state
+from foundation.runs.state import JobState, job_state
 from schemas.marks import SOURCE
 
 T0, T1, T2 = "2026-11-28T07:00:00Z", "2026-11-28T07:01:00Z", "2026-11-28T07:02:00Z"
@@ -26,23 +26,6 @@ def cond(ctype: str, status: str = "True", at: str = T1, **extra: str) -> dict[s
 def job(kind: str = "PyTorchJob", *conditions: dict[str, str], **status: object) -> dict[str, object]:
     return {"kind": kind, "metadata": {"creationTimestamp": T0},
             "status": {"conditions": list(conditions), **status}}
-
-
-@pytest.mark.parametrize(("obj", "expected"), [
-    (job("PyTorchJob"), JobState("Created", T0)),
-    (job("PyTorchJob", cond("Created", at=T0), cond("Running", at=T1)), JobState("Running", T1)),
-    (job("PyTorchJob", cond("Created", at=T0), cond("Running", "False", at=T2),
-         cond("Failed", at=T2, reason="PyTorchJobFailed", message="backoff")),
-     JobState("Failed", T2, "PyTorchJobFailed", "backoff")),
-    (job("TrainJob", cond("Complete", at=T2)), JobState("Succeeded", T2)),
-    (job("TrainJob", jobsStatus=[{"name": "node", "active": 1, "ready": 0}]),
-     JobState("Running", T0, "", "child Jobs are active (jobsStatus)")),
-    (job("TrainJob", jobsStatus=[{"name": "node", "active": 0, "ready": 0, "succeeded": 0}]), JobState("Created", T0)),
-], ids=["no condition yet reads Created since creation", "the newest true condition wins",
-        "a failure carries its reason and message", "a TrainJob's Complete reads Succeeded",
-        "a TrainJob with active child Jobs reads Running", "a TrainJob with no active child Job reads Created"])
-def test_a_jobs_state_is_its_newest_true_condition(obj, expected):
-    assert job_state(obj) == expected
 
 
 def pod(*, phase: str = "Pending", conditions: list[dict[str, str]] = (), statuses: list[dict[str, object]] = (),
@@ -80,11 +63,40 @@ def test_why_a_pod_waits(obj, why):
     assert (view.replica, view.index) == ("Worker", 2)
 
 
+def test_a_pod_waiting_for_a_stuck_reason_is_stuck_only_past_the_threshold():
+    """foundation.runs.stuck's rule, the controller's: waiting first, stuck once it has waited the threshold."""
+    obj = pod(statuses=[container({"waiting": {"reason": "ImagePullBackOff"}})])
+    obj["status"]["startTime"] = T0
+    read = datetime(2026, 11, 28, 7, 2, tzinfo=timezone.utc)  # 2 minutes after the wait began
+    assert not pod_view(obj, V1, now=read).stuck  # the default threshold: 3 minutes
+    assert pod_view(obj, V1, now=read, stuck_after=60).stuck
+    assert not pod_view(obj, V1, now=read, stuck_after=0).stuck
+    assert not pod_view(obj, V1).stuck  # no reading time (logs): nothing judged
+
+
 def test_a_trainer_pod_is_its_replicated_job_and_completion_index():
     labels = {"jobset.sigs.k8s.io/jobset-name": "llm", "jobset.sigs.k8s.io/replicatedjob-name": "node",
               "jobset.sigs.k8s.io/job-index": "0", "batch.kubernetes.io/job-completion-index": "3"}
     view = pod_view(pod(labels=labels), POD_LABELS["trainer.kubeflow.org"])
     assert (view.replica, view.index) == ("node", 3)
+
+
+def test_mpi_operator_pods_are_found_by_their_role_and_the_launcher_has_no_index():
+    """The mpi-operator v0.8.0 labels a v2beta1 MPIJob's pods with the job and a job-role, no
+    replica type; its launcher is a batch Job's pod with a generated name and no index."""
+    labels = POD_LABELS["kubeflow.org/v2beta1"]
+    own = {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/operator-name": "mpi-operator"}
+    launcher = pod(labels={**own, "training.kubeflow.org/job-role": "launcher", "job-name": "pi-launcher"})
+    worker = pod(labels={**own, "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": "1"})
+
+    assert labels_for("kubeflow.org/v2beta1") == labels and labels_for("kubeflow.org/v1") != labels
+    assert (pod_view(launcher, labels, replica_types=("Launcher", "Worker")).replica,
+            pod_view(launcher, labels).index) == ("Launcher", None)
+    assert (pod_view(worker, labels, replica_types=("Launcher", "Worker")).replica,
+            pod_view(worker, labels).index) == ("Worker", 1)
+    assert Pick(replica="launcher").wants(launcher, labels) and not Pick(replica="launcher").wants(worker, labels)
+    assert job_state({"kind": "MPIJob", "apiVersion": "kubeflow.org/v2beta1", "metadata": {"creationTimestamp": T0},
+                      "status": {"conditions": [cond("Created", at=T0), cond("Suspended", at=T1)]}}).state == "Suspended"
 
 
 ENGINE = {"manager": "argocd-controller", "operation": "Apply", "time": T0, "fieldsV1": {

@@ -1,9 +1,11 @@
 """`train-compile status` on jobs train-controller made pods for, each pod stuck for one
 reason a user hits: produced for real (kube-scheduler finds no node with 8 B200 GPUs;
 kwok's kubelet stages for a pull back-off, a missing Secret, a crash loop), one
-namespace and one controller for the module. The controller runs with a stuck threshold of
-1 s, so each stuck pod is also said on its job: one Warning Event, which `status` lists
-among the job's last Warning Events, and one INFO line in the controller's log."""
+namespace and one controller for the module. The controller and `status` run with a stuck
+threshold of 1 s (one rule, foundation.runs.stuck), so each stuck pod is also said on its job:
+one Warning Event, which `status` lists among the job's last Warning Events, and one INFO line
+in the controller's log. With the default threshold (3 minutes) the same pods are waiting:
+listed with their reasons, not stuck, and the exit code says nothing is wrong."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def stuck(pod_world, tmp_path_factory) -> Any:
         apply(pod_world, jobs)
         deadline = time.monotonic() + 120
         while True:  # until every stuck pod says why, on its pod and its job, and the healthy job runs
-            outcome = cli(pod_world, "status", jobs, "--format", "json")
+            outcome = status(pod_world, jobs, "--format", "json")
             doc = outcome.json
             reasons = {w["reason"] for j in doc["jobs"] for w in j.get("waiting", [])}
             said = {j["name"] for j in doc["jobs"] if any(e["reason"] == STUCK_REASON for e in j.get("events", []))}
@@ -58,6 +60,11 @@ def stuck(pod_world, tmp_path_factory) -> Any:
 
 
 THRESHOLD = "1s"
+
+
+def status(world: Any, jobs: Any, *args: str) -> Any:
+    """`status` with the controller's stuck threshold."""
+    return cli(world, "status", jobs, "--stuck-pod-threshold", THRESHOLD, *args)
 STUCK_REASON = "PyTorchJobPodStuck"
 STUCK_PODS = {"pulls": "ImagePullBackOff", "secretless": "CreateContainerConfigError", "crashes": "CrashLoopBackOff",
               "too-big": "Unschedulable"}
@@ -102,7 +109,7 @@ def test_the_healthy_job_shows_its_pods_by_replica_type_and_phase(stuck):
 
 def test_stuck_pods_make_the_exit_code_3_and_the_text_names_each(pod_world, stuck):
     jobs, ns, _ = stuck
-    outcome = cli(pod_world, "status", jobs)
+    outcome = status(pod_world, jobs)
     assert outcome.code == 3, outcome.stderr
     lines = outcome.stdout.splitlines()
     assert lines[0].startswith(f"environment {ENV} at https://127.0.0.1:")
@@ -123,17 +130,28 @@ def test_a_job_whose_pods_the_api_server_refuses_shows_the_controllers_warning_e
     assert event["reason"] == "FailedCreatePod"
     assert event["message"].startswith("Error creating: ") and event["message"].endswith(
         'pods "unclassed-master-0" is forbidden: no PriorityClass with name no-such-class was found')
-    block = _block(cli(pod_world, "status", jobs).stdout.splitlines(), f"{ns}/unclassed")
+    block = _block(status(pod_world, jobs).stdout.splitlines(), f"{ns}/unclassed")
     assert block[1:3] == ["  pods: no pods", "  warning events:"]
     assert re.fullmatch(r"    \S+ ago  FailedCreatePod( x\d+)?: " + re.escape(event["message"]), block[3]), block
 
 
 def test_markdown_marks_the_stuck_pods(pod_world, stuck):
     jobs, ns, _ = stuck
-    outcome = cli(pod_world, "status", jobs, "--format", "markdown")
+    outcome = status(pod_world, jobs, "--format", "markdown")
     assert outcome.code == 3
     assert f"| `{ns}/secretless` | PyTorchJob |" in outcome.stdout
     assert '- **stuck** secretless-master-0: CreateContainerConfigError: secret "hf-token" not found' in outcome.stdout
+
+
+def test_before_the_threshold_the_same_pods_are_waiting_not_stuck(pod_world, stuck):
+    jobs, ns, _ = stuck
+    outcome = cli(pod_world, "status", jobs, "--format", "json")  # the default threshold: 3m
+    assert outcome.code == 0, outcome.stdout
+    waiting = {w["pod"]: (w["reason"], w["stuck"]) for j in outcome.json["jobs"] for w in j["waiting"]}
+    assert waiting == {f"{name}-master-0": (reason, False) for name, reason in STUCK_PODS.items()}
+    assert outcome.json["summary"]["stuck"] == 0
+    block = _block(cli(pod_world, "status", jobs).stdout.splitlines(), f"{ns}/pulls")
+    assert block[2] == '  - pulls-master-0: Pending, ImagePullBackOff: Back-off pulling image "ghcr.io/acme/bert:9.9"'
 
 
 def _block(lines: list[str], head: str) -> list[str]:
@@ -158,7 +176,7 @@ def test_a_stuck_pod_is_one_warning_event_on_its_job_that_status_shows(pod_world
     assert event["message"] == (f"Pod {name}-master-0 is stuck in {STUCK_PODS[name]} for more than {THRESHOLD}: "
                                 f"{waiting['message']}"), event
     assert entry["state"] in ("Created", "Running")  # the conditions stay upstream's
-    block = _block(cli(pod_world, "status", jobs).stdout.splitlines(), f"{ns}/{name}")
+    block = _block(status(pod_world, jobs).stdout.splitlines(), f"{ns}/{name}")
     assert "  warning events:" in block
     assert any(line.endswith(f"{STUCK_REASON}: {event['message']}") for line in block), block
 

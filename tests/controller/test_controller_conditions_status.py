@@ -9,10 +9,10 @@ import pytest
 from controller_kit import job
 
 from controller.jobs import conditions as cond
-from controller.jobs import defaults
 from controller.jobs import status as st
 from controller.jobs.kinds import KINDS
 from schemas import upstream
+from foundation.frameworks.defaulting import defaulted
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -83,7 +83,7 @@ def test_nothing_changes_once_failed():
 
 def ctx_for(body, statuses, *, pods=None, status=None):
     kind = KINDS[body["kind"]]
-    body = defaults.apply({**body, "metadata": {**body["metadata"], "namespace": "ns"}}, kind)
+    body = defaulted({**body, "metadata": {**body["metadata"], "namespace": "ns"}}, kind)
     s = {"conditions": [], **(status or {}), "replicaStatuses": statuses}
     return st.Ctx(kind=kind, job=body, status=s, pods=pods or {}, now=T0)
 

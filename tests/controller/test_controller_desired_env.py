@@ -9,13 +9,14 @@ import json
 import pytest
 from controller_kit import container, job
 
-from controller.jobs import checks, defaults, desired
+from controller.jobs import checks, desired
 from controller.jobs.kinds import KINDS
+from foundation.frameworks.defaulting import defaulted
 
 
 def applied(body, ns="ns", uid="u-1"):
     body = {**body, "metadata": {**body["metadata"], "namespace": ns, "uid": uid}}
-    return defaults.apply(body, KINDS[body["kind"]])
+    return defaulted(body, KINDS[body["kind"]])
 
 
 def env(pod, name=None):

@@ -13,10 +13,11 @@ import pytest
 from controller_kit import env_of, job, settled, wait_for
 from test_controller_behaviour import events_of
 
-from controller.jobs import defaults, hpa
+from controller.jobs import hpa
 from controller.jobs.hpa import HPAS
 from controller.jobs.kinds import KINDS, job_resource
 from foundation.cluster.kube import SERVICES
+from foundation.frameworks import defaulting
 
 PT = job_resource(KINDS["PyTorchJob"])
 CPU = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}
@@ -30,7 +31,7 @@ def elastic(name: str, *, workers: int = 2, master: bool = False, **policy) -> d
 
 
 def defaulted(body: dict) -> dict:
-    body = defaults.apply(body, KINDS["PyTorchJob"])
+    body = defaulting.defaulted(body, KINDS["PyTorchJob"])
     body["metadata"].update(namespace="ns", uid="u-1")
     return body
 
@@ -107,13 +108,16 @@ def test_elastic_workers_follow_kubectl_scale_up_and_down(cluster, manager, cont
 
 def test_without_elastic_policy_a_scale_waits_for_the_next_run_whose_pods_see_the_new_world_size(
         cluster, manager, control_plane) -> None:
-    """Run integrity (controller.jobs.revisions): a non-elastic job's replica count is part of
-    its run's shape, so a scale of a running job adds no worker beside pods that count 2
+    """Run integrity (foundation.runs.spec): a non-elastic job's replica count is part of
+    its run's spec, so a scale of a running job adds no worker beside pods that count 2
     (upstream would create workers with WORLD_SIZE 4 beside them); it is announced once and
     taken by the next run."""
     cluster.apply(elastic("st", workers=1, master=True))
     first = cluster.wait_pods({"st-master-0", "st-worker-0"})
     assert env_of(first["st-worker-0"])["PET_NNODES"] == "2"
+    cluster.run_all("st-master-0", "st-worker-0")  # the run has started: its edits are held (foundation.runs.started)
+    wait_for(lambda: ("Running", "True", "PyTorchJobRunning") in cluster.conditions("PyTorchJob", "st"), what="Running")
+    first = cluster.pods()
     since = manager.reconciles
     scale(control_plane, cluster.namespace, "st", 3)
     held = wait_for(lambda: [e for e in events_of(cluster, "st") if e[1] == "PyTorchJobSpecChangeHeld"], what="held")

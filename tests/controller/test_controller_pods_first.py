@@ -134,14 +134,14 @@ def test_a_service_held_longer_than_the_expectations_timeout_is_still_awaited_th
     client = Client.connect(str(control_plane.kubeconfig), pool_size=4)
     expectations = Expectations(timeout=300, clock=waits)
     emitted: list[Any] = []
-    writes = Writes(client, expectations, emit=lambda job, kind, events: emitted.extend(events),
+    writes = Writes(client, expectations, emit=lambda ctx, events: emitted.extend(events),
                     retry=lambda key: None, held=h)
-    ctx = SimpleNamespace(kind=SimpleNamespace(name="PyTorchJob"), namespace=cluster.namespace, name="h",
-                          job={}, creates=None, previous=set(), events=[])
+    ctx = SimpleNamespace(key=job_key("PyTorchJob", cluster.namespace, "h"), creates=None, events=[],
+                          admit_pod=lambda pod: True)  # what the write path needs of a pass (writes.Pass)
     svc = {"apiVersion": "v1", "kind": "Service",
            "metadata": {"name": "h-worker-0", "namespace": cluster.namespace},
            "spec": {"clusterIP": "None", "selector": {"a": "b"}}}
-    key = job_key("PyTorchJob", cluster.namespace, "h")
+    key = ctx.key
     try:
         h.pod_started()  # a pod burst: the Service is held
         writes.create(ctx, SERVICES, svc)

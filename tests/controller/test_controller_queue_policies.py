@@ -10,13 +10,14 @@ from datetime import datetime, timezone
 import pytest
 from controller_kit import job
 
-from controller.jobs import defaults, diff, run_policy
+from controller.jobs import diff, run_policy
 from controller.jobs import status as st
 from controller.jobs.kinds import KINDS
 from controller.runtime.event_correlator import Correlator, Sent
 from controller.runtime.expectations import Expectations
 from controller.runtime.workqueue import ShutDown, WorkQueue
 from schemas import upstream
+from foundation.frameworks.defaulting import defaulted
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -185,7 +186,7 @@ def test_diff_creates_missing_deletes_surplus_and_counts_terminating_running_as_
 
 def ctx(body, status=None, now=T0):
     kind = KINDS[body["kind"]]
-    body = defaults.apply({**body, "metadata": {**body["metadata"], "namespace": "ns"}}, kind)
+    body = defaulted({**body, "metadata": {**body["metadata"], "namespace": "ns"}}, kind)
     return st.Ctx(kind=kind, job=body, status=status or {}, pods={}, now=now)
 
 

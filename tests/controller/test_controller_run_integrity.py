@@ -25,7 +25,7 @@ from controller_kit import PODS_FIRST, Cluster, env_of, job, running_manager, se
 from test_controller_resume import Managers
 
 from foundation.frameworks import by_kind
-from controller.jobs import revisions
+from controller.jobs import run_record
 from controller.jobs.kinds import KINDS, job_resource
 from foundation.cluster.kube import EVENTS, PODS
 from testworld import stages
@@ -71,7 +71,7 @@ def shape(pod: dict[str, Any], kind: str) -> tuple[Any, ...]:
     """What tells two pods of one job built from different specs apart."""
     container = pod["spec"]["containers"][0]
     annotations = pod["metadata"].get("annotations") or {}
-    return container["image"], world_size(pod, kind), annotations.get(revisions.REVISION)
+    return container["image"], world_size(pod, kind), annotations.get(run_record.RECORD)
 
 
 def live(pod: dict[str, Any]) -> bool:

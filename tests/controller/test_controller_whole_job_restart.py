@@ -28,7 +28,7 @@ import pytest
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, settled, wait_for
 from test_controller_run_integrity import end, events, live, server_side_apply
 
-from controller.jobs import revisions, runs
+from controller.jobs import run_record, runs
 from controller.jobs.kinds import KINDS, job_resource
 from foundation.cluster import errors
 from controller.runtime.informer import Informer
@@ -100,7 +100,7 @@ def pod_names(kind: str, name: str, workers: int) -> set[str]:
 
 
 def attempt(pod: dict[str, Any]) -> int:
-    return revisions.attempt_of(pod)
+    return run_record.attempt_of(pod)
 
 
 def running_attempt(cluster: Cluster, names: set[str], n: int) -> dict[str, dict[str, Any]] | None:
@@ -111,7 +111,7 @@ def running_attempt(cluster: Cluster, names: set[str], n: int) -> dict[str, dict
 
 
 def revision(cluster: Cluster) -> dict[str, Any]:
-    (only,) = cluster.objects(revisions.CONTROLLERREVISIONS).values()
+    (only,) = cluster.objects(run_record.CONTROLLERREVISIONS).values()
     return only
 
 
@@ -215,8 +215,8 @@ def test_one_pods_retryable_exit_replaces_every_pod_as_one_attempt(pod_world, po
     restarting = events(cluster, name, "PyTorchJobRestarting")
     assert [(e["type"], e["message"], e.get("count", 1)) for e in restarting] == [("Warning", message, 1)]
     rev = revision(cluster)
-    assert revisions.attempt_of(rev) == 1
-    assert rev["metadata"]["annotations"][revisions.RESTART_CAUSE] == f"pod {name}-worker-1 exited with code {code}"
+    assert run_record.attempt_of(rev) == 1
+    assert rev["metadata"]["annotations"][run_record.RESTART_CAUSE] == f"pod {name}-worker-1 exited with code {code}"
 
 
 def test_past_the_backoff_limit_the_job_fails_and_a_permanent_exit_fails_it_at_once(pod_world, pod_namespace) -> None:
@@ -241,8 +241,8 @@ def test_past_the_backoff_limit_the_job_fails_and_a_permanent_exit_fails_it_at_o
     assert failed["status"]["conditions"][-1]["message"] == (
         "Job wb has failed because it has reached the specified backoff limit")
     assert permanent["status"]["conditions"][-1]["message"] == 'job "wp" is failing because "Worker" replica(s) failed.'
-    revs = {r["metadata"]["labels"]["training.kubeflow.org/job-name"]: revisions.attempt_of(r)
-            for r in cluster.objects(revisions.CONTROLLERREVISIONS).values()}
+    revs = {r["metadata"]["labels"]["training.kubeflow.org/job-name"]: run_record.attempt_of(r)
+            for r in cluster.objects(run_record.CONTROLLERREVISIONS).values()}
     assert revs == {"wb": 1, "wp": 0}
     assert len(events(cluster, "wb", "PyTorchJobRestarting")) == 1
     # wp: only upstream's status rule speaks (its ExitCode replica "is restarting because 1 Worker
@@ -284,7 +284,7 @@ def test_the_controller_killed_while_an_attempts_pods_terminate(pod_world, pod_n
                                                                   restart="ExitCode"))
             wait_for(lambda: running_attempt(cluster, names, 0), timeout=90, what="attempt 0 running")
             end(cluster, f"{name}-worker-2", 137)
-            wait_for(lambda: revisions.attempt_of(revision(cluster)) == 1 and any(
+            wait_for(lambda: run_record.attempt_of(revision(cluster)) == 1 and any(
                 p["metadata"].get("deletionTimestamp") for p in cluster.pods().values()), timeout=60,
                 what="the restart under way")
         finally:
@@ -296,7 +296,7 @@ def test_the_controller_killed_while_an_attempts_pods_terminate(pod_world, pod_n
         finally:
             second.stop()
     assert not pods.mixed(), pods.mixed()
-    assert pods.created(1) == sorted(names) and revisions.attempt_of(revision(cluster)) == 1
+    assert pods.created(1) == sorted(names) and run_record.attempt_of(revision(cluster)) == 1
     assert len(events(cluster, name, "PyTorchJobRestarting")) == 1, log.read_text()[-3000:]
 
 
@@ -316,13 +316,13 @@ def test_a_restart_committed_by_a_controller_that_died_before_retiring_a_pod_is_
         wait_for(lambda: cluster.pods()[f"{name}-worker-0"]["status"].get("phase") == "Failed", what="the exit")
         rev = revision(cluster)
         cause = f"pod {name}-worker-0 exited with code 1"
-        cluster.client.patch(revisions.CONTROLLERREVISIONS, pod_namespace, rev["metadata"]["name"], {"metadata": {
-            "annotations": {revisions.ATTEMPT: "1", revisions.RESTART_CAUSE: cause}}})
+        cluster.client.patch(run_record.CONTROLLERREVISIONS, pod_namespace, rev["metadata"]["name"], {"metadata": {
+            "annotations": {run_record.ATTEMPT: "1", run_record.RESTART_CAUSE: cause}}})
         with running_manager(str(pod_world.kubeconfig), pod_namespace, pool_size=48, pods_first=PODS_FIRST):
             wait_for(lambda: running_attempt(cluster, names, 1), timeout=60, what="attempt 1 running")
             cluster.wait_condition("PyTorchJob", name, "Running")
     assert not pods.mixed(), pods.mixed()
-    assert pods.created(1) == sorted(names) and revisions.attempt_of(revision(cluster)) == 1
+    assert pods.created(1) == sorted(names) and run_record.attempt_of(revision(cluster)) == 1
     assert not events(cluster, name, "PyTorchJobRestarting")  # the dead controller's Event is lost, none is repeated
 
 

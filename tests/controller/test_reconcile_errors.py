@@ -6,8 +6,8 @@ the controller jobs it cannot read. They are served here by our CRDs with the sp
 that way (every shape reaches the controller; which of them the shipped CRDs also accept is
 asserted against their schema), a few hundred of them of every kind beside good jobs and
 jobs that hit an injected bug. Every malformed job gets `Failed` with `{Kind}FailedValidation`
-and the same Warning event, once, and no retry (controller.jobs.shapes); every bug is logged with
-its traceback once, counted in `controller_runtime_reconcile_panics_total`, recorded as one
+and the same Warning event, once, and no retry (controller.jobs.malformed); every bug is logged
+with its traceback once, counted in `controller_runtime_reconcile_panics_total`, recorded as one
 `ReconcileError` event per job and retried with backoff (controller.runtime.bugs); the workers
 survive and the good jobs run as fast as without all that.
 """
@@ -30,7 +30,7 @@ import yaml
 from controller_kit import PODS_FIRST, Cluster, job, running_manager, wait_for
 
 from controller.generators import crds
-from controller.jobs import shapes
+from controller.jobs import malformed
 from controller.jobs.kinds import KINDS, select
 from controller.manager import Manager
 from controller.runtime import bugs
@@ -156,7 +156,7 @@ def test_a_null_field_reads_as_absent_as_the_api_server_reads_it(kind) -> None:
         replica["template"]["metadata"] = None
         replica["template"]["spec"].update(volumes=None, initContainers=None)
         replica["template"]["spec"]["containers"][0].update(env=None, ports=None, resources={"limits": None})
-    assert shapes.problems(body, KINDS[kind]) == []
+    assert malformed.problems(body, KINDS[kind]) == []
 
 
 # ------------------------------------------------------------------ injected bugs

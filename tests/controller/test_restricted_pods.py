@@ -35,9 +35,10 @@ from compiler.emit.namespaces import namespace_object
 from compiler.emit.render import rendered_objects
 from foundation.frameworks.base import INIT_SECURITY_CONTEXT
 from compiler.pipeline import compile_sources
-from controller.jobs import defaults, desired, mpi
+from controller.jobs import desired, mpi
 from controller.jobs.kinds import KINDS
 from foundation.cluster.kube import EVENTS
+from foundation.frameworks.defaulting import defaulted
 
 REPO = Path(__file__).resolve().parents[2]
 RESTRICTED = INIT_SECURITY_CONTEXT["train-controller"]
@@ -194,7 +195,7 @@ def test_upstream_init_containers_are_refused_where_the_compiler_says(pod_world,
 
 def _applied(body: dict[str, Any]) -> dict[str, Any]:
     body = {**body, "metadata": {**body["metadata"], "namespace": "ns", "uid": "u-1"}}
-    return defaults.apply(body, KINDS[body["kind"]])
+    return defaulted(body, KINDS[body["kind"]])
 
 
 def _all_pods(options: desired.Options) -> dict[str, dict[str, Any]]:

@@ -53,8 +53,9 @@ NODES = (
 
 
 def make_world(*, run_seconds: float = 2.0) -> World:
-    return World([ControllerManager(controllers=TRAINER_CONTROLLERS), Scheduler(), Kwok(nodes=NODES, run_seconds=run_seconds),
-                  GitPart(), Flux(), ArgoCD(), Trainer()])
+    # config_refs=False: examples/project-v2's fraud-xgboost reads a ConfigMap (fraud-data) nobody makes here
+    return World([ControllerManager(controllers=TRAINER_CONTROLLERS), Scheduler(),
+                  Kwok(nodes=NODES, run_seconds=run_seconds, config_refs=False), GitPart(), Flux(), ArgoCD(), Trainer()])
 
 
 def project_sources(src: Path, engine: str, out: Path) -> Path:

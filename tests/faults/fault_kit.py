@@ -34,7 +34,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.jobs.kinds import KINDS, job_resource
-from controller.jobs.revisions import CONTROLLERREVISIONS
+from controller.jobs.run_record import CONTROLLERREVISIONS
 from foundation.cluster import errors
 from foundation.cluster.kube import PODS, SERVICES, Client
 from controller.runtime.leader import LEASES

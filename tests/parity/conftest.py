@@ -65,7 +65,8 @@ def parity_world() -> Iterator[tuple[World, object]]:
     NODES = [NodePool(p.prefix, p.count * 6, cpu=p.cpu, memory=p.memory, pods=p.pods, gpus=p.gpus,
                       gpu_resource=p.gpu_resource, labels=p.labels, taints=p.taints) for p in POD_WORLD_NODES]
     sides = Sides(up="parity-upstream", up_mx="parity-upstream-mx", ours="parity-ours")
-    world = World(["gc", "scheduler", Kwok(nodes=NODES), Namespaces((sides.up, sides.up_mx, sides.ours)),
+    # config_refs=False: the examples read Secrets and ConfigMaps nobody makes here; both sides' pods run
+    world = World(["gc", "scheduler", Kwok(nodes=NODES, config_refs=False), Namespaces((sides.up, sides.up_mx, sides.ours)),
                    # its client's default 20 requests/s would make it minutes late on ~60 jobs
                    upstream.Operator(sides.up, version=upstream.PRIMARY, threads=WORKERS, extra_args=QPS),
                    upstream.Operator(sides.up_mx, version=upstream.MXJOB, threads=WORKERS),

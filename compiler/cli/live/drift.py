@@ -33,7 +33,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from compiler.cli.live.state import JobState
+from foundation.jsondiff import leaves
+from foundation.runs.state import JobState
 from schemas.marks import SOURCE
 
 Path = tuple[Any, ...]
@@ -68,20 +69,25 @@ def _item_key_of(items: list[Any]) -> Optional[str]:
     return next((k for k in _ITEM_KEYS if items and all(isinstance(i, dict) and k in i for i in items)), None)
 
 
-def _leaves(git: Any, live: Any, *, path: Path) -> list[tuple[Path, Any, Any]]:
-    """(path, git's value, live value) of every difference under `path`; a path's list
-    positions are the live object's (where managedFields are looked up)."""
+def _descend(git: Any, live: Any) -> Optional[list[tuple[Any, Any, Any]]]:
+    """Only what git sets; list items by name (or manager) at the live object's positions (where
+    managedFields are looked up), other lists by position when the lengths agree."""
     if isinstance(git, dict) and isinstance(live, dict):
-        return [d for key, value in git.items() for d in _leaves(value, live.get(key), path=(*path, key))]
+        return [(key, value, live.get(key)) for key, value in git.items()]
     if isinstance(git, list) and isinstance(live, list):
         key = _item_key_of(git)
         if key is not None:
             at = {item[key]: i for i, item in enumerate(live) if isinstance(item, dict) and key in item}
             if all(item[key] in at for item in git):
-                return [d for item in git for d in _leaves(item, live[at[item[key]]], path=(*path, at[item[key]]))]
+                return [(at[item[key]], item, live[at[item[key]]]) for item in git]
         elif len(git) == len(live):
-            return [d for i, (g, c) in enumerate(zip(git, live)) for d in _leaves(g, c, path=(*path, i))]
-    return [] if git == live else [(path, git, live)]
+            return [(i, g, c) for i, (g, c) in enumerate(zip(git, live))]
+    return None
+
+
+def _leaves(git: Any, live: Any, *, path: Path) -> list[tuple[Path, Any, Any]]:
+    """(path, git's value, live value) of every difference under `path`."""
+    return list(leaves(git, live, _descend, path))
 
 
 def differences(compiled: dict[str, Any], live: dict[str, Any]) -> list[tuple[Path, Any, Any]]:

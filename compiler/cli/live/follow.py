@@ -25,7 +25,7 @@ from typing import Any, Optional
 from compiler.cli import cluster
 from compiler.cli.live.logsource import JobRef, Lines, Pick, ended, instance
 from compiler.cli.live.pods import STUCK, labels_for, pod_view
-from compiler.cli.live.state import job_state
+from foundation.runs.state import job_state
 
 POLL = 1.0
 DRAIN = 2.0

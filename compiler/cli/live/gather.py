@@ -19,7 +19,8 @@ from compiler.cli.live import drift as drifts
 from compiler.cli.live import pods as pod_views
 from compiler.cli.live.clock import now_utc
 from compiler.cli.live.specs import Orphan, Scope, SpecJob, job_kinds, live_key, match
-from compiler.cli.live.state import JobState, job_state
+from foundation.runs.stuck import STUCK_AFTER
+from foundation.runs.state import JobState, job_state
 
 EVENTS_SHOWN = 5
 
@@ -71,12 +72,16 @@ def live_jobs(reader: cluster.Reader, namespaces: set[str]) -> list[dict[str, An
     return out
 
 
-def gather(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope, environment: str) -> StatusReport:
+def gather(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope, environment: str,
+           stuck_after: float = STUCK_AFTER) -> StatusReport:
+    """The report; a pod is stuck once it has waited `stuck_after` s (foundation.runs.stuck)."""
     pairs, orphans = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope=scope)
     found = [(spec, obj) for spec, obj in pairs if obj is not None]
     pods, events = _children(reader, [obj for _, obj in found])
-    jobs = [JobReport(spec) if obj is None else report(spec, obj, pods=pods, events=events) for spec, obj in pairs]
-    return StatusReport(environment, reader.server, jobs, orphans, now_utc())
+    now = now_utc()
+    jobs = [JobReport(spec) if obj is None else report(spec, obj, pods=pods, events=events, now=now,
+                                                       stuck_after=stuck_after) for spec, obj in pairs]
+    return StatusReport(environment, reader.server, jobs, orphans, now)
 
 
 def states(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope) -> dict[tuple[str, str, str], JobState]:
@@ -105,7 +110,7 @@ def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[dict[
 
 
 def report(spec: SpecJob, live: dict[str, Any], *, pods: dict[Any, list[dict[str, Any]]],
-           events: dict[Any, list[dict[str, Any]]]) -> JobReport:
+           events: dict[Any, list[dict[str, Any]]], now: datetime, stuck_after: float = STUCK_AFTER) -> JobReport:
     from foundation.frameworks import BY_KIND
 
     kind, ns, name = live_key(live)
@@ -119,8 +124,8 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: dict[Any, list[dict[str
         found += drifts.old_pods(live, own, replica_specs=adapter.facts.replica_specs, type_label=labels.replica)
     uid = (live.get("metadata") or {}).get("uid")
     mine = [e for e in events.get((ns, kind, name), []) if (e.get("involvedObject") or {}).get("uid") in (None, uid)]
-    return JobReport(spec, live, state, types, pod_views.ordered([pod_views.pod_view(p, labels, replica_types=types)
-                                                                 for p in own], types), _last(mine), found)
+    views = [pod_views.pod_view(p, labels, replica_types=types, now=now, stuck_after=stuck_after) for p in own]
+    return JobReport(spec, live, state, types, pod_views.ordered(views, types), _last(mine), found)
 
 
 def _last(events: list[dict[str, Any]]) -> list[EventView]:

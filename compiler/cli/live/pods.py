@@ -2,24 +2,33 @@
 
 Which labels tie a pod to its job depends on who made it: the kubeflow.org/v1 operator
 (and train-controller) label each pod with the job, its replica type (lowercased) and
-index; Kubeflow Trainer's pods come from a JobSet, whose labels name the JobSet (the
-TrainJob's name), the replicated job and the Job's completion index. `POD_LABELS` holds
-both, by the job's API group.
+index; the mpi-operator (kubeflow.org/v2beta1 MPIJob) with the job and its role (launcher,
+worker), the launcher being a batch Job's pod with a generated name; Kubeflow Trainer's
+pods come from a JobSet, whose labels name the JobSet (the TrainJob's name), the
+replicated job and the Job's completion index. `POD_LABELS` holds them, by the job's API
+group or, where a version differs, its apiVersion.
 
-Why a pod waits, as a person needs it, is `schemas.podstate` (train-controller reads the same
-to report a pod stuck on its job): the scheduler's verdict when it has none, else the first
-waiting container's reason and message, else how a finished pod ended; `STUCK` are the
-reasons a pod does not get past without a person.
+Why a pod waits, as a person needs it, is `foundation.runs.podstate` (train-controller reads
+the same to report a pod stuck on its job): the scheduler's verdict when it has none, else the
+first waiting container's reason and message, else how a finished pod ended. Whether a pod
+waiting for a reason it does not get past without a person (`STUCK`) is stuck yet is
+`foundation.runs.stuck`'s rule, the controller's: only once it has waited the threshold
+(`status --stuck-pod-threshold`, 3 minutes by default); before, it is waiting.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Optional
 
+from foundation.frameworks import mpi_operator
+from foundation.frameworks import stock_runtimes as trainer
+from foundation.frameworks.base import GROUP as V1_GROUP
+from foundation.runs.podstate import STUCK, why
+from foundation.runs.stuck import STUCK_AFTER, wait_of
 from schemas import upstream
-from schemas.podstate import STUCK, why
 
 __all__ = ["STUCK", "PodView", "labels_for", "ordered", "phases", "pod_view"]
 
@@ -33,14 +42,18 @@ class PodLabels:
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 POD_LABELS = {
-    "kubeflow.org": PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
-    upstream.TRAINER_GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
+    V1_GROUP: PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
+    trainer.GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
                                       ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
+    # the mpi-operator labels its pods with the job and a job-role (launcher, worker), no
+    # replica type; its workers (and a launcher that is a worker) carry the index
+    mpi_operator.API_VERSION: PodLabels(upstream.JOB_NAME_LABEL, upstream.ROLE_LABEL, (upstream.INDEX_LABEL,)),
 }
 
 
 def labels_for(api_version: str) -> PodLabels:
-    return POD_LABELS[api_version.split("/")[0]]
+    """By apiVersion where one version's maker labels its own way, else by API group."""
+    return POD_LABELS.get(api_version) or POD_LABELS[api_version.split("/")[0]]
 
 
 @dataclass(frozen=True)
@@ -57,18 +70,17 @@ class PodView:
     container: str = ""  # the container the reason is about
     since: Optional[str] = None  # when the pod's state last changed (a condition's transition)
     created: Optional[str] = None
-
-    @property
-    def stuck(self) -> bool:
-        return self.reason in STUCK
+    stuck: bool = False  # waited past the threshold for a reason it cannot get past alone (foundation.runs.stuck)
 
     @property
     def finished(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
 
-def pod_view(pod: dict[str, Any], labels: PodLabels, *, replica_types: tuple[str, ...] = ()) -> PodView:
-    """`pod` as `status` shows it; `replica_types` gives the kind's spelling of the type label."""
+def pod_view(pod: dict[str, Any], labels: PodLabels, *, replica_types: tuple[str, ...] = (),
+             now: Optional[datetime] = None, stuck_after: float = STUCK_AFTER) -> PodView:
+    """`pod` as `status` shows it; `replica_types` gives the kind's spelling of the type label.
+    With `now`, whether it is stuck: waiting `stuck_after` s or longer (foundation.runs.stuck)."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     own = meta.get("labels") or {}
     raw = str(own.get(labels.replica, ""))
@@ -81,9 +93,11 @@ def pod_view(pod: dict[str, Any], labels: PodLabels, *, replica_types: tuple[str
                 default=status.get("startTime") or meta.get("creationTimestamp"))
     said = why(pod)
     reason, message, container = said.reason, said.message, said.container
+    wait = wait_of(pod, now=now, threshold=stuck_after) if now is not None else None
     return PodView(str(meta.get("name")), replica, index, phase, ready,
                    sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
-                   str(spec.get("nodeName") or ""), reason, message, container, since, meta.get("creationTimestamp"))
+                   str(spec.get("nodeName") or ""), reason, message, container, since, meta.get("creationTimestamp"),
+                   stuck=wait is not None and wait.stuck)
 
 
 def phases(views: list[PodView], replica_types: tuple[str, ...] = ()) -> dict[str, Counter[str]]:

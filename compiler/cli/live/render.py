@@ -1,7 +1,8 @@
 """`status` output: text for a person, JSON for a script, markdown for a pull request or chat.
 
 All three say the same things from one `StatusReport`: per spec its live job's kind,
-state and for how long, pods per replica type and phase, each pod that waits or failed
+state and for how long, pods per replica type and phase, the last progress the training
+reported (percentage, ETA, metrics: `foundation.progress.reading`), each pod that waits or failed
 with its reason (stuck ones first, the same reason and message folded into one line), the
 job's last Warning Events, drift; then the orphans. `summary` counts what the exit code is
 chosen from (`compiler/cli/status.py`).
@@ -16,9 +17,12 @@ from typing import Any
 from compiler.cli.live.clock import age
 from compiler.cli.live.gather import JobReport, StatusReport
 from compiler.cli.live.pods import PodView, phases
-from compiler.cli.live.state import job_state
+from foundation.progress.reading import headline, progress_of
+from foundation.runs.state import job_state
+from schemas import durations
 
 SHOWN_PODS = 5  # pod names listed for one reason before "and N more"
+SHOWN_METRICS = 6  # metrics named in text and markdown (JSON has every one)
 
 
 def summary(report: StatusReport) -> dict[str, int]:
@@ -57,6 +61,17 @@ def _value(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _progress(job: JobReport, now: datetime) -> str | None:
+    """`62%, 3 h 10 min left; loss 0.2347, accuracy 0.9876 (reported 2 min ago)` (foundation.progress)."""
+    found = progress_of(job.live)
+    if found is None:
+        return None
+    shown = "; " + ", ".join(f"{n} {v}" for n, v in found.metrics[:SHOWN_METRICS]) if found.metrics else ""
+    more = f" and {len(found.metrics) - SHOWN_METRICS} more" if len(found.metrics) > SHOWN_METRICS else ""
+    when = f" (reported {durations.age(max(0.0, (now - found.updated).total_seconds()))} ago)" if found.updated else ""
+    return headline(found) + shown + more + when
+
+
 def _state(job: JobReport, now: datetime) -> str:
     if job.state is None:
         return "absent: no live job"
@@ -77,6 +92,9 @@ def text(report: StatusReport) -> str:
         if job.state is not None and job.state.message and job.state.state in ("Failed", "Restarting"):
             lines.append(f"  {job.state.reason}: {job.state.message}")
         lines.append(f"  pods: {_pods_line(job)}")
+        progress = _progress(job, now)
+        if progress:
+            lines.append(f"  progress: {progress}")
         for reason, message, pods in _reasons(job):
             mark = "!" if pods[0].stuck else "-"
             lines.append(f"  {mark} {_names(pods)}: {pods[0].phase}, {reason}" + (f": {message}" if message else ""))
@@ -115,6 +133,7 @@ def as_json(report: StatusReport) -> str:
                            for e in job.events],
                 "drift": [{"path": d.path, "git": d.git, "cluster": d.cluster, "why": d.why, "message": d.message}
                           for d in job.drift],
+                "progress": (lambda p: p.to_json() if p else None)(progress_of(job.live)),
             })
         jobs.append(entry)
     orphans = [{"namespace": o.namespace, "name": o.name, "kind": o.kind, "source": o.source, "reason": o.reason,
@@ -134,7 +153,9 @@ def markdown(report: StatusReport) -> str:
         lines.append(f"| `{spec.namespace}/{spec.name}` | {spec.kind} | {_state(job, now)} | {pods} "
                      f"| `{spec.source}:{spec.line}` |")
     for job in report.jobs:
-        notes = [f"- {'**stuck** ' if pods[0].stuck else ''}{_names(pods)}: {reason}" + (f": {message}" if message else "")
+        progress = _progress(job, now) if job.live is not None else None
+        notes = [f"- progress {progress}"] if progress else []
+        notes += [f"- {'**stuck** ' if pods[0].stuck else ''}{_names(pods)}: {reason}" + (f": {message}" if message else "")
                  for reason, message, pods in _reasons(job)]
         notes += [f"- Warning `{e.reason}`" + (f" x{e.count}" if e.count > 1 else "") + f": {e.message}"
                   for e in job.events]

@@ -14,10 +14,11 @@ path is relative to a repository the annotation does not name: another repositor
 The environment's namespaces are its specs', its default one and the ones its policy
 allows.
 
-Which kinds to read is the health table's (`compiler.gitops.health.RULES`: the seven
-kubeflow.org/v1 kinds and Trainer's TrainJob) whatever the environment's target, so a
-job left behind by a target or framework switch is found too; a kind whose CRD the
-cluster lacks is skipped by the reader.
+Which kinds to read is the health table's (`compiler.gitops.health.api_versions()`: the seven
+kubeflow.org/v1 kinds, the mpi-operator's v2beta1 MPIJob and Trainer's TrainJob) whatever
+the environment's target, so a job left behind by a target or framework switch is found
+too; a kind or version the cluster does not serve is skipped by the reader (a cluster
+serves `mpijobs.kubeflow.org` at v1 or at v2beta1, from whichever operator installed it).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from compiler.cli.cluster import Kind
+from foundation.cluster.resource import Resource
 from schemas.marks import SOURCE
 
 if TYPE_CHECKING:
@@ -59,19 +60,18 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
     return out
 
 
-def kind_of(api_version: str, kind: str) -> Kind:
-    from foundation.frameworks import BY_KIND
+def kind_of(api_version: str, kind: str) -> Resource:
+    """The API resource of a job kind; its plural is the target table's (compiler.targets)."""
+    from compiler.targets import plural_of
 
     group, _, version = api_version.rpartition("/")
-    adapter = BY_KIND.get(kind)
-    # the adapters state their plurals; Trainer's CRD names its TrainJob's `trainjobs`
-    return Kind(group, version, adapter.facts.plural if adapter else kind.lower() + "s", kind)
+    return Resource(group, version, plural_of(kind), kind)
 
 
-def job_kinds() -> list[Kind]:
-    from compiler.gitops.health import RULES
+def job_kinds() -> list[Resource]:
+    from compiler.gitops.health import api_versions
 
-    return [kind_of(rule.api_version, kind) for kind, rule in RULES.items()]
+    return [kind_of(api_version, kind) for api_version, kind in api_versions()]
 
 
 def source_of(obj: dict[str, Any]) -> Optional[str]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_cli, shared_dir
+from compiler_builders import compile_docs, job_doc, job_errors, project_doc, run_cli, shared_dir
 
 RUNTIMES = shared_dir() / "reference" / "crds" / "trainer-v2.3.0" / "runtimes"
 PATCH_PATH = ("runtimePatches", 0, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")
@@ -45,15 +45,7 @@ def replicated_jobs(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def errors_of(tmp_path: Path, spec: str, *, framework: str = "pytorch", **prod: Any) -> list[str]:
-    (tmp_path / "trainforge.yaml").write_text(yaml.safe_dump(project(**prod)))
-    (tmp_path / "job.yaml").write_text(job_text(spec, framework=framework))
-    run = run_cli("validate", tmp_path)
-    out = []
-    for line in run.errors():  # "<file>:L:C: error: <path>: ..." -> "L:C: <path>: ..."
-        where, message = line.split(": error: ", 1)
-        assert where.rsplit(":", 2)[0].endswith("job.yaml"), line
-        out.append(":".join(where.rsplit(":", 2)[1:]) + ": " + message)
-    return out
+    return job_errors(tmp_path, project(**prod), spec, framework=framework)
 
 
 # --- what the TrainJob says --------------------------------------------------------------------
@@ -310,6 +302,11 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
             id="a variable the torch runtime reserves"),
         pytest.param("mpi", "roles: {launcher: {resources: {cpu: 1}}}\n", [
             "8:11: spec.roles.launcher: a Trainer v2 TrainJob has no extra roles"], id="an extra role such as the MPI launcher"),
+        pytest.param("pytorch", "roles: {worker: {restart: ExitCode, image: w}}\n", [
+            "8:20: spec.roles.worker.restart: a Trainer v2 TrainJob cannot give a restart policy (runtimePatches set no"
+            " restartPolicy) to its worker pods alone: every node runs one trainer from one replicated job",
+            "8:39: spec.roles.worker.image: a Trainer v2 TrainJob cannot give an image to its worker pods alone"],
+            id="settings for one main role, each at its field"),
         pytest.param("pytorch", "workingDir: /w\n", ["8:3: spec.workingDir: a Trainer v2 TrainJob cannot set the working directory"],
                      id="workingDir"),
         pytest.param("pytorch", "scheduling: {priority: high}\n", [
@@ -391,6 +388,17 @@ def test_mpi_on_the_stock_runtime_warns_that_nodes_run_the_runtimes_image(tmp_pa
 def _release_runtimes() -> dict[str, dict[str, Any]]:
     docs = [yaml.safe_load(p.read_text()) for p in sorted(RUNTIMES.glob("*.yaml"))]
     return {d["metadata"]["name"]: d for d in docs}
+
+
+def test_the_trainers_api_facts_are_what_its_v2_3_0_trainjob_crd_serves():
+    from foundation.frameworks import stock_runtimes as trainer
+
+    crd = yaml.safe_load((RUNTIMES.parent / f"{trainer.GROUP}_{trainer.TRAINJOBS}.yaml").read_text())
+    spec = crd["spec"]
+    served = [v["name"] for v in spec["versions"] if v["served"] and v["storage"]]
+    assert (spec["group"], served, spec["names"]["kind"], spec["names"]["plural"]) == (
+        trainer.GROUP, [trainer.VERSION], trainer.TRAINJOB, trainer.TRAINJOBS)
+    assert trainer.API_VERSION == f"{trainer.GROUP}/{trainer.VERSION}"
 
 
 def test_the_stock_runtime_table_matches_the_v2_3_0_release_files():
