@@ -134,7 +134,7 @@ def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: O
     interleaved repeat by repeat (the target: plan CPU at most 2x build's); each `--also`
     commit's plan and build beside them."""
     repo = plan_repository(work / f"src-{size.n}", work, size.n)
-    sides = [(None, tc, None), *((ref, ref.argv, ref.env) for ref in size.refs)]
+    sides = [(None, tc, None), *((ref, ref.argv, ref.env) for ref in size.refs if _has_command(ref, "plan"))]
     plans: dict[int, list[Run]] = {i: [] for i in range(len(sides))}
     builds: dict[int, list[Run]] = {i: [] for i in range(len(sides))}
     for r in range(repeat):
@@ -147,6 +147,12 @@ def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: O
     size.plan, size.plan_build = median(plans[0]), median(builds[0])
     for i, (ref, _, _) in enumerate(sides[1:], start=1):
         ref.plan, ref.plan_build = median(plans[i]), median(builds[i])
+
+
+def _has_command(ref: Reference, name: str) -> bool:
+    """Whether the commit's train-compile has command `name` (`plan` came after some commits
+    one may measure against)."""
+    return subprocess.run([*ref.argv, name, "--help"], env=ref.env, capture_output=True).returncode == 0
 
 
 IMPORTED = 1000  # manifests the import row imports
