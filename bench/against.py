@@ -19,9 +19,29 @@ import filecmp
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
+
+from bench.measure import Run, spread
+from bench.report import Row
 
 PACKAGES = ("schemas", "foundation", "compiler", "overlays")  # what train-compile runs, beside bench/
+
+
+@dataclass
+class Reference:
+    """Another commit's train-compile (`--also`), measured beside this checkout's."""
+
+    ref: str  # the checkout's commit, as `bench.baseline.commit` says it
+    argv: list[str]
+    env: dict[str, str]
+    build: Optional[Run] = None
+    render: Optional[Run] = None
+    differing: Optional[list[str]] = None  # tree files whose bytes differ from this checkout's
+    same_render: Optional[bool] = None
+    plan: Optional[Run] = None
+    plan_build: Optional[Run] = None
 
 
 def command(checkout: Path) -> tuple[list[str], dict[str, str]]:
@@ -51,3 +71,28 @@ def same_tree(ours: Path, theirs: Path) -> list[str]:
 
 def same_file(ours: Path, theirs: Path) -> bool:
     return filecmp.cmp(ours, theirs, shallow=False)
+
+
+def has_command(ref: Reference, name: str) -> bool:
+    """Whether the commit's train-compile has command `name` (`plan` came after some commits
+    one may measure against)."""
+    return subprocess.run([*ref.argv, name, "--help"], env=ref.env, capture_output=True).returncode == 0
+
+
+def rows(ref: Reference, build: Run, render: Run, plan: Optional[Run], kustomize: Optional[Run], *, n: int,
+         plan_changed: int) -> list[Row]:
+    """The commit's own ratios (against the same kustomize run) and this checkout's CPU against its."""
+    out = []
+    for what, mine, theirs in (("build", build, ref.build), ("render", render, ref.render)):
+        if theirs is None:
+            continue
+        out.append(Row(f"{ref.ref}: {what} CPU, N={n} (s)", theirs.cpu, kustomize.cpu if kustomize else None, "s",
+                       spread=spread(theirs, kustomize)))
+        out.append(Row(f"{what} CPU, N={n}, this checkout vs {ref.ref} (s)", mine.cpu, theirs.cpu, "s",
+                       spread=spread(mine, theirs)))
+    if ref.plan and ref.plan_build and plan:
+        out.append(Row(f"{ref.ref}: plan CPU, N={n} with {plan_changed} changed specs (s; baseline: its build)",
+                       ref.plan.cpu, ref.plan_build.cpu, "s", spread=spread(ref.plan, ref.plan_build)))
+        out.append(Row(f"plan CPU, N={n} with {plan_changed} changed specs, this checkout vs {ref.ref} (s)",
+                       plan.cpu, ref.plan.cpu, "s", spread=spread(plan, ref.plan)))
+    return out

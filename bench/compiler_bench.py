@@ -80,21 +80,6 @@ def train_compile() -> list[str]:
 
 
 @dataclass
-class Reference:
-    """Another commit's train-compile (`--also`), measured beside this checkout's."""
-
-    ref: str  # the checkout's commit, as `bench.baseline.commit` says it
-    argv: list[str]
-    env: dict[str, str]
-    build: Optional[Run] = None
-    render: Optional[Run] = None
-    differing: Optional[list[str]] = None  # tree files whose bytes differ from this checkout's
-    same_render: Optional[bool] = None
-    plan: Optional[Run] = None
-    plan_build: Optional[Run] = None
-
-
-@dataclass
 class Size:
     n: int
     build: Run
@@ -105,7 +90,7 @@ class Size:
     instructions: Optional[int] = None  # executed by one build, counted by callgrind
     plan: Optional[Run] = None  # `plan --base HEAD` of the tree with PLAN_CHANGED specs edited
     plan_build: Optional[Run] = None  # one build of that head, measured beside it
-    refs: list[Reference] = field(default_factory=list)  # --also, measured on the largest size
+    refs: list[against.Reference] = field(default_factory=list)  # --also, measured on the largest size
     imported: Optional[Run] = None  # `import` of IMPORTED manifests
     imported_build: Optional[Run] = None  # one build of the specs it wrote, measured beside it
 
@@ -134,7 +119,7 @@ def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: O
     interleaved repeat by repeat (the target: plan CPU at most 2x build's); each `--also`
     commit's plan and build beside them."""
     repo = plan_repository(work / f"src-{size.n}", work, size.n)
-    sides = [(None, tc, None), *((ref, ref.argv, ref.env) for ref in size.refs if _has_command(ref, "plan"))]
+    sides = [(None, tc, None), *((ref, ref.argv, ref.env) for ref in size.refs if against.has_command(ref, "plan"))]
     plans: dict[int, list[Run]] = {i: [] for i in range(len(sides))}
     builds: dict[int, list[Run]] = {i: [] for i in range(len(sides))}
     for r in range(repeat):
@@ -147,12 +132,6 @@ def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: O
     size.plan, size.plan_build = median(plans[0]), median(builds[0])
     for i, (ref, _, _) in enumerate(sides[1:], start=1):
         ref.plan, ref.plan_build = median(plans[i]), median(builds[i])
-
-
-def _has_command(ref: Reference, name: str) -> bool:
-    """Whether the commit's train-compile has command `name` (`plan` came after some commits
-    one may measure against)."""
-    return subprocess.run([*ref.argv, name, "--help"], env=ref.env, capture_output=True).returncode == 0
 
 
 IMPORTED = 1000  # manifests the import row imports
@@ -223,7 +202,7 @@ def interpreter(tc: list[str]) -> str:
 
 
 def measure_size(n: int, work: Path, *, tc: list[str], repeat: int, kustomize_repeat: int, cpu: Optional[int],
-                 kubectl: Optional[str], reference: bool, refs: Sequence[Reference] = ()) -> Size:
+                 kubectl: Optional[str], reference: bool, refs: Sequence[against.Reference] = ()) -> Size:
     """Build, render and kustomize at size `n`, interleaved repeat by repeat, and each of `refs`
     (`--also`) the same way, its output compared with this checkout's byte for byte."""
     src = specs.write(work / f"src-{n}", n)
@@ -297,7 +276,7 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
         out.append(R(f"plan wall, N={big.n} with {PLAN_CHANGED} changed specs (s)", big.plan.wall,
                      big.plan_build.wall, "s"))
     for ref in big.refs:
-        out.extend(_against_rows(big, ref))
+        out.extend(against.rows(ref, big.build, big.render, big.plan, big.kustomize, n=big.n, plan_changed=PLAN_CHANGED))
     if big.imported and big.imported_build:
         out.append(R(f"import CPU, {IMPORTED} published manifests (s; baseline: one build of the specs it wrote)",
                      big.imported.cpu, big.imported_build.cpu, "s", "<= 2.0x",
@@ -309,26 +288,6 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
         # what a CPU second bought in this run: read the per-CPU-second figures with it
         out.append(R("instructions per CPU second of that build (what a CPU second bought here)",
                      big.instructions / big.build.cpu / 1e9, None, "G"))
-    return out
-
-
-def _against_rows(big: Size, ref: Reference) -> list[report.Row]:
-    """`--also CHECKOUT`: its own ratios (same kustomize run) and this checkout's CPU against its."""
-    R = report.Row
-    k, n = big.kustomize, big.n
-    out = []
-    for what, mine, theirs in (("build", big.build, ref.build), ("render", big.render, ref.render)):
-        if theirs is None:
-            continue
-        out.append(R(f"{ref.ref}: {what} CPU, N={n} (s)", theirs.cpu, k.cpu if k else None, "s",
-                     spread=spread(theirs, k)))
-        out.append(R(f"{what} CPU, N={n}, this checkout vs {ref.ref} (s)", mine.cpu, theirs.cpu, "s",
-                     spread=spread(mine, theirs)))
-    if ref.plan and ref.plan_build and big.plan:
-        out.append(R(f"{ref.ref}: plan CPU, N={n} with {PLAN_CHANGED} changed specs (s; baseline: its build)",
-                     ref.plan.cpu, ref.plan_build.cpu, "s", spread=spread(ref.plan, ref.plan_build)))
-        out.append(R(f"plan CPU, N={n} with {PLAN_CHANGED} changed specs, this checkout vs {ref.ref} (s)",
-                     big.plan.cpu, ref.plan.cpu, "s", spread=spread(big.plan, ref.plan)))
     return out
 
 
@@ -370,7 +329,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         refs = []
         for checkout in args.also:
             argv_, env = against.command(checkout)
-            refs.append(Reference(baseline.commit(checkout), argv_, env))
+            refs.append(against.Reference(baseline.commit(checkout), argv_, env))
         machine = report.machine([f"train-compile on Python {interpreter(tc)}", f"kubectl {kubectl_version}",
                                   f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
         measured = []
