@@ -21,12 +21,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from bench import report
+from bench.measure import Run, median, run
 
 GIT = ("git", "-c", "user.name=bench", "-c", "user.email=bench@example.com")
 LABEL = ("labels: {owner: bench}", "labels: {owner: ml-platform}")  # bench.specs.PROJECT's defaults
@@ -35,8 +35,8 @@ LABEL = ("labels: {owner: bench}", "labels: {owner: ml-platform}")  # bench.spec
 @dataclass
 class ProjectPlan:
     n: int
-    plan: Any  # compiler_bench.Run of the plan
-    build: Any  # and of one build of the same head
+    plan: Run  # the plan
+    build: Run  # and one build of the same head
     comment_bytes: int
     full_bytes: int
     own: Optional[float] = None  # CPU seconds of the plan's own work (all but compiling the two sides)
@@ -56,8 +56,7 @@ def project_repository(src: Path, work: Path, n: int) -> Path:
     return repo
 
 
-def measure(n: int, work: Path, *, tc: list[str], repeat: int, cpu: Optional[int], run: Callable[..., Any],
-            median: Callable[[list[Any]], Any], share: bool) -> ProjectPlan:
+def measure(n: int, work: Path, *, tc: list[str], repeat: int, cpu: Optional[int], share: bool) -> ProjectPlan:
     """`plan` of a project-level change against one `build` of that head; `share`: also the plan's
     own share (this checkout's venv only)."""
     repo = project_repository(work / f"src-{n}", work, n)
