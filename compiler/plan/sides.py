@@ -15,6 +15,7 @@ included): only the jobs a change touches are rendered twice.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ def base(repo: revision.Repo, commit: str, ref: str, rel_sources: list[str], env
     whole = any(Path(p).name == revision.PROJECT_FILE for p in changed)
     specs = sorted(p for p in in_base if p not in candidates and p.endswith((".yaml", ".yml"))
                    and (whole or p in changed))
-    scratch = Path(tempfile.mkdtemp(prefix="trainforge-plan-base-"))
+    scratch = Path(tempfile.mkdtemp(prefix="trainforge-plan-base-", dir=_scratch_root()))
     try:
         (scratch / ".git").mkdir()  # the repository root for the compiler's project and source lookups
         revision.extract(repo, commit, [*specs, *projects], scratch)
@@ -178,6 +179,15 @@ def base(repo: revision.Repo, commit: str, ref: str, rel_sources: list[str], env
                 if job.origin in in_base and job.origin not in changed:
                     mine.setdefault(key, job)
     return side
+
+
+def _scratch_root() -> Optional[str]:
+    """Where the base's files are written to be compiled: memory (/dev/shm) where there is one
+    and TMPDIR does not say otherwise. Creating a thousand small files on a disk's filesystem
+    cost more CPU than compiling them (0.75 s against 0.05 s on tmpfs, a project-level change of
+    1,000 specs: bench/README.md)."""
+    shm = "/dev/shm"
+    return shm if "TMPDIR" not in os.environ and os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
 def _compile_base(paths: list[Path], env: Optional[str], ref: str, scratch: Path) -> Side:
