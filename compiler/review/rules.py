@@ -21,7 +21,7 @@ from compiler.targets import api, roles
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from schemas.loader import Loc
 from schemas.marks import RESTART_SCOPE
-from schemas.trainjob import FRAMEWORKS
+from schemas.trainjob import FRAMEWORKS, Role
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")
@@ -40,6 +40,10 @@ def _roles(target: Target) -> Iterator[Diagnostic]:
             )
         elif entry.replicas is not None and role not in facts.allowed_roles:
             yield from _role_replicas(target, role, entry.replicas)
+            if role in facts.removable_roles:
+                yield from _left_out(target, role, entry)
+        elif entry.replicas == 0:
+            yield from _left_out(target, role, entry)
         elif role in facts.main_roles and role not in _possible_roles(target):
             yield target.view.error(
                 ("roles", role), f"this {facts.kind} has no {role} pods, so these settings would apply to none",
@@ -49,6 +53,17 @@ def _roles(target: Target) -> Iterator[Diagnostic]:
                 ("roles", role, "container"),
                 f"the operator of {facts.kind} finds the program container by its name, {facts.container}",
                 "remove container (only an MPI job's operator runs its first container whatever its name)")
+
+
+def _left_out(target: Target, role: str, entry: Role) -> Iterator[Diagnostic]:
+    """`replicas: 0` leaves the role's pods out (tensorflow's chief, an extra role): a setting
+    beside it would reach no pod, so it is refused where it is written rather than ignored."""
+    if entry.replicas != 0:
+        return
+    for field in sorted(entry.model_fields_set - {"replicas"}, key=list(Role.model_fields).index):
+        yield target.view.error(
+            ("roles", role, field), f"replicas: 0 leaves the {role} pods out, so this {field} would apply to no pod",
+            f"remove {field}, or remove replicas: 0 to have {role} pods", prefer_key=True)
 
 
 def _role_replicas(target: Target, role: str, replicas: int) -> Iterator[Diagnostic]:

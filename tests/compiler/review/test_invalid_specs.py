@@ -243,6 +243,14 @@ CASES = [
      job_text("roles:\n  chief: {replicas: 2}\n", framework="tensorflow"),
      "9:23: error: spec.roles.chief.replicas: chief is a role nodes counts, so it takes no replicas; remove"
      " replicas (replicas: 0 leaves the chief out), or set nodes"),
+    ("settings beside a tensorflow chief's replicas 0 are refused where they are written",
+     job_text("roles:\n  chief: {replicas: 0, image: ghcr.io/acme/chief:1}\n", framework="tensorflow"),
+     "9:26: error: spec.roles.chief.image: replicas: 0 leaves the chief pods out, so this image would apply to no"
+     " pod; remove image, or remove replicas: 0 to have chief pods"),
+    ("settings beside an extra role's replicas 0 are refused too",
+     job_text("roles:\n  ps:\n    replicas: 0\n    command: [python, ps.py]\n", framework="tensorflow"),
+     "11:7: error: spec.roles.ps.command: replicas: 0 leaves the ps pods out, so this command would apply to no"
+     " pod; remove command, or remove replicas: 0 to have ps pods"),
     ("settings for a role the job never has are refused",
      job_text("elastic: {minNodes: 1, maxNodes: 2}\nroles:\n  master: {image: ghcr.io/acme/master:1}\n"),
      "10:5: error: spec.roles.master: this PyTorchJob has no master pods, so these settings would apply to none;"
