@@ -125,8 +125,9 @@ class Manager:
         job_steps: dict[str, JobStep] = {name: hpa for name in autoscaled if hpa is not None}
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
         # each run's record and whole-job attempt (controller.jobs.run_records): labelled like the pods
-        records = RunRecords(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
         self.creates = CreatePool(client, size=CREATES_IN_FLIGHT, held=self.held)
+        # (a run's record is created beside its first pods, through the same pool)
+        records = RunRecords(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout), pool=self.creates)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,

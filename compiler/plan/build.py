@@ -29,6 +29,7 @@ from compiler.plan.model import EnvironmentPlan, Gpus, JobPlan, Plan, Position
 from compiler.plan.sides import Job, Side
 from compiler.targets import api
 from compiler.targets.base import at_path
+from foundation.frameworks.base import API_VERSION as KUBEFLOW_V1
 
 LiveIndex = dict[tuple[str, str, str], dict[str, Any]]
 
@@ -83,13 +84,17 @@ def environments(both: Sides) -> list[str]:
 
 
 def wanted(both: Sides) -> list[Wanted]:
-    """The lists that find every job either side names (one per kind and namespace): what --live reads."""
+    """The lists that find every job either side names (one per kind and namespace): what --live reads;
+    and, where kubeflow.org/v1 jobs are, their pods and run records (whether a run has started)."""
     out = set()
     for side in (both.head, both.base):
         for jobs in side.jobs.values():
             for job in jobs.values():
                 group, _, version = job.bundle.job["apiVersion"].rpartition("/")
                 out.add(Wanted(group, version, job.plan_facts.plural(job.kind) or "", job.kind, job.namespace))
+                if job.bundle.job["apiVersion"] == KUBEFLOW_V1:
+                    out.add(Wanted("", "v1", "pods", "Pod", job.namespace))
+                    out.add(Wanted("apps", "v1", "controllerrevisions", "ControllerRevision", job.namespace))
     return sorted(out)
 
 
@@ -145,10 +150,11 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
     assert shown is not None
     watched = old if pair.change in ("rename", "delete") else new
     assert watched is not None
-    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name))) if states is not None else None
+    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name)), states) \
+        if states is not None else None
     state = found.state if found else "unknown"
     judged = "Suspended" if state == "unknown" and _git_suspended(old) else state
-    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new))
+    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new), found.started if found else None)
     if pair.change == "update":
         assert old is not None and new is not None
         aspects = job_aspects(old.rendered, new.rendered, new.plan_facts)

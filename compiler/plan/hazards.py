@@ -53,6 +53,10 @@ _MIXED = Effect(("mixed-run",), "the upstream operator adds pods from the new sp
 _DEFERRED = Effect(("ignored-until-next-run",), "train-controller holds the change while the run lasts (its pods,"
                " re-created ones too, keep the run's shape); a suspend and resume, or a delete and create, starts"
                " a new run from the new spec", ACTIVE)
+# the same change to a run that has not started (`plan --live`: no container of its pods ran yet,
+# foundation.runs.started): nothing is held, as nothing of the run would be lost
+_NOT_STARTED = Effect((), "its run has not started (no container of its pods has run): train-controller creates"
+                      " its pods again from the new spec", ACTIVE)
 _SCALE = Effect((), "the elastic run scales to {workers} workers (minNodes..maxNodes) and torchrun re-forms its"
                 " rendezvous", ACTIVE)
 _SUSPEND = Effect(("suspends-run",), "{controller} deletes its pods: the run stops; removing suspend later starts"
@@ -93,6 +97,7 @@ RULES: dict[tuple[str, str], dict[str, Effect]] = {
         "suspended": _SUSPENDED, "run-policy": _RUN_POLICY, "ttl": _TTL, "metadata": _METADATA,
         "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM, "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE,
         "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED, "restart-scope": _SCOPE_OURS,
+        "not-started": _NOT_STARTED,
     },
     (V2, TRAINER): {
         "immutable": Effect(("sync-refused",), "Trainer v2.3 holds spec.{immutable} immutable: the API server refuses"

@@ -8,7 +8,9 @@ spec); on a queued job a change of pod counts or containers is Kueue's to act on
 re-queues the job) before the controller's; a finished job runs nothing of an edit. Under
 train-controller an edit is deferred to the next run exactly when the run spec changes
 (`Aspects.run_spec`, foundation.runs.spec: the controller's own rule); under the upstream
-operator the pods mix when what it builds pods from changes (`Aspects.pod_spec`).
+operator the pods mix when what it builds pods from changes (`Aspects.pod_spec`). A run that
+`--live` shows has not started takes the change instead (foundation.runs.started, the
+controller's rule too).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Context:
     state: str = "unknown"  # the old job's state (the job's own for a create or an update)
     queued: bool = False  # Kueue manages the job (a queue label on a kind it integrates)
     ttl: Optional[int] = None  # the head's ttlSecondsAfterFinished
+    started: Optional[bool] = None  # its run has started (foundation.runs.started; None: not known, offline)
 
     @property
     def rules(self) -> dict[str, Effect]:
@@ -146,7 +149,8 @@ def _pods(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_susp
         v.add(rules["restart-scope"], state, scope=f"{a.restart_scope[0]} -> {scope}", scope_does=SCOPE_DOES.get(
             scope, SCOPE_DOES["pod"]))
     if "pod-spec" in rules and (a.run_spec if ours else a.pod_spec):
-        v.add(rules["pod-spec"], state)
+        # train-controller holds a change of a started run only; one that has not started takes it
+        v.add(rules["not-started"] if ours and ctx.started is False else rules["pod-spec"], state)
     elif a.scheduling_policy and not ours and "run-policy" in rules:  # upstream: its PodGroup follows
         v.add(rules["run-policy"], state, fields="runPolicy.schedulingPolicy", controller=ctx.controller)
 

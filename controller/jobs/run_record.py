@@ -26,15 +26,19 @@ from controller.jobs.desired import base_labels, owner_reference
 from controller.jobs.kinds import Kind
 from foundation.cluster.kube import Resource
 from foundation.runs.spec import RunSpec
+from foundation.runs.record import (  # the wire names of a record, shared with `plan` and `status`
+    ENDED as ENDED,
+    PREFIX,
+    RECORD as RECORD,
+    STARTED as STARTED,
+    number as number,
+)
 
 CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
 HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it
-PREFIX = "train-controller.trainforge.dev/"
-RECORD = PREFIX + "revision"  # on each pod: the name of the run record it was built from (wire name)
 ATTEMPT = PREFIX + "attempt"  # on each pod of a scope-job run, and on the record: the whole-job attempt
 RESTART_CAUSE = PREFIX + "restart-cause"  # on the record: what started the current attempt
 ANNOUNCED = PREFIX + "announced"  # on the record: "held:<hash>" / "finished:<hash>", the change last announced
-ENDED = PREFIX + "run-ended"  # on the record: its run ended ("suspended"); the next pass starts a new one
 DEFERRED, FINISHED, SUSPENDED = "held", "finished", "suspended"  # DEFERRED's wire value is historical
 
 
@@ -63,11 +67,6 @@ def hash_of(record: dict[str, Any]) -> str:
     return str((record["metadata"].get("labels") or {}).get(HASH_LABEL, ""))
 
 
-def number(record: dict[str, Any]) -> int:
-    """The record's `revision` number (the newest run's is the highest)."""
-    return int(record.get("revision") or 0)
-
-
 def attempt_of(obj: dict[str, Any]) -> int:
     """The whole-job attempt a pod belongs to, or the current one of a record (0 when unset)."""
     raw = (obj["metadata"].get("annotations") or {}).get(ATTEMPT)
@@ -86,11 +85,14 @@ def controlled_by(obj: dict[str, Any], job: dict[str, Any]) -> bool:
                for r in obj["metadata"].get("ownerReferences") or [])
 
 
-def stamp(pod: dict[str, Any], *, record: str, attempt: int | None) -> None:
+def stamp(pod: dict[str, Any], *, record: str, attempt: int | None, started: bool = False) -> None:
     """Mark a pod with its run's record (and, under restart scope job, its attempt, and the
-    restartPolicy Never that lets the controller see every exit: controller.jobs.restarts)."""
+    restartPolicy Never that lets the controller see every exit: controller.jobs.restarts); a
+    pod created for a run that has started says so (foundation.runs.started)."""
     annotations = pod["metadata"].setdefault("annotations", {})
     annotations[RECORD] = record
+    if started:
+        annotations[STARTED] = "true"
     if attempt is not None:
         annotations[ATTEMPT] = str(attempt)
         pod["spec"]["restartPolicy"] = "Never"

@@ -375,6 +375,8 @@ def revisions(run: Run) -> None:
     run.cluster.apply(job("PyTorchJob", "rev", Master=1))
     first = run.until(revisions_of_rev, "the run's revision")
     run.until(lambda: "rev-master-0" in run.cluster.pods(), "the pod")
+    run.cluster.run_all("rev-master-0")  # the run has started: its edit is held (foundation.runs.started)
+    run.until(lambda: ("Running", "True", "PyTorchJobRunning") in run.cluster.conditions("PyTorchJob", "rev"), "Running")
     edit = {"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"metadata": {"labels": {"edit": "1"}}}}}}}
     run.cluster.client.patch(pt, ns, "rev", edit)
     run.until(lambda: any(e["reason"] == "PyTorchJobSpecChangeHeld" and e["involvedObject"]["name"] == "rev"
