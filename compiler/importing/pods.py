@@ -19,7 +19,7 @@ from compiler.importing.sameness import plain, same
 from compiler.importing.shapes import Shape
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from foundation.frameworks.base import Adapter, ReplicaPlan
-from schemas.types import DNS1035, ENV_NAME, SHARED_MEMORY_CHOICES
+from schemas.types import ENV_NAME, SHARED_MEMORY_CHOICES
 
 Obj = dict[str, Any]
 DEFAULT_GPU = "nvidia.com/gpu"
@@ -176,34 +176,3 @@ def _ref(source: Obj) -> Optional[Obj]:
         if isinstance(ref, dict) and set(ref) == {"name", "key"} and ref["name"] and ref["key"]:
             return {spelled: ref["name"], "key": ref["key"]}
     return None
-
-
-def storage(roles: Roles) -> list[Obj]:
-    """spec.storage: each claim every role has and mounts in its framework container alike."""
-    out: list[Obj] = []
-    main = roles.main().replica_type
-    for volume in roles.pod(main).get("volumes") or []:
-        claim = volume.get("persistentVolumeClaim")
-        name = volume.get("name")
-        if not isinstance(claim, dict) or set(volume) != {"name", "persistentVolumeClaim"} \
-                or not DNS1035.match(str(name)) or name == SHM_VOLUME:
-            continue
-
-        def read(rtype: str, name: Any = name) -> Any:
-            own = next((v for v in roles.pod(rtype).get("volumes") or [] if v.get("name") == name), None)
-            mounts = [m for m in roles.container(rtype).get("volumeMounts") or [] if m.get("name") == name]
-            return (own, mounts)
-
-        found = roles.alike(read)
-        if found is None or len(found[1]) != 1:
-            continue
-        mount = found[1][0]
-        read_only = bool(claim.get("readOnly"))
-        if set(mount) - {"name", "mountPath", "readOnly"} or bool(mount.get("readOnly")) != read_only \
-                or set(claim) - {"claimName", "readOnly"}:
-            continue
-        entry: Obj = {"name": name, "mountPath": mount["mountPath"], "claim": claim["claimName"]}
-        if read_only:
-            entry["readOnly"] = True
-        out.append(entry)
-    return out

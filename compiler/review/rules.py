@@ -16,7 +16,8 @@ from compiler.diagnostics import Diagnostic
 from foundation.frameworks import ADAPTERS, adapter
 from foundation.frameworks.base import Facts
 from compiler.reading.resolve import Target
-from compiler.review import admission_review, podcheck, podrules, podschema, policy, resources
+from compiler.review import admission_review, podcheck, podfields, podrules, podschema, policy, resources
+from compiler.review.resources import asked as asked_resources
 from compiler.targets import api, roles
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from schemas.loader import Loc
@@ -145,6 +146,11 @@ def _gpu_type(target: Target) -> Iterator[Diagnostic]:
             )
 
 
+def _shared_memory(target: Target) -> bool:
+    """Some role's pods get resources.sharedMemory's /dev/shm volume."""
+    return any(r.sharedMemory for _, r in asked_resources(target))
+
+
 def _storage(target: Target) -> Iterator[Diagnostic]:
     names: set[str] = set()
     paths: set[str] = set()
@@ -153,8 +159,13 @@ def _storage(target: Target) -> Iterator[Diagnostic]:
             yield target.view.error(("storage", i, "name"), f"volume name '{volume.name}' is used twice", "give each volume its own name")
         if volume.mountPath in paths:
             yield target.view.error(("storage", i, "mountPath"), f"mountPath '{volume.mountPath}' is used twice", "mount each volume at its own path")
-        if volume.name == SHM_VOLUME or volume.mountPath == SHM_PATH:
-            yield target.view.error(("storage", i, "name"), "dshm and /dev/shm are reserved", "use resources.sharedMemory for /dev/shm")
+        if volume.name == SHM_VOLUME:
+            yield target.view.error(("storage", i, "name"), f"{SHM_VOLUME} is reserved for resources.sharedMemory's"
+                                    " volume", "give the volume another name")
+        elif volume.mountPath == SHM_PATH and _shared_memory(target):
+            # a volume of one's own at /dev/shm (a hostPath /dev/shm named shmem, as published jobs do) is fine alone
+            yield target.view.error(("storage", i, "mountPath"), f"{SHM_PATH} is where resources.sharedMemory mounts"
+                                    " its volume", "remove resources.sharedMemory, or this volume")
         names.add(volume.name)
         paths.add(volume.mountPath)
 
@@ -256,6 +267,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _gpu_type,
     resources.check,
     _storage,
+    podfields.check,
     _pod_template,
     _own_marks,
     podschema.check,

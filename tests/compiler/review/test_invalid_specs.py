@@ -94,8 +94,9 @@ CASES = [
     ("a misspelled required field is one error, the unknown key's, whose did-you-mean names the field",
      job_text().replace("  framework:", "  framwork:"),
      "6:3: error: spec.framwork: unknown field 'framwork'; did you mean 'framework'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
-     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, environments, framework, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations,"
+     " podLabels, podTemplate, policy, port, processesPerNode, resources, roles, runtime, scheduling, securityContext,"
+     " serviceAccount, storage, workingDir"),
     ("a misspelled key of a secret reference is one error, at the misspelling",
      job_text("env:\n  HF_TOKEN: {secret: hf, kee: token}\n"),
      "9:28: error: spec.env.HF_TOKEN.kee: unknown field 'kee'; did you mean 'key'? allowed here: key, secret"),
@@ -106,13 +107,15 @@ CASES = [
     ("an unknown spec field suggests the closest one and lists the allowed ones",
      job_text("nodez: 3\n"),
      "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
-     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, environments, framework, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations,"
+     " podLabels, podTemplate, policy, port, processesPerNode, resources, roles, runtime, scheduling, securityContext,"
+     " serviceAccount, storage, workingDir"),
     ("a field written one level too high suggests the object it belongs in",
      job_text("queue: team-a\n"),
      "8:3: error: spec.queue: unknown field 'queue'; did you mean 'scheduling.queue'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
-     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, environments, framework, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations,"
+     " podLabels, podTemplate, policy, port, processesPerNode, resources, roles, runtime, scheduling, securityContext,"
+     " serviceAccount, storage, workingDir"),
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
      "8:15: error: spec.resources.gpus: unknown field 'gpus'; did you mean 'gpu'?"
@@ -120,7 +123,8 @@ CASES = [
     ("an unknown field inside a role suggests the closest one",
      job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
      "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
-     " allowed here: args, command, container, env, image, podTemplate, replicas, resources, restart, scheduling"),
+     " allowed here: args, command, container, env, image, podAnnotations, podLabels, podTemplate, replicas,"
+     " resources, restart, scheduling, securityContext"),
     ("a container name for a framework whose operator finds its container by name is refused",
      job_text("roles: {worker: {container: trainer}}\n"),
      "8:31: error: spec.roles.worker.container: the operator of PyTorchJob finds the program container by its"
@@ -310,18 +314,35 @@ CASES = [
      " declare gpuTypes for this environment in trainforge.yaml, or remove gpuType"),
     ("a volume with both an existing claim and a size is rejected",
      job_text("storage:\n  - {name: data, mountPath: /data, claim: imagenet, size: 1Ti}\n"),
-     "9:7: error: spec.storage[0]: has both claim and size;"
-     " keep claim to mount an existing PVC or size to create one"),
-    ("a volume with neither claim nor size is rejected",
+     "9:7: error: spec.storage[0]: has claim and size; keep one source: claim (an existing PVC), size (a new one),"
+     " configMap, secret, hostPath or emptyDir"),
+    ("a volume without a source is rejected",
      job_text("storage:\n  - {name: data, mountPath: /data}\n"),
-     "9:7: error: spec.storage[0]: has neither claim nor size;"
-     " add claim: <existing PVC> or size: <e.g. 100Gi>"),
+     "9:7: error: spec.storage[0]: has no source; add claim: <existing PVC>, size: <e.g. 100Gi>, configMap: <name>,"
+     " secret: <name>, hostPath: <node path> or emptyDir: {}"),
+    ("a configMap volume with a new claim's storage class is rejected",
+     job_text("storage:\n  - {name: code, mountPath: /code, configMap: scripts, storageClass: fast}\n"),
+     "9:7: error: spec.storage[0]: storageClass and accessMode only apply to a new PVC; drop them or use size"),
+    ("a hostPath that is not absolute is rejected",
+     job_text("storage:\n  - {name: ib, mountPath: /dev/infiniband, hostPath: dev/infiniband}\n"),
+     "9:56: error: spec.storage[0].hostPath: 'dev/infiniband' is not an absolute path; write the node's path,"
+     " e.g. /dev/infiniband"),
+    ("a hostPath volume is refused by the baseline pod security level at its field",
+     job_text("storage:\n  - {name: ib, mountPath: /dev/infiniband, hostPath: /dev/infiniband}\n"),
+     "9:56: error: spec.storage[0].hostPath: pod security level 'baseline' forbids a hostPath volume (HostPath"
+     " Volumes): '/dev/infiniband' is the node's; mount a claim, configMap, secret or emptyDir instead, or ask for"
+     " policy.podSecurity: privileged in trainforge.yaml"),
     ("two volumes on one mount path are rejected",
      job_text("storage:\n  - {name: data, mountPath: /data, claim: a}\n  - {name: more, mountPath: /data, claim: b}\n"),
      "10:31: error: spec.storage[1].mountPath: mountPath '/data' is used twice; mount each volume at its own path"),
-    ("a volume on /dev/shm is reserved for sharedMemory",
-     job_text("storage:\n  - {name: shm, mountPath: /dev/shm, size: 1Gi}\n"),
-     "9:14: error: spec.storage[0].name: dshm and /dev/shm are reserved; use resources.sharedMemory for /dev/shm"),
+    ("a volume on /dev/shm beside sharedMemory is refused at its mount path",
+     job_text("resources: {sharedMemory: 1Gi}\nstorage:\n  - {name: shm, mountPath: /dev/shm, size: 1Gi}\n"),
+     "10:30: error: spec.storage[0].mountPath: /dev/shm is where resources.sharedMemory mounts its volume;"
+     " remove resources.sharedMemory, or this volume"),
+    ("the volume name dshm is sharedMemory's",
+     job_text("storage:\n  - {name: dshm, mountPath: /scratch, emptyDir: {}}\n"),
+     "9:14: error: spec.storage[0].name: dshm is reserved for resources.sharedMemory's volume; give the volume"
+     " another name"),
     ("rbac rules without create are rejected",
      job_text("serviceAccount: {rules: [{resources: [pods], verbs: [get]}]}\n"),
      "8:19: error: spec.serviceAccount: rules and imagePullSecrets need create: true; add it or drop them"),
@@ -678,8 +699,9 @@ CASES = [
     ("an override cannot change the framework",
      job_text("environments:\n  default: {framework: jax}\n"),
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
-     " elastic, env, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
-     " scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations, podLabels, podTemplate, policy,"
+     " port, processesPerNode, resources, roles, runtime, scheduling, securityContext, serviceAccount, storage,"
+     " workingDir"),
     # --- the pod template as Kubernetes reviews it: compiler/review/podschema.py, compiler/review/podcheck.py
     ("an env written as a map is refused with the list it should be",
      job_text(PT + "    containers:\n      - name: pytorch\n        env: {WANDB_MODE: offline}\n"),
