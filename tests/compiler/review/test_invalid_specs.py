@@ -339,6 +339,41 @@ CASES = [
      job_text("resources: {sharedMemory: 1Gi}\nstorage:\n  - {name: shm, mountPath: /dev/shm, size: 1Gi}\n"),
      "10:30: error: spec.storage[0].mountPath: /dev/shm is where resources.sharedMemory mounts its volume;"
      " remove resources.sharedMemory, or this volume"),
+    # --- the pod fields (schemas/pods.py, compiler/review/podfields.py)
+    ("a pull policy Kubernetes does not have is refused with the ones it has",
+     job_text("imagePullPolicy: Sometimes\n"),
+     "8:20: error: spec.imagePullPolicy: the string 'Sometimes' is not allowed; use one of Always, IfNotPresent, Never"),
+    ("a framework port on mpi, whose operator finds no replica by a port, is refused",
+     job_text("port: 2222\n", framework="mpi"),
+     "8:3: error: spec.port: a mpi job has no framework port (its operator finds no replica by a port); remove port;"
+     " it applies to pytorch, tensorflow, xgboost, paddle, jax, mxnet"),
+    ("a pod label that metadata.labels gives another value is refused",
+     job_text("podLabels: {team: b}\n", metadata="labels: {team: a}\n"),
+     "9:21: error: spec.podLabels.team: label 'team' is 'a' in metadata.labels, which reach the pods too; give it one"
+     " value: remove it from podLabels, or from metadata.labels"),
+    ("a scheduler of its own beside gang scheduling is refused",
+     job_text("scheduling: {gang: true, schedulerName: kai-scheduler}\n"),
+     "8:43: error: spec.scheduling.schedulerName: gang scheduling names the pods' scheduler itself; remove"
+     " schedulerName, or turn gang off (scheduling.gang: false)"),
+    ("a misspelled securityContext field suggests Kubernetes' own",
+     job_text("securityContext: {runAsUsr: 1000}\n"),
+     "8:21: error: spec.securityContext.runAsUsr: unknown field 'runAsUsr'; did you mean 'runAsUser'? allowed here:"
+     " allowPrivilegeEscalation, appArmorProfile, capabilities, privileged, procMount, readOnlyRootFilesystem,"
+     " runAsGroup, runAsNonRoot, runAsUser, seLinuxOptions, seccompProfile, windowsOptions"),
+    ("a privileged container is refused by the baseline level at the securityContext that asks for it",
+     job_text("securityContext: {privileged: true}\n"),
+     "8:21: error: spec.securityContext.privileged: pod security level 'baseline' forbids privileged: true in"
+     " container 'pytorch' (Privileged Containers); remove securityContext.privileged, or ask for"
+     " policy.podSecurity: privileged in trainforge.yaml"),
+    ("one role's privileged container is refused at that role's securityContext",
+     job_text("nodes: 2\nroles: {worker: {securityContext: {privileged: true}}}\n"),
+     "9:38: error: spec.roles.worker.securityContext.privileged: pod security level 'baseline' forbids privileged:"
+     " true in container 'pytorch' (Privileged Containers); remove securityContext.privileged, or ask for"
+     " policy.podSecurity: privileged in trainforge.yaml"),
+    ("an annotation key Kubernetes refuses is refused",
+     job_text("podAnnotations: {'bad key!': x}\n"),
+     "8:20: error: spec.podAnnotations.bad key!: 'bad key!' is not a valid annotation key; use e.g. example.com/note"
+     " (a name of at most 63 characters, with an optional DNS prefix and '/')"),
     ("the volume name dshm is sharedMemory's",
      job_text("storage:\n  - {name: dshm, mountPath: /scratch, emptyDir: {}}\n"),
      "9:14: error: spec.storage[0].name: dshm is reserved for resources.sharedMemory's volume; give the volume"
