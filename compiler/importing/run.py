@@ -143,26 +143,12 @@ def prepare(manifest: Manifest, kind: JobKind) -> Job:
         shown = ", ".join(f"{t} x{n}" for t, n in counts.items())
         job.diagnostics.append(manifest.error(
             ("spec", kind.replica_specs), f"the replicas ({shown}) are no shape a {kind.adapter.name} spec can say"
-            f" with nodes and roles{_other_mode(kind, canon)}", "see docs/import.md, 'What is refused'"))
+            f" with nodes and roles{shapes.other_mode(kind.adapter, canon)}", "see docs/import.md, 'What is refused'"))
         return job
     templates = {t: r.get("template") or {} for t, r in replicas.items()}
     job.spec = lifting.lift(job.original, canon, kind, found, templates, replicas)
     job.roles = {p.replica_type: p.role for p in found.plans}
     return job
-
-
-def _other_mode(kind: JobKind, canon: Obj) -> str:
-    """Why, when the job asks its operator for a mode the compiler never writes (an MXJob's
-    jobMode MXTune, whose tuner replicas no spec has roles for): the kind's own fields that
-    every spec compiles to one value, and the manifest gives another."""
-    written = kind.adapter.job_fields(shapes.probe({"framework": kind.adapter.name}))  # type: ignore[arg-type]
-    have = canon.get("spec") or {}
-    other = [f"{field} {have[field]}" for field, value in written.items()
-             if isinstance(value, str) and isinstance(have.get(field), str) and have[field] != value]
-    if not other:
-        return ""
-    return (f": the job runs {', '.join(other)}, and trainforge compiles training jobs only"
-            f" ({', '.join(f'{f} {v}' for f, v in written.items() if isinstance(v, str))})")
 
 
 def prepare_trainjob(manifest: Manifest, runtimes: dict[tuple[str, str], "trainer.Runtime"]) -> Job:
