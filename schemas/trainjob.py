@@ -26,7 +26,7 @@ from schemas.pods import AnnotationKey, PortNumber, PullPolicy
 from schemas.placement import Gang, GangChoice, RoleScheduling, Scheduling, Toleration  # noqa: F401
 from schemas.resources import ResourceLimits, Resources  # noqa: F401
 from schemas.volumes import EmptyDir, Volume  # noqa: F401
-from schemas.strict import ConfigMapRef, EnvValue, SecretRef, StrictModel  # noqa: F401
+from schemas.strict import ConfigMapRef, EnvValue, FieldRef, SecretRef, StrictModel  # noqa: F401
 from schemas.types import (
     ContainerName,
     EnvName,
@@ -244,7 +244,8 @@ class TrainJobSpec(StrictModel):
     )
     env: dict[EnvName, EnvValue] = Field(
         default_factory=dict,
-        description="Environment: a string, {secret: NAME, key: KEY} or {configMap: NAME, key: KEY}.",
+        description="Environment: a string, {secret: NAME, key: KEY}, {configMap: NAME, key: KEY} or {field:"
+        " POD_FIELD} (the downward API: metadata.name, status.podIP, metadata.labels['<key>']...).",
     )
     nodes: PositiveInt = Field(1, description="Pods that run the training program.")
     processesPerNode: ProcessesPerNode = Field(

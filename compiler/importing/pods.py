@@ -19,7 +19,7 @@ from compiler.importing.sameness import plain, same
 from compiler.importing.shapes import Shape
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from foundation.frameworks.base import Adapter, ReplicaPlan
-from schemas.types import ENV_NAME, SHARED_MEMORY_CHOICES
+from schemas.types import ENV_NAME, POD_FIELD_PATH, SHARED_MEMORY_CHOICES
 
 Obj = dict[str, Any]
 DEFAULT_GPU = "nvidia.com/gpu"
@@ -171,6 +171,10 @@ def env(container: Obj) -> Obj:
 
 
 def _ref(source: Obj) -> Optional[Obj]:
+    field_ref = source.get("fieldRef")  # apiVersion v1 is the default the canonical form filled
+    if isinstance(field_ref, dict) and set(field_ref) <= {"fieldPath", "apiVersion"} \
+            and field_ref.get("apiVersion", "v1") == "v1" and POD_FIELD_PATH.match(str(field_ref.get("fieldPath"))):
+        return {"field": field_ref["fieldPath"]}
     for field, spelled in (("secretKeyRef", "secret"), ("configMapKeyRef", "configMap")):
         ref = source.get(field)
         if isinstance(ref, dict) and set(ref) == {"name", "key"} and ref["name"] and ref["key"]:

@@ -22,7 +22,7 @@ from schemas.bundle import Bundle, JsonObject
 from schemas.jsoncopy import json_copy
 from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
 from schemas.quantity import canonical_quantities
-from schemas.trainjob import ConfigMapRef, EnvValue, Policy, Resources, Role, SecretRef, TrainJobSpec
+from schemas.trainjob import ConfigMapRef, EnvValue, FieldRef, Policy, Resources, Role, SecretRef, TrainJobSpec
 
 SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"  # where resources.sharedMemory is mounted
@@ -38,6 +38,8 @@ def env_vars(values: dict[str, EnvValue]) -> list[JsonObject]:
             out.append(
                 {"name": name, "valueFrom": {"configMapKeyRef": {"name": value.configMap, "key": value.key}}}
             )
+        elif isinstance(value, FieldRef):
+            out.append({"name": name, "valueFrom": {"fieldRef": {"fieldPath": value.field}}})
         else:
             out.append({"name": name, "value": value})
     return out

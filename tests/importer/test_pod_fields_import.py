@@ -2,7 +2,7 @@
 
 A PyTorchJob whose Master and Workers both pull Always, run as user 1000, carry a pod label and an
 annotation and mount a ConfigMap, a Secret and the node's /dev/infiniband becomes a spec with
-those first-class fields and no podTemplate, and renders the same job; what is only the API
+those first-class fields (and an env value from the pod's name) and no podTemplate, and renders the same job; what is only the API
 server's default (IfNotPresent on a tagged image) is left out; what one role alone has is that
 role's own field.
 """
@@ -28,6 +28,9 @@ POD = """\
               image: ghcr.io/acme/mnist:1.0
               imagePullPolicy: Always
               securityContext: {runAsUser: 1000}
+              env:
+                - name: POD_NAME
+                  valueFrom: {fieldRef: {fieldPath: metadata.name}}
               volumeMounts:
                 - {name: code, mountPath: /code}
                 - {name: sa, mountPath: /secret, readOnly: true}
@@ -58,6 +61,7 @@ def test_the_pod_fields_are_first_class_and_the_job_renders_the_same(tmp_path):
 
     assert spec["spec"]["imagePullPolicy"] == "Always"
     assert spec["spec"]["securityContext"] == {"runAsUser": 1000}
+    assert spec["spec"]["env"] == {"POD_NAME": {"field": "metadata.name"}}
     assert spec["spec"]["podLabels"] == {"app": "mnist"}
     assert spec["spec"]["podAnnotations"] == {"sidecar.istio.io/inject": "false"}
     assert sorted(spec["spec"]["storage"], key=lambda v: v["name"]) == [  # volumes are keyed by name: any order

@@ -184,8 +184,8 @@ CASES = [
      "9:21: error: spec.policy.activeDeadline: '2 days' is not a duration; write 90s, 30m, 24h, 7d or whole seconds"),
     ("an env value that is a number must be quoted",
      job_text("env:\n  LR: 0.001\n"),
-     "9:9: error: spec.env.LR: an env value is a string, {secret: NAME, key: KEY} or {configMap: NAME, key: KEY},"
-     " not the number 0.001; quote numbers and booleans"),
+     "9:9: error: spec.env.LR: an env value is a string, {secret: NAME, key: KEY}, {configMap: NAME, key: KEY} or"
+     " {field: POD_FIELD}, not the number 0.001; quote numbers and booleans"),
     ("a secret reference without key names the missing key",
      job_text("env:\n  HF_TOKEN: {secret: hf}\n"),
      "9:5: error: spec.env.HF_TOKEN.key: is required; add 'key'"),
@@ -370,6 +370,14 @@ CASES = [
      "9:38: error: spec.roles.worker.securityContext.privileged: pod security level 'baseline' forbids privileged:"
      " true in container 'pytorch' (Privileged Containers); remove securityContext.privileged, or ask for"
      " policy.podSecurity: privileged in trainforge.yaml"),
+    ("an env value from a pod field the downward API does not give is refused with the ones it gives",
+     job_text("env: {POD: {field: spec.hostname}}\n"),
+     "8:22: error: spec.env.POD.field: 'spec.hostname' is not a pod field an environment variable can read; use one"
+     " of metadata.name, metadata.namespace, metadata.uid, spec.nodeName, spec.serviceAccountName, status.hostIP,"
+     " status.hostIPs, status.podIP, status.podIPs, or metadata.labels['<key>'] or metadata.annotations['<key>']"),
+    ("a key beside an env value's pod field lists that value's own fields",
+     job_text("env: {POD: {field: metadata.name, key: x}}\n"),
+     "8:37: error: spec.env.POD.key: unknown field 'key'; allowed here: field"),
     ("an annotation key Kubernetes refuses is refused",
      job_text("podAnnotations: {'bad key!': x}\n"),
      "8:20: error: spec.podAnnotations.bad key!: 'bad key!' is not a valid annotation key; use e.g. example.com/note"

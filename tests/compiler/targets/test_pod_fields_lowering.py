@@ -75,6 +75,18 @@ def test_the_pod_fields_reach_the_mpi_operators_launcher_and_workers(tmp_path):
     _assert_every_pod_has_the_fields(_templates(job, "mpiReplicaSpecs"), {"Launcher": "launcher", "Worker": "mpi"})
 
 
+def test_an_env_value_from_a_pod_field_is_the_downward_api(tmp_path):
+    env = {"POD_NAME": {"field": "metadata.name"},
+           "REPLICA": {"field": "metadata.labels['training.kubeflow.org/replica-index']"}}
+    job = v1_job(tmp_path, job_doc("pytorch", env=env))
+
+    (container,) = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+    assert [e for e in container["env"] if e["name"] in env] == [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "REPLICA", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.labels['training.kubeflow.org/replica-index']"}}}]
+
+
 def test_a_framework_port_replaces_the_operators_default(tmp_path):
     job = v1_job(tmp_path, job_doc("xgboost", nodes=2, port=9991))
 
