@@ -2,7 +2,7 @@
 
 `compiler/targets/lowering.py` and the overlays write each spec field to a known place of
 the job (the image to the framework container of every role, `resources.memory` to its
-requests and limits, `storage` to a PVC volume mounted in every role's container...). This
+requests and limits, `storage` to a volume mounted in every role's container...). This
 module reads a manifest from those places, in its canonical form (`sameness.canonical`:
 defaults filled, so an unset restart policy reads as the kind's), and writes a field only
 where the manifest says the same thing everywhere that field would reach: a volume mounted

@@ -2,10 +2,11 @@
 
 `compiler/targets/lowering.py` and the overlays write each spec field to a known place of a
 pod template (the image to the framework container, `resources.memory` to its requests and
-limits, `storage` to a claim volume mounted in it...). The functions here read those places
-of a manifest's templates, in their canonical form (`sameness.canonical`: Kubernetes' pod
-defaults filled, requests from limits), for `lifting` (the job's fields) and `overrides`
-(one role's). `Roles` holds the templates by replica type with the adapter's plan of them.
+limits, env to its env...). The functions here read those places of a manifest's templates,
+in their canonical form (`sameness.canonical`: Kubernetes' pod defaults filled, requests
+from limits), for `lifting` (the job's fields) and `overrides` (one role's); the pod fields
+(pull policy, port, security context, pod labels, `storage`) are `podfields`'. `Roles` holds
+the templates by replica type with the adapter's plan of them.
 """
 
 from __future__ import annotations
