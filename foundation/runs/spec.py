@@ -78,13 +78,30 @@ POD_QUANTITIES = tuple(("spec", kind, "*", "resources", part, "*")
 
 def as_pods_run_it(data: RunSpec, adapter: KindLike) -> RunSpec:
     """`data` with each replica's pod template as its pods run it: Kubernetes' pod defaults
-    filled (`foundation.poddefaults`) and its quantities canonical."""
+    filled (`foundation.poddefaults`), its quantities canonical, and no null, empty map or empty
+    list (the operator's Go types read `labels: {}` as no labels)."""
     spec = jsondata.copy(data["spec"])
     for replica in (spec.get(adapter.facts.replica_specs) or {}).values():
         template = replica.get("template") if isinstance(replica, dict) else None
         if isinstance(template, dict):
-            replica["template"] = canonical_quantities(poddefaults.fill(template), POD_QUANTITIES)
+            replica["template"] = canonical_quantities(poddefaults.fill(_without_empty(template)), POD_QUANTITIES)
     return {**data, "spec": spec}
+
+
+def _without_empty(node: Any, volumes: bool = False) -> Any:
+    """`node` without nulls, empty maps and empty lists; `volumes`: the node is the list of
+    volumes (or one of them), whose empty source (`emptyDir: {}`) says what the volume is."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            value = _without_empty(value, key == "volumes")
+            if value is None or (value in ({}, []) and not (volumes and isinstance(value, dict))):
+                continue
+            out[key] = value
+        return out
+    if isinstance(node, list):
+        return [_without_empty(item, volumes) for item in node]
+    return node
 
 
 def same_run(old: RunSpec, new: RunSpec, adapter: KindLike) -> bool:

@@ -37,9 +37,11 @@ def with_defaults(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def without_defaults(body: dict[str, Any]) -> dict[str, Any]:
-    """What the engine's apply of the imported spec leaves: no pull policy, the request as "1"."""
+    """What the engine's apply of the imported spec leaves: no pull policy, the request as "1", and
+    an empty label map where the import removed a job label from the pods with null."""
     out = copy.deepcopy(body)
     for spec in out["spec"]["pytorchReplicaSpecs"].values():
+        spec["template"]["metadata"]["labels"] = {}
         for container in spec["template"]["spec"]["containers"]:
             container.pop("imagePullPolicy")
             container["resources"]["requests"]["cpu"] = "1"

@@ -19,9 +19,10 @@ from foundation.runs import spec as runspec
 PYTORCH = adapter("pytorch")
 
 
-def job(**container: Any) -> dict[str, Any]:
+def job(template: dict[str, Any] | None = None, **container: Any) -> dict[str, Any]:
     one = {"name": "pytorch", "image": "ghcr.io/acme/train:1.0", **container}
-    replica = {"replicas": 1, "restartPolicy": "OnFailure", "template": {"spec": {"containers": [one]}}}
+    replica = {"replicas": 1, "restartPolicy": "OnFailure",
+               "template": {**(template or {}), "spec": {"containers": [one], **(template or {}).get("spec", {})}}}
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j", "namespace": "n"},
             "spec": {"pytorchReplicaSpecs": {"Master": copy.deepcopy(replica), "Worker": copy.deepcopy(replica)}}}
 
@@ -35,6 +36,14 @@ def job(**container: Any) -> dict[str, Any]:
 ])
 def test_a_default_or_another_spelling_is_the_same_run(before, after):
     assert not runspec.changed(job(**before), job(**after), PYTORCH)
+
+
+def test_an_empty_label_map_is_no_labels_but_an_empty_volume_source_is_a_volume():
+    """What the adoption e2e's render writes (`labels: {}` where the import removed a label with
+    null) is the same run; an `emptyDir: {}` volume is one more volume."""
+    assert not runspec.changed(job(), job({"metadata": {"labels": {}}}), PYTORCH)
+    assert runspec.changed(job({"spec": {"volumes": [{"name": "scratch"}]}}),
+                           job({"spec": {"volumes": [{"name": "scratch", "emptyDir": {}}]}}), PYTORCH)
 
 
 @pytest.mark.parametrize(("before", "after"), [
