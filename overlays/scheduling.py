@@ -171,6 +171,8 @@ def _pod_fragment(
         pod["priorityClassName"] = own.priority
     if gang is not None:
         pod["schedulerName"] = gang.scheduler_name
+    elif own.schedulerName:  # with gang, review refuses it (compiler/review/podfields.py)
+        pod["schedulerName"] = own.schedulerName
     selector = placed.nodeSelector if placed is not None and placed.nodeSelector is not None else own.nodeSelector
     node_selector = dict(placement.nodeSelector) if placement else {}
     node_selector.update(selector or {})

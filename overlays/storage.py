@@ -2,9 +2,11 @@
 
 `claim` mounts an existing PersistentVolumeClaim; `size` creates one named
 `{job}-{volume}` (the name `rules.generated_names` checks for length) with the given
-`storageClass` and `accessMode` (default ReadWriteOnce) and mounts it. `readOnly` is
-written twice on purpose: on the mount, and on the claim's volume source, so the kubelet
-attaches the volume read-only instead of only hiding it from one container.
+`storageClass` and `accessMode` (default ReadWriteOnce) and mounts it; `configMap`, `secret`,
+`hostPath` and `emptyDir` write Kubernetes' own volume source of that name. `readOnly` is
+written twice on a claim on purpose: on the mount, and on the claim's volume source, so the
+kubelet attaches the volume read-only instead of only hiding it from one container (the other
+sources have no such field: their mount says it).
 
 Every replica type gets the volumes, not only the accelerated ones: parameter servers,
 evaluators and the MPI launcher read the same data and checkpoints as the workers. The
@@ -41,6 +43,15 @@ def _claim(bundle: Bundle, volume: Volume) -> JsonObject:
 
 
 def _volume(bundle: Bundle, volume: Volume) -> JsonObject:
+    """The pod's volume of one source; only a claim's source takes readOnly (the others' mounts do)."""
+    if volume.configMap is not None:
+        return {"name": volume.name, "configMap": {"name": volume.configMap}}
+    if volume.secret is not None:
+        return {"name": volume.name, "secret": {"secretName": volume.secret}}
+    if volume.hostPath is not None:
+        return {"name": volume.name, "hostPath": {"path": volume.hostPath}}
+    if volume.emptyDir is not None:
+        return {"name": volume.name, "emptyDir": volume.emptyDir.model_dump(exclude_none=True)}
     source: JsonObject = {"claimName": claim_name(bundle, volume)}
     if volume.readOnly:
         source["readOnly"] = True

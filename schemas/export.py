@@ -20,6 +20,7 @@ from schemas.project import Project
 from schemas.trainjob import TrainJob
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+CONTAINER_SECURITY = "io.k8s.api.core.v1.SecurityContext"
 FILES = {"trainjob.schema.json": TrainJob, "project.schema.json": Project}
 
 
@@ -44,6 +45,11 @@ def with_pod_template(schema: dict[str, Any]) -> dict[str, Any]:
             nullable = any(choice.get("type") == "null" for choice in field.get("anyOf", ()))
             keep = {k: field[k] for k in ("description", "title", "default") if k in field}
             model["properties"]["podTemplate"] = {**keep, **({"anyOf": [ref, {"type": "null"}]} if nullable else ref)}
+        context = model.get("properties", {}).get("securityContext")
+        if context is not None:  # the spec's container securityContext is Kubernetes' SecurityContext
+            keep = {k: context[k] for k in ("description", "title", "default") if k in context}
+            model["properties"]["securityContext"] = {
+                **keep, "anyOf": [{"$ref": f"#/$defs/{CONTAINER_SECURITY}"}, {"type": "null"}]}
     schema["$defs"] = {**schema.get("$defs", {}), **podtemplate.load()["$defs"]}
     return schema
 

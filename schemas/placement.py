@@ -52,6 +52,10 @@ class Scheduling(StrictModel):
         " mxnet under kubeflow-v1: Kueue v0.17 does not manage those kinds (refused).",
     )
     priority: Optional[NonEmptyStr] = Field(None, description="PriorityClass name; under trainer-v2 only as a Kueue label (kueuePriority).")
+    schedulerName: Optional[NonEmptyStr] = Field(
+        None, description="The pods' scheduler when it is not the cluster's default nor a gang's (e.g."
+        " kai-scheduler); kubeflow-v1 and mpi-operator only.",
+    )
     gang: Optional[GangChoice] = Field(
         None,
         description="true = the environment's gang scheduler (else volcano), or an object.",

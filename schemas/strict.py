@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from schemas.types import NonEmptyStr
+from schemas.types import NonEmptyStr, PodFieldPath
 
 
 class StrictModel(BaseModel):
@@ -31,24 +31,32 @@ class ConfigMapRef(StrictModel):
     key: NonEmptyStr = Field(description="Key inside the ConfigMap.")
 
 
+class FieldRef(StrictModel):
+    """A value the pod reads from itself (Kubernetes' downward API: `valueFrom.fieldRef`)."""
+
+    field: PodFieldPath = Field(description="The pod's field: metadata.name, status.podIP,"
+                                " metadata.labels['<key>'], ...")
+
+
 def _env_kind(value: Any) -> str | None:
     # Tags show up in pydantic error locs; "env:" keeps them apart from the real keys
     # `secret` and `configMap` of the same objects (compiler/reading/validation.py skips them).
     if isinstance(value, str):
         return "env:value"
     if isinstance(value, dict):
-        return "env:configMap" if "configMap" in value else "env:secret"
+        return "env:configMap" if "configMap" in value else "env:field" if "field" in value else "env:secret"
     return None
 
 
 EnvValue = Annotated[
     Annotated[str, Field(strict=True), Tag("env:value")]
     | Annotated[SecretRef, Tag("env:secret")]
-    | Annotated[ConfigMapRef, Tag("env:configMap")],
+    | Annotated[ConfigMapRef, Tag("env:configMap")]
+    | Annotated[FieldRef, Tag("env:field")],
     Discriminator(
         _env_kind,
         custom_error_type="env_value",
-        custom_error_message="an env value is a string, {secret: NAME, key: KEY} or"
-        " {configMap: NAME, key: KEY}; quote numbers and booleans",
+        custom_error_message="an env value is a string, {secret: NAME, key: KEY}, {configMap: NAME, key: KEY}"
+        " or {field: POD_FIELD}; quote numbers and booleans",
     ),
 ]

@@ -22,9 +22,11 @@ from pydantic import (
 
 # the spec's parts live in their own modules; they are imported from here too (one name per model)
 from schemas.elastic import Elastic
+from schemas.pods import AnnotationKey, PortNumber, PullPolicy
 from schemas.placement import Gang, GangChoice, RoleScheduling, Scheduling, Toleration  # noqa: F401
 from schemas.resources import ResourceLimits, Resources  # noqa: F401
-from schemas.strict import ConfigMapRef, EnvValue, SecretRef, StrictModel  # noqa: F401
+from schemas.volumes import EmptyDir, Volume  # noqa: F401
+from schemas.strict import ConfigMapRef, EnvValue, FieldRef, SecretRef, StrictModel  # noqa: F401
 from schemas.types import (
     ContainerName,
     EnvName,
@@ -46,36 +48,6 @@ API_VERSION = "trainforge.dev/v1alpha1"
 # tests/foundation/test_framework_table.py fails when the two differ
 Framework = Literal["pytorch", "tensorflow", "mpi", "xgboost", "paddle", "jax", "mxnet"]
 FRAMEWORKS: tuple[str, ...] = Framework.__args__  # type: ignore[attr-defined]
-
-
-class Volume(StrictModel):
-    """A volume mounted into every pod that runs the program: an existing claim or a new PVC."""
-
-    name: Name = Field(description="Volume name; a new PVC is named <job>-<name>.")
-    mountPath: NonEmptyStr = Field(description="Where the volume appears in the containers.")
-    claim: Optional[NonEmptyStr] = Field(None, description="Existing PersistentVolumeClaim.")
-    size: Optional[Quantity] = Field(None, description="Create a PVC of this size.")
-    storageClass: Optional[NonEmptyStr] = None
-    accessMode: Optional[
-        Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
-    ] = None
-    readOnly: bool = False
-
-    @model_validator(mode="after")
-    def _one_source(self) -> "Volume":
-        if self.claim is not None and self.size is not None:
-            raise ValueError(
-                "has both claim and size; keep claim to mount an existing PVC or size to create one"
-            )
-        if self.claim is None and self.size is None:
-            raise ValueError(
-                "has neither claim nor size; add claim: <existing PVC> or size: <e.g. 100Gi>"
-            )
-        if self.claim is not None and (self.storageClass or self.accessMode):
-            raise ValueError(
-                "storageClass and accessMode only apply to a new PVC; drop them or use size"
-            )
-        return self
 
 
 RestartPolicy = Literal["OnFailure", "Never", "ExitCode", "Always"]
@@ -116,6 +88,15 @@ class Role(StrictModel):
     scheduling: Optional[RoleScheduling] = Field(
         None, description="nodeSelector, tolerations and affinity for this role's pods (each replaces the job's)."
     )
+    securityContext: Optional[dict[str, Any]] = Field(
+        None, description="Replaces spec.securityContext for this role's container; kubeflow-v1 and mpi-operator"
+        " only.")
+    podLabels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="More labels of this role's pods, over spec.podLabels; kubeflow-v1 and"
+        " mpi-operator only.")
+    podAnnotations: dict[AnnotationKey, str] = Field(
+        default_factory=dict, description="More annotations of this role's pods, over spec.podAnnotations;"
+        " kubeflow-v1 and mpi-operator only.")
     # checked like spec.podTemplate (compiler/review/podschema.py), merged after it
     podTemplate: dict[str, Any] = Field(
         default_factory=dict, description="Strategic-merge patch onto this role's pod template only, after"
@@ -263,7 +244,8 @@ class TrainJobSpec(StrictModel):
     )
     env: dict[EnvName, EnvValue] = Field(
         default_factory=dict,
-        description="Environment: a string, {secret: NAME, key: KEY} or {configMap: NAME, key: KEY}.",
+        description="Environment: a string, {secret: NAME, key: KEY}, {configMap: NAME, key: KEY} or {field:"
+        " POD_FIELD} (the downward API: metadata.name, status.podIP, metadata.labels['<key>']...).",
     )
     nodes: PositiveInt = Field(1, description="Pods that run the training program.")
     processesPerNode: ProcessesPerNode = Field(
@@ -278,7 +260,31 @@ class TrainJobSpec(StrictModel):
     elastic: Optional[Elastic] = Field(
         None, description="Elastic training between minNodes and maxNodes (pytorch); kubeflow-v1 only (an error under trainer-v2)."
     )
-    storage: list[Volume] = Field(default_factory=list, description="Volumes mounted into every pod.")
+    imagePullPolicy: Optional[PullPolicy] = Field(
+        None, description="Kubernetes' imagePullPolicy of every container the spec writes (Always, IfNotPresent,"
+        " Never); the API server's default otherwise. kubeflow-v1 and mpi-operator only."
+    )
+    # checked field by field against Kubernetes' SecurityContext by compiler/review/podschema.py, as
+    # scheduling.affinity is; the JSON Schema refers to that definition (schemas/export.py)
+    securityContext: Optional[dict[str, Any]] = Field(
+        None, description="Kubernetes' SecurityContext of every container the spec writes (runAsUser,"
+        " capabilities, privileged...), checked against Kubernetes v1.32's schema; the pod security level still"
+        " applies."
+    )
+    port: Optional[PortNumber] = Field(
+        None, description="The framework container's port, the one the Training Operator finds the job's replicas"
+        " by (pytorchjob-port, tfjob-port, xgboostjob-port...); the operator's default otherwise. kubeflow-v1 only."
+    )
+    podLabels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="Labels of the pods only (metadata.labels reach the job and the pods)."
+    )
+    podAnnotations: dict[AnnotationKey, str] = Field(
+        default_factory=dict, description="Annotations of the pods only (metadata.annotations reach the job)."
+    )
+    storage: list[Volume] = Field(
+        default_factory=list, description="Volumes mounted into every pod: a claim, a new PVC (size), a"
+        " configMap, a secret, a hostPath or an emptyDir."
+    )
     scheduling: Scheduling = Field(default_factory=Scheduling, description="Queue, priority, gang and placement.")
     policy: Policy = Field(default_factory=Policy, description="Restart, backoff, deadline, TTL and cleanup.")
     serviceAccount: Optional[ServiceAccount] = Field(

@@ -219,3 +219,12 @@ LabelValue = Annotated[str, *_matching(
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 NonEmptyStr = Annotated[str, Field(strict=True, min_length=1)]
+# the pod fields an environment variable may read (the API server's validEnvDownwardAPIFieldPathExpressions),
+# and one label or annotation by key
+ENV_POD_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+                  "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs")
+POD_FIELD_PATH = re.compile(r"^(" + "|".join(re.escape(f) for f in ENV_POD_FIELDS)
+                            + r"|metadata\.(labels|annotations)\['[^']+'\])$")
+PodFieldPath = Annotated[str, *_matching(
+    POD_FIELD_PATH, f"is not a pod field an environment variable can read; use one of {', '.join(ENV_POD_FIELDS)},"
+    " or metadata.labels['<key>'] or metadata.annotations['<key>']")]

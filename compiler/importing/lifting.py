@@ -2,7 +2,7 @@
 
 `compiler/targets/lowering.py` and the overlays write each spec field to a known place of
 the job (the image to the framework container of every role, `resources.memory` to its
-requests and limits, `storage` to a PVC volume mounted in every role's container...). This
+requests and limits, `storage` to a volume mounted in every role's container...). This
 module reads a manifest from those places, in its canonical form (`sameness.canonical`:
 defaults filled, so an unset restart policy reads as the kind's), and writes a field only
 where the manifest says the same thing everywhere that field would reach: a volume mounted
@@ -23,8 +23,8 @@ from compiler.importing.pods import (
     env,
     gpu_resource,
     role_resources,
-    storage,
 )
+from compiler.importing.podfields import pod_metadata, port, pull_policy, security_context, storage
 from compiler.importing.sameness import plain, same
 from compiler.importing.shapes import Shape
 from foundation.frameworks.base import Adapter
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from compiler.importing.kinds import JobKind
 
 Obj = dict[str, Any]
+DEFAULT_SCHEDULER = "default-scheduler"  # what the API server fills in (canonical form has it)
 PLACEMENT = ("nodeSelector", "tolerations", "affinity")  # scheduling fields a role may have its own of
 
 
@@ -60,6 +61,10 @@ def scheduling(job: Obj, roles: Optional[Roles]) -> Obj:
     gang = _gang(policy, roles)
     if gang is not None:
         out["gang"] = gang
+    else:  # a scheduler of its own (kai-scheduler...), when every pod names the same one
+        name = roles.alike(lambda t: roles.pod(t).get("schedulerName"))
+        if isinstance(name, str) and name != DEFAULT_SCHEDULER:
+            out["schedulerName"] = name
     return out
 
 
@@ -140,6 +145,15 @@ def spec_fields(adapter: Adapter, roles: Roles, gpu: str) -> Obj:
     spec_resources = role_resources(roles, main, gpu)
     if spec_resources:
         spec["resources"] = spec_resources
+    policy = pull_policy(roles)
+    if policy:
+        spec["imagePullPolicy"] = policy
+    context = security_context(roles)
+    if context:
+        spec["securityContext"] = context
+    number = port(roles)
+    if number:
+        spec["port"] = number
     spec.update(roles.shape.extra)
     return spec
 
@@ -152,6 +166,11 @@ def lift(raw: Obj, canon: Obj, kind: JobKind, shape: Shape, templates: dict[str,
     gpu = gpu_resource([roles.container(p.replica_type) for p in shape.plans])
     spec = spec_fields(adapter, roles, gpu)
     spec.update(_job_fields(adapter, canon, spec))
+    # the labels the job's metadata gives its pods (a Kueue queue label is lifted into scheduling.queue,
+    # which writes it on the job only)
+    job_labels = {k: v for k, v in ((canon.get("metadata") or {}).get("labels") or {}).items()
+                  if not (k == QUEUE_LABEL and "queue" in scheduling(canon, None))}
+    spec.update(pod_metadata(roles, job_labels))
     volumes = storage(roles)
     if volumes:
         spec["storage"] = volumes
@@ -164,7 +183,7 @@ def lift(raw: Obj, canon: Obj, kind: JobKind, shape: Shape, templates: dict[str,
     account = service_account(roles)
     if account:
         spec["serviceAccount"] = account
-    own = overrides.entries(kind, roles, spec, gpu, replicas)
+    own = overrides.entries(kind, roles, spec, gpu, replicas, job_labels)
     if own:
         spec["roles"] = own
     return {"apiVersion": API_VERSION, "kind": "TrainJob",

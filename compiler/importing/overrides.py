@@ -4,7 +4,7 @@ The job's fields come from its main role (`lifting.spec_fields`); every other ro
 differ gets a `roles.<role>` entry with what differs, as the spec's per-role fields say it
 (`compiler/targets/roles.py` reads them the same way round): its image, command and args
 (`[]`: the image's entrypoint where the job's command would reach it), env (merged over the
-job's), restart policy, resources (replacing the job's per-node ones, /dev/shm included), an MPI
+job's), pod labels and annotations (over the job's), restart policy, resources (replacing the job's per-node ones, /dev/shm included), an MPI
 job's container name, and
 placement (each replacing the job's; `{}`/`[]` for none where the job has some); an extra
 role's replica count; and tensorflow's `chief: {replicas: 0}`. What still differs goes into
@@ -25,8 +25,9 @@ Obj = dict[str, Any]
 PLACEMENT = {"nodeSelector": dict, "tolerations": list, "affinity": dict}
 
 
-def entries(kind: "JobKind", roles: Roles, spec: Obj, gpu: str, replicas: dict[str, Obj]) -> Obj:
-    """spec.roles for `spec` (the job's fields): one entry per role whose pods differ."""
+def entries(kind: "JobKind", roles: Roles, spec: Obj, gpu: str, replicas: dict[str, Obj], job_labels: Obj) -> Obj:
+    """spec.roles for `spec` (the job's fields, `job_labels` the labels the job's metadata gives
+    its pods): one entry per role whose pods differ."""
     out: Obj = {}
     for plan in roles.plans():
         entry: Obj = {}
@@ -53,6 +54,15 @@ def entries(kind: "JobKind", roles: Roles, spec: Obj, gpu: str, replicas: dict[s
         resources = role_resources(roles, plan.replica_type, gpu)
         if not same(resources, spec.get("resources", {}) if plan.accelerated else {}):
             entry["resources"] = resources
+        context = container.get("securityContext") or None
+        if not same(context, spec.get("securityContext")):
+            entry["securityContext"] = plain(context) if context else {}
+        metadata = roles.templates[plan.replica_type].get("metadata") or {}
+        for part, field in (("labels", "podLabels"), ("annotations", "podAnnotations")):
+            given = {**(job_labels if part == "labels" else {}), **(spec.get(field) or {})}
+            mine = {k: v for k, v in (metadata.get(part) or {}).items() if isinstance(v, str) and given.get(k) != v}
+            if mine:
+                entry[field] = mine
         placement = _placement(roles.pod(plan.replica_type), spec.get("scheduling") or {})
         if placement:
             entry["scheduling"] = placement

@@ -2,10 +2,11 @@
 
 `compiler/targets/lowering.py` and the overlays write each spec field to a known place of a
 pod template (the image to the framework container, `resources.memory` to its requests and
-limits, `storage` to a claim volume mounted in it...). The functions here read those places
-of a manifest's templates, in their canonical form (`sameness.canonical`: Kubernetes' pod
-defaults filled, requests from limits), for `lifting` (the job's fields) and `overrides`
-(one role's). `Roles` holds the templates by replica type with the adapter's plan of them.
+limits, env to its env...). The functions here read those places of a manifest's templates,
+in their canonical form (`sameness.canonical`: Kubernetes' pod defaults filled, requests
+from limits), for `lifting` (the job's fields) and `overrides` (one role's); the pod fields
+(pull policy, port, security context, pod labels, `storage`) are `podfields`'. `Roles` holds
+the templates by replica type with the adapter's plan of them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from compiler.importing.sameness import plain, same
 from compiler.importing.shapes import Shape
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from foundation.frameworks.base import Adapter, ReplicaPlan
-from schemas.types import DNS1035, ENV_NAME, SHARED_MEMORY_CHOICES
+from schemas.types import ENV_NAME, POD_FIELD_PATH, SHARED_MEMORY_CHOICES
 
 Obj = dict[str, Any]
 DEFAULT_GPU = "nvidia.com/gpu"
@@ -171,39 +172,12 @@ def env(container: Obj) -> Obj:
 
 
 def _ref(source: Obj) -> Optional[Obj]:
+    field_ref = source.get("fieldRef")  # apiVersion v1 is the default the canonical form filled
+    if isinstance(field_ref, dict) and set(field_ref) <= {"fieldPath", "apiVersion"} \
+            and field_ref.get("apiVersion", "v1") == "v1" and POD_FIELD_PATH.match(str(field_ref.get("fieldPath"))):
+        return {"field": field_ref["fieldPath"]}
     for field, spelled in (("secretKeyRef", "secret"), ("configMapKeyRef", "configMap")):
         ref = source.get(field)
         if isinstance(ref, dict) and set(ref) == {"name", "key"} and ref["name"] and ref["key"]:
             return {spelled: ref["name"], "key": ref["key"]}
     return None
-
-
-def storage(roles: Roles) -> list[Obj]:
-    """spec.storage: each claim every role has and mounts in its framework container alike."""
-    out: list[Obj] = []
-    main = roles.main().replica_type
-    for volume in roles.pod(main).get("volumes") or []:
-        claim = volume.get("persistentVolumeClaim")
-        name = volume.get("name")
-        if not isinstance(claim, dict) or set(volume) != {"name", "persistentVolumeClaim"} \
-                or not DNS1035.match(str(name)) or name == SHM_VOLUME:
-            continue
-
-        def read(rtype: str, name: Any = name) -> Any:
-            own = next((v for v in roles.pod(rtype).get("volumes") or [] if v.get("name") == name), None)
-            mounts = [m for m in roles.container(rtype).get("volumeMounts") or [] if m.get("name") == name]
-            return (own, mounts)
-
-        found = roles.alike(read)
-        if found is None or len(found[1]) != 1:
-            continue
-        mount = found[1][0]
-        read_only = bool(claim.get("readOnly"))
-        if set(mount) - {"name", "mountPath", "readOnly"} or bool(mount.get("readOnly")) != read_only \
-                or set(claim) - {"claimName", "readOnly"}:
-            continue
-        entry: Obj = {"name": name, "mountPath": mount["mountPath"], "claim": claim["claimName"]}
-        if read_only:
-            entry["readOnly"] = True
-        out.append(entry)
-    return out

@@ -143,7 +143,7 @@ def prepare(manifest: Manifest, kind: JobKind) -> Job:
         shown = ", ".join(f"{t} x{n}" for t, n in counts.items())
         job.diagnostics.append(manifest.error(
             ("spec", kind.replica_specs), f"the replicas ({shown}) are no shape a {kind.adapter.name} spec can say"
-            f" with nodes and roles", "see docs/import.md, 'What is refused'"))
+            f" with nodes and roles{shapes.other_mode(kind.adapter, canon)}", "see docs/import.md, 'What is refused'"))
         return job
     templates = {t: r.get("template") or {} for t, r in replicas.items()}
     job.spec = lifting.lift(job.original, canon, kind, found, templates, replicas)
@@ -286,10 +286,16 @@ def compare(job: Job, final: Obj, errors: list[Diagnostic]) -> None:
         return
     job.differences = list(sameness.diff(job.canon, final))
     job.text = writing.dump(job.spec)
+    given: set[tuple[Any, ...]] = set()
     for difference in job.differences:
         loc = difference.loc
         if not (len(loc) > 2 and loc[1] == job.kind.replica_specs and loc[2] in job.told):
-            job.diagnostics.append(refusal(job, difference))
+            found = refusal(job, difference)
+            # one refusal per place and reason: a JobSet patch's labels and annotations are one
+            # difference each, and both are told at runtimePatches with the same reason
+            if (found.line, found.col, found.message) not in given:
+                given.add((found.line, found.col, found.message))
+                job.diagnostics.append(found)
 
 
 def _patch(compiled: Obj, manifest: Obj) -> Obj:

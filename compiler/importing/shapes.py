@@ -117,3 +117,17 @@ def shape(adapter: Adapter, counts: dict[str, int], extra: Optional[Obj] = None)
         if {p.replica_type: p.replicas for p in plans} == counts:
             return Shape(nodes, roles, dict(extra or {}), plans)
     return None
+
+
+def other_mode(adapter: Adapter, canon: Obj) -> str:
+    """Why no shape fits, when the job asks its operator for a mode the compiler never writes (an
+    MXJob's jobMode MXTune, whose tuner replicas no spec has roles for): the kind's own fields that
+    every spec compiles to one value, and the manifest gives another. "" when there is none."""
+    written = adapter.job_fields(probe({"framework": adapter.name}))  # type: ignore[arg-type]
+    have = canon.get("spec") or {}
+    other = [f"{field} {have[field]}" for field, value in written.items()
+             if isinstance(value, str) and isinstance(have.get(field), str) and have[field] != value]
+    if not other:
+        return ""
+    return (f": the job runs {', '.join(other)}, and trainforge compiles training jobs only"
+            f" ({', '.join(f'{f} {v}' for f, v in written.items() if isinstance(v, str))})")

@@ -30,7 +30,8 @@ from compiler.emit.serialize import _AMBIGUOUS
 
 WIDTH = 100  # longest line a flow item may make
 SPEC_ORDER = (
-    "framework", "image", "command", "args", "workingDir", "env", "nodes", "processesPerNode", "resources",
+    "framework", "image", "imagePullPolicy", "command", "args", "workingDir", "env", "securityContext", "port", "nodes",
+    "processesPerNode", "resources", "podLabels", "podAnnotations",
     "roles", "elastic", "mpi", "storage", "scheduling", "policy", "serviceAccount", "runtime", "initializer",
     "podTemplate", "environments",
 )

@@ -101,7 +101,7 @@ def _replica_specs(old: dict[str, Any], new: dict[str, Any], out: Aspects, targe
         elastic = new["spec"]["elasticPolicy"]
         out.elastic = (int(elastic.get("minReplicas", 1)), int(elastic.get("maxReplicas", 1)))
     before_run, after_run = runspec.run_spec(old, adapter), runspec.run_spec(new, adapter)
-    out.run_spec = before_run != after_run
+    out.run_spec = not runspec.same_run(before_run, after_run, adapter)  # a pod default alone is no change
     out.pod_spec = runspec.pods_part(before_run) != runspec.pods_part(after_run)
     for key in sorted(set(old["spec"]) | set(new["spec"])):
         if key not in (facts.replica_specs, "runPolicy") and old["spec"].get(key) != new["spec"].get(key):

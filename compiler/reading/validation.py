@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from compiler.diagnostics import Diagnostic, closest, split_message
 from schemas.loader import Document, Loc
+from schemas.strict import ConfigMapRef, FieldRef, SecretRef
 
 
 def data_path(data: Any, loc: Loc) -> Loc:
@@ -41,8 +42,10 @@ def data_path(data: Any, loc: Loc) -> Loc:
 
 # Union tags of schemas/trainjob.py; pydantic puts them in `loc` but they are not keys.
 _TAGS = frozenset({
-    "env:value", "env:secret", "env:configMap", "switch", "object", "auto", "count", "runtime:name", "runtime:ref",
+    "env:value", "env:secret", "env:configMap", "env:field", "switch", "object", "auto", "count", "runtime:name",
+    "runtime:ref",
 })
+_ENV_MODELS: dict[str, type[BaseModel]] = {"env:secret": SecretRef, "env:configMap": ConfigMapRef, "env:field": FieldRef}
 # Our own discriminated unions: their message lists the accepted shapes, we add what was given.
 _UNION_ERRORS = frozenset({"env_value", "gang_value", "processes_value", "runtime_value"})
 
@@ -156,7 +159,8 @@ def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[s
         what, fix = split_message(error["msg"])
         return f"{what}, not {describe_value(value)}", fix
     if kind == "extra_forbidden":
-        owner = _model_at(root, path)
+        owner = _ENV_MODELS.get(next((str(p) for p in error["loc"] if str(p) in _ENV_MODELS), ""))
+        owner = owner or _model_at(root, path)  # an env value's own object, by the union's tag
         known = sorted(owner.model_fields) if owner else []
         hint = _suggest(field, known) or (_moved(field, owner) if owner else "")
         allowed = f"allowed here: {', '.join(known)}" if known else "remove it"

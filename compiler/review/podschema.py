@@ -78,7 +78,8 @@ Place = Callable[[tuple[Any, ...]], tuple[Any, ...]]  # a loc in the checked pod
 
 def _sites(target: Target) -> list[tuple[Place, dict[str, Any]]]:
     """(place, patch) to check: each pod template patch where it is written, and each affinity the
-    spec writes, checked as the pod field it becomes (`{spec: {affinity: ...}}`)."""
+    spec writes, checked as the pod field it becomes (`{spec: {affinity: ...}}`), and the containers'
+    securityContext as one container's."""
     from compiler.targets.roles import all_pod_patches
 
     spec = target.spec
@@ -89,7 +90,16 @@ def _sites(target: Target) -> list[tuple[Place, dict[str, Any]]]:
     for at, affinity in placements:
         if affinity is not None:
             out.append((_affinity_of(at), {"spec": {"affinity": affinity}}))
+    contexts = [((), spec.securityContext)] + [(("roles", name), role.securityContext)
+                                                for name, role in spec.roles.items()]
+    for at, context in contexts:  # ("spec", "containers", 0, "securityContext", ...) -> the field's
+        if context is not None:
+            out.append((_context_of(at), {"spec": {"containers": [{"name": "c", "securityContext": context}]}}))
     return out
+
+
+def _context_of(at: tuple[Any, ...]) -> Place:
+    return lambda loc: (*at, *loc[3:])
 
 
 def _under(at: tuple[Any, ...]) -> Place:

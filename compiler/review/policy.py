@@ -28,7 +28,7 @@ from foundation.frameworks.base import (
     operator_init_container,
 )
 from compiler.reading.resolve import Target
-from compiler.review import podschema
+from compiler.review import podfields, podschema
 from compiler.targets import api, roles
 from compiler.review.resources import asked as asked_resources
 from compiler.targets.lowering import SHM_VOLUME, pod_template
@@ -216,7 +216,7 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
     """Every compiled pod template against the level's Pod Security Standards controls."""
     level = target.policy.pod_security()
     if level == "privileged" or (level == "baseline" and not roles.all_pod_patches(target.spec)
-                                 and not _host_shm(target)):
+                                 and not _host_shm(target) and not podfields.security_contexts(target.spec)):
         # lowering alone writes nothing baseline forbids (names, images, env, resources, container
         # ports, a memory emptyDir; test_pod_security_admission holds it for every framework) but
         # the node's /dev/shm, and skipping the templates there saves much of a build's CPU (bench/README.md)
@@ -245,6 +245,9 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
                 continue
             patches = roles.pod_patches(spec, plan.role)
             loc, whole = located(finding.loc, template, patches)
+            if not whole:  # the program container's, from spec.securityContext: at that field
+                loc = podfields.security_context_loc(spec, plan, finding.loc, finding.container,
+                                                     roles.container(spec, plan, fw.facts.container)) or loc
             if finding.missing and not whole and loc[-1] == finding.loc[-1] \
                     and any(podschema.misspelled(patch, loc[len(at):]) for at, patch in patches if loc[:len(at)] == at):
                 continue  # a misspelled key wrote it (runAsNonroot): its did-you-mean is the fix, reported first

@@ -16,12 +16,13 @@ from compiler.diagnostics import Diagnostic
 from foundation.frameworks import ADAPTERS, adapter
 from foundation.frameworks.base import Facts
 from compiler.reading.resolve import Target
-from compiler.review import admission_review, podcheck, podrules, podschema, policy, resources
+from compiler.review import admission_review, podcheck, podfields, podrules, podschema, policy, resources
+from compiler.review.resources import asked as asked_resources
 from compiler.targets import api, roles
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from schemas.loader import Loc
 from schemas.marks import RESTART_SCOPE
-from schemas.trainjob import FRAMEWORKS
+from schemas.trainjob import FRAMEWORKS, Role
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")
@@ -40,6 +41,10 @@ def _roles(target: Target) -> Iterator[Diagnostic]:
             )
         elif entry.replicas is not None and role not in facts.allowed_roles:
             yield from _role_replicas(target, role, entry.replicas)
+            if role in facts.removable_roles:
+                yield from _left_out(target, role, entry)
+        elif entry.replicas == 0:
+            yield from _left_out(target, role, entry)
         elif role in facts.main_roles and role not in _possible_roles(target):
             yield target.view.error(
                 ("roles", role), f"this {facts.kind} has no {role} pods, so these settings would apply to none",
@@ -49,6 +54,17 @@ def _roles(target: Target) -> Iterator[Diagnostic]:
                 ("roles", role, "container"),
                 f"the operator of {facts.kind} finds the program container by its name, {facts.container}",
                 "remove container (only an MPI job's operator runs its first container whatever its name)")
+
+
+def _left_out(target: Target, role: str, entry: Role) -> Iterator[Diagnostic]:
+    """`replicas: 0` leaves the role's pods out (tensorflow's chief, an extra role): a setting
+    beside it would reach no pod, so it is refused where it is written rather than ignored."""
+    if entry.replicas != 0:
+        return
+    for field in sorted(entry.model_fields_set - {"replicas"}, key=list(Role.model_fields).index):
+        yield target.view.error(
+            ("roles", role, field), f"replicas: 0 leaves the {role} pods out, so this {field} would apply to no pod",
+            f"remove {field}, or remove replicas: 0 to have {role} pods", prefer_key=True)
 
 
 def _role_replicas(target: Target, role: str, replicas: int) -> Iterator[Diagnostic]:
@@ -130,6 +146,11 @@ def _gpu_type(target: Target) -> Iterator[Diagnostic]:
             )
 
 
+def _shared_memory(target: Target) -> bool:
+    """Some role's pods get resources.sharedMemory's /dev/shm volume."""
+    return any(r.sharedMemory for _, r in asked_resources(target))
+
+
 def _storage(target: Target) -> Iterator[Diagnostic]:
     names: set[str] = set()
     paths: set[str] = set()
@@ -138,8 +159,13 @@ def _storage(target: Target) -> Iterator[Diagnostic]:
             yield target.view.error(("storage", i, "name"), f"volume name '{volume.name}' is used twice", "give each volume its own name")
         if volume.mountPath in paths:
             yield target.view.error(("storage", i, "mountPath"), f"mountPath '{volume.mountPath}' is used twice", "mount each volume at its own path")
-        if volume.name == SHM_VOLUME or volume.mountPath == SHM_PATH:
-            yield target.view.error(("storage", i, "name"), "dshm and /dev/shm are reserved", "use resources.sharedMemory for /dev/shm")
+        if volume.name == SHM_VOLUME:
+            yield target.view.error(("storage", i, "name"), f"{SHM_VOLUME} is reserved for resources.sharedMemory's"
+                                    " volume", "give the volume another name")
+        elif volume.mountPath == SHM_PATH and _shared_memory(target):
+            # a volume of one's own at /dev/shm (a hostPath /dev/shm named shmem, as published jobs do) is fine alone
+            yield target.view.error(("storage", i, "mountPath"), f"{SHM_PATH} is where resources.sharedMemory mounts"
+                                    " its volume", "remove resources.sharedMemory, or this volume")
         names.add(volume.name)
         paths.add(volume.mountPath)
 
@@ -241,6 +267,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _gpu_type,
     resources.check,
     _storage,
+    podfields.check,
     _pod_template,
     _own_marks,
     podschema.check,

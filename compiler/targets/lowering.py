@@ -22,7 +22,7 @@ from schemas.bundle import Bundle, JsonObject
 from schemas.jsoncopy import json_copy
 from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
 from schemas.quantity import canonical_quantities
-from schemas.trainjob import ConfigMapRef, EnvValue, Policy, Resources, SecretRef, TrainJobSpec
+from schemas.trainjob import ConfigMapRef, EnvValue, FieldRef, Policy, Resources, Role, SecretRef, TrainJobSpec
 
 SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"  # where resources.sharedMemory is mounted
@@ -38,6 +38,8 @@ def env_vars(values: dict[str, EnvValue]) -> list[JsonObject]:
             out.append(
                 {"name": name, "valueFrom": {"configMapKeyRef": {"name": value.configMap, "key": value.key}}}
             )
+        elif isinstance(value, FieldRef):
+            out.append({"name": name, "valueFrom": {"fieldRef": {"fieldPath": value.field}}})
         else:
             out.append({"name": name, "value": value})
     return out
@@ -93,6 +95,8 @@ def shared_memory_volume(size: str) -> JsonObject:
 
 def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource: str) -> JsonObject:
     container: JsonObject = {"name": roles.container(spec, plan, facts.container), "image": roles.image(spec, plan)}
+    if spec.imagePullPolicy is not None:
+        container["imagePullPolicy"] = spec.imagePullPolicy
     command, args = roles.command(spec, plan), roles.args(spec, plan)
     if command:
         container["command"] = list(command)
@@ -104,13 +108,16 @@ def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource
     if env:
         container["env"] = env
     if facts.port_name is not None:
-        container["ports"] = [{"name": facts.port_name, "containerPort": facts.port}]
+        container["ports"] = [{"name": facts.port_name, "containerPort": spec.port or facts.port}]
     own = roles.resources(spec, plan)
     resources = resource_requirements(own, gpu_resource)
     if resources:
         container["resources"] = resources
     if own is not None and own.sharedMemory:
         container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
+    context = roles.security_context(spec, plan)
+    if context is not None:
+        container["securityContext"] = json_copy(context)
     return container
 
 
@@ -145,13 +152,28 @@ def _pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: T
     if own is not None and own.sharedMemory:
         pod_spec["volumes"] = [shared_memory_volume(own.sharedMemory)]
     template: JsonObject = {"spec": pod_spec}
-    if target.labels:
-        template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
+    metadata = pod_metadata(target, roles.entry(spec, plan))
+    if metadata:
+        template["metadata"] = metadata
     for _, patch in roles.pod_patches(spec, plan.role):  # the job's, then the role's own
         template = strategic.merge(template, patch)
     if target.policy.podSecurityDefaults:
         template = podsecurity.harden(template)  # opt-in, documented: compiler/podsecurity.py
     return template
+
+
+def pod_metadata(target: Target, role: Optional[Role] = None) -> JsonObject:
+    """A pod template's metadata: the job's labels with `podLabels`, and `podAnnotations` (pods
+    only), a role's own over the job's."""
+    out: JsonObject = {}
+    spec = target.spec
+    labels = {**target.labels, **spec.podLabels, **(role.podLabels if role is not None else {})}
+    if labels:
+        out["labels"] = dict(sorted(labels.items()))
+    annotations = {**spec.podAnnotations, **(role.podAnnotations if role is not None else {})}
+    if annotations:
+        out["annotations"] = dict(sorted(annotations.items()))
+    return out
 
 
 def run_policy(policy: Policy) -> JsonObject:

@@ -128,7 +128,8 @@ def _ssh_user(target: Target) -> Iterator[Diagnostic]:
         yield error(target, at, f"under policy.podSecurity: restricted the pods run as a non-root user, and {keys}",
                     f"{SSH_AS_USER}; or ask for policy.podSecurity: baseline")
     elif _non_root(worker):
-        yield error(target, at, f"the pods run as a non-root user (podTemplate's runAsNonRoot or runAsUser), and {keys}",
+        yield error(target, at, "the pods run as a non-root user (a securityContext's or podTemplate's runAsNonRoot"
+                    f" or runAsUser), and {keys}",
                     f"{SSH_AS_USER}; or let the workers run as root")
     elif _dropped(worker):
         yield error(

@@ -64,6 +64,11 @@ def restart(spec: TrainJobSpec, plan: ReplicaPlan) -> Optional[str]:
     return own.restart if own is not None and own.restart is not None else spec.policy.restart
 
 
+def security_context(spec: TrainJobSpec, plan: ReplicaPlan) -> Optional[dict[str, Any]]:
+    own = entry(spec, plan)
+    return own.securityContext if own is not None and own.securityContext is not None else spec.securityContext
+
+
 def resources(spec: TrainJobSpec, plan: ReplicaPlan) -> Optional[Resources]:
     """The role's own resources, else the job's per-node resources for a role `nodes` counts
     (an extra or one-pod role has none of the job's: no GPUs unless its entry asks)."""

@@ -38,6 +38,7 @@ from compiler.targets.lowering import (
     SHM_PATH,
     SHM_VOLUME,
     env_vars,
+    pod_metadata,
     resource_requirements,
     shared_memory_volume,
 )
@@ -108,6 +109,8 @@ def _pod_template(target: Target) -> JsonObject:
     patchable fields by the rules) merged in with its container renamed to `node`."""
     spec = target.spec
     container: JsonObject = {"name": CONTAINER}
+    if spec.securityContext is not None:  # a patchable container field (v2.3)
+        container["securityContext"] = json_copy(spec.securityContext)
     pod: JsonObject = {"containers": [container]}
     if spec.resources.sharedMemory:
         container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
@@ -115,8 +118,9 @@ def _pod_template(target: Target) -> JsonObject:
     if spec.serviceAccount is not None and spec.serviceAccount.imagePullSecrets:
         pod["imagePullSecrets"] = [{"name": name} for name in spec.serviceAccount.imagePullSecrets]
     template: JsonObject = {"spec": pod}
-    if target.labels:
-        template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
+    metadata = pod_metadata(target)  # labels and annotations are patchable pod fields (v2.3)
+    if metadata:
+        template["metadata"] = metadata
     if spec.podTemplate:
         template = strategic.merge(template, renamed_containers(target, spec.podTemplate))
     if target.policy.podSecurityDefaults:  # security contexts are patchable fields: as in v1

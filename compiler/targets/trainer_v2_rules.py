@@ -191,6 +191,18 @@ def _fixed_nodes(target: Target) -> Iterator[Diagnostic]:
             "a Trainer v2 TrainJob cannot set the working directory",
             f"{_unset(target, ('workingDir',))} (cd in your command or set WORKDIR in the image)",
         )
+    if spec.imagePullPolicy is not None:  # v2.3's runtimePatches container: name, env, securityContext, volumeMounts
+        yield _error(
+            target, ("imagePullPolicy",),
+            "a Trainer v2 TrainJob cannot set the pull policy (runtimePatches patch no container's imagePullPolicy)",
+            f"{_unset(target, ('imagePullPolicy',))}, or set it in a runtime of your own and name it with spec.runtime",
+        )
+    if spec.port is not None:
+        yield _error(
+            target, ("port",),
+            "a Trainer v2 TrainJob cannot set the framework's port (the runtime's mlPolicy owns it)",
+            f"{_unset(target, ('port',))}",
+        )
 
 
 # what a v1 role entry sets that a TrainJob cannot set for one role's pods
@@ -198,7 +210,9 @@ _ROLE_FIELDS = {
     "image": "an image", "container": "a container name", "command": "a command", "args": "arguments",
     "env": "environment variables",
     "restart": "a restart policy (runtimePatches set no restartPolicy)", "resources": "resources",
-    "scheduling": "placement", "podTemplate": "pod template fields",
+    "scheduling": "placement", "podTemplate": "pod template fields", "podLabels": "pod labels",
+    "securityContext": "a container security context",
+    "podAnnotations": "pod annotations",
 }
 
 
@@ -233,6 +247,12 @@ def _scheduling(target: Target) -> Iterator[Diagnostic]:
             "a Trainer v2 TrainJob cannot set a PriorityClass (runtimePatches have no priorityClassName)",
             f"set scheduling.kueuePriority: true for environment '{target.env_name}' in trainforge.yaml"
             f" (a Kueue WorkloadPriorityClass label), {OWN_RUNTIME}",
+        )
+    if scheduling.schedulerName:
+        yield _error(
+            target, ("scheduling", "schedulerName"),
+            "a Trainer v2 TrainJob cannot set the pods' scheduler (runtimePatches have no schedulerName)",
+            f"{_unset(target, ('scheduling', 'schedulerName'))}, {OWN_RUNTIME}",
         )
     gang = scheduling.gang
     if not gang:

@@ -138,6 +138,8 @@ class RunRecords:
         # uids of records whose run this process saw started: a pod deleted with no grace period
         # by someone else can take the only sign of the start with it (made durable: `_durable`)
         self._seen_started: set[str] = set()
+        # (run spec hash, record hash, record uid) -> whether the two build the same pods (`as_run`)
+        self._same: dict[tuple[Any, ...], bool] = {}
 
     def run_spec(self, ctx: Ctx, job: dict[str, Any]) -> tuple[runspec.RunSpec, str]:
         """The run spec of `job` as read and its hash, from the cache when its spec has not
@@ -152,6 +154,22 @@ class RunRecords:
                 self._specs.clear()
             self._specs[key] = found
         return found
+
+    def as_run(self, ctx: Ctx, job: dict[str, Any], current: dict[str, Any] | None) -> tuple[runspec.RunSpec, str]:
+        """`run_spec`, or the current record's when the two build the same pods
+        (`runspec.same_run`: a pod default an adopting GitOps engine deleted is no change to hold
+        or to replace a run for). Asked again only when the job's spec or the record changes."""
+        data, hashed = self.run_spec(ctx, job)
+        if current is None or hashed == rr.hash_of(current):
+            return data, hashed
+        key = (hashed, rr.hash_of(current), current["metadata"].get("uid"))
+        same = self._same.get(key)
+        if same is None:
+            same = runspec.same_run(current["data"], data, ctx.kind)
+            if len(self._same) >= SPECS_KEPT:
+                self._same.clear()
+            self._same[key] = same
+        return (current["data"], rr.hash_of(current)) if same else (data, hashed)
 
     def informers(self) -> list[Informer]:
         return [self.informer]
@@ -170,9 +188,9 @@ class RunRecords:
         """Set `ctx.run` and make `ctx.job` the run's job; `job` is the job as read (not defaulted),
         `pods` the job's pods not taken from an earlier run. Returns (the run's pods, the pods
         built from a record the run replaced: `superseded`)."""
-        data, hashed = self.run_spec(ctx, job)
         owned = self.owned(ctx)
         current = runstart.current_record(owned)
+        data, hashed = self.as_run(ctx, job, current)
         started = current is not None and (runstart.started(pods, current)
                                            or current["metadata"].get("uid") in self._seen_started)
         step = next_step(current, hashed, started=started)
@@ -239,7 +257,7 @@ class RunRecords:
         current = self.current(ctx)
         if current is None:  # finished before any run of ours (a refused job, or an older controller)
             return
-        data, hashed = self.run_spec(ctx, job)
+        data, hashed = self.as_run(ctx, job, current)
         if hashed != rr.hash_of(current):
             self._announce(writes, ctx, current, data, state=rr.FINISHED)
 
@@ -290,7 +308,9 @@ class RunRecords:
         if rr.annotation(current, rr.ANNOUNCED) == mark:
             return current
         written = self._patch(writes, current, {rr.ANNOUNCED: mark})  # first: a lost Event beats a repeated one
-        change = spec_changes.describe(current["data"], data, replica_specs=ctx.kind.facts.replica_specs)
+        # told as the pods run it: a pod default written out or left out is no part of the change
+        change = spec_changes.describe(runspec.as_pods_run_it(current["data"], ctx.kind),
+                                       runspec.as_pods_run_it(data, ctx.kind), replica_specs=ctx.kind.facts.replica_specs)
         if state == rr.DEFERRED:
             ctx.event("Warning", why=DEFERRED_REASON, message=(
                 f"{ctx.kind.name} {ctx.name} runs the spec it started with (ControllerRevision {written['metadata']['name']});"
@@ -306,7 +326,8 @@ class RunRecords:
 
     def _applied(self, ctx: Ctx, old: dict[str, Any], new: dict[str, Any], data: runspec.RunSpec) -> None:
         """The one Event of a run replaced before it started (the pass that replaced its record)."""
-        change = spec_changes.describe(old["data"], data, replica_specs=ctx.kind.facts.replica_specs)
+        change = spec_changes.describe(runspec.as_pods_run_it(old["data"], ctx.kind), runspec.as_pods_run_it(data, ctx.kind),
+                                       replica_specs=ctx.kind.facts.replica_specs)
         message = (f"{ctx.kind.name} {ctx.name} had not started (no container of its pods had run), so it takes this"
                    f" change now: its pods are created again from ControllerRevision {new['metadata']['name']}: {change}")
         ctx.event("Normal", why=APPLIED_REASON, message=message)

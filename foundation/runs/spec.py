@@ -25,10 +25,11 @@ from typing import Any
 
 import orjson
 
-from foundation import jsondata
+from foundation import jsondata, poddefaults
 from foundation.frameworks.base import SCALED_REPLICA_TYPE, KindLike
 from foundation.frameworks.defaulting import defaulted
 from schemas import marks
+from schemas.quantity import canonical_quantities
 
 POD, JOB = "pod", marks.RESTART_SCOPE_JOB  # the restart scopes: upstream's per pod, or the whole job
 RunSpec = dict[str, Any]  # {"spec": ..., "restartScope": "pod" | "job"}, as a run record stores it
@@ -70,10 +71,52 @@ def spec_hash(data: RunSpec) -> str:
     return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()[:10]
 
 
+# where a pod template holds a quantity its pods take as an amount (`cpu: 1` is "1")
+POD_QUANTITIES = tuple(("spec", kind, "*", "resources", part, "*")
+                       for kind in ("containers", "initContainers") for part in ("requests", "limits"))
+
+
+def as_pods_run_it(data: RunSpec, adapter: KindLike) -> RunSpec:
+    """`data` with each replica's pod template as its pods run it: Kubernetes' pod defaults
+    filled (`foundation.poddefaults`), its quantities canonical, and no null, empty map or empty
+    list (the operator's Go types read `labels: {}` as no labels)."""
+    spec = jsondata.copy(data["spec"])
+    for replica in (spec.get(adapter.facts.replica_specs) or {}).values():
+        template = replica.get("template") if isinstance(replica, dict) else None
+        if isinstance(template, dict):
+            replica["template"] = canonical_quantities(poddefaults.fill(_without_empty(template)), POD_QUANTITIES)
+    return {**data, "spec": spec}
+
+
+def _without_empty(node: Any, volumes: bool = False) -> Any:
+    """`node` without nulls, empty maps and empty lists; `volumes`: the node is the list of
+    volumes (or one of them), whose empty source (`emptyDir: {}`) says what the volume is."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            value = _without_empty(value, key == "volumes")
+            if value is None or (value in ({}, []) and not (volumes and isinstance(value, dict))):
+                continue
+            out[key] = value
+        return out
+    if isinstance(node, list):
+        return [_without_empty(item, volumes) for item in node]
+    return node
+
+
+def same_run(old: RunSpec, new: RunSpec, adapter: KindLike) -> bool:
+    """Whether two run specs build the same pods: equal, or apart only in a pod default written
+    out or left to the API server (an imagePullPolicy that is the image's, `cpu: 1` for "1").
+    A GitOps engine that adopts a running job deletes such defaults from it (docs/import.md,
+    the adoption e2e's generation 1 -> 2): that changes nothing a pod runs, so it is no edit
+    to hold for the next run, and the run goes on with its own record."""
+    return old == new or as_pods_run_it(old, adapter) == as_pods_run_it(new, adapter)
+
+
 def changed(old: dict[str, Any], new: dict[str, Any], adapter: KindLike) -> bool:
     """Whether a run of `new` would be built from another run spec than a run of `old`: the edit
-    train-controller defers to the next run of a running job."""
-    return run_spec(old, adapter) != run_spec(new, adapter)
+    train-controller defers to the next run of a running job (a pod default alone is none)."""
+    return not same_run(run_spec(old, adapter), run_spec(new, adapter), adapter)
 
 
 def run_job(job: dict[str, Any], adapter: KindLike, data: RunSpec) -> dict[str, Any]:

@@ -99,10 +99,11 @@ def test_a_job_whose_pods_never_started_takes_the_image_fix_from_git(pod_world, 
         assert all(now[n]["metadata"]["uid"] != uid for n, uid in before.items())  # created again, not kept
         assert {shape(p, "PyTorchJob") for p in now.values()} == {
             (NEW_IMAGE, "3", now[f"{name}-master-0"]["metadata"]["annotations"][run_record.RECORD])}
-        applied = events(cluster, name, APPLIED)
-        assert len(applied) == 1 and applied[0].get("count", 1) == 1 and applied[0]["type"] == "Normal", applied
-        assert f'image "{TYPO}" -> "{NEW_IMAGE}"' in applied[0]["message"], applied[0]["message"]
-        assert "Worker.replicas 1 -> 2" in applied[0]["message"]
+        # the Event may land after the pods run: waited for, not read once
+        told = wait_for(lambda: events(cluster, name, APPLIED), what="the change told applied")
+        assert len(told) == 1 and told[0].get("count", 1) == 1 and told[0]["type"] == "Normal", told
+        assert f'image "{TYPO}" -> "{NEW_IMAGE}"' in told[0]["message"], told[0]["message"]
+        assert "Worker.replicas 1 -> 2" in told[0]["message"]
         assert not events(cluster, name, HELD)
         # the run has started now: a later edit is held, as ever
         server_side_apply(pod_world, pod_namespace, fixed(body, workers=3))

@@ -37,13 +37,12 @@ def test_each_manifest_round_trips_or_is_refused_for_a_reason_a_user_accepts(ent
 
 
 # What the tally reached at this commit: a floor that a change of the importer must not lower.
-REACHED = {"equal": 56, "median_ratio": 0.69, "with_template": 34}
-# issue 45's goal, not met with the spec's fields as they are (docs/import.md, "What the corpus says"):
-# a pull policy that is not the default, volumes other than claims with their mounts, a container's
-# securityContext, pod-only labels and hostNetwork have no field
-GOAL_GAP = ("issue 45's goal is not met: the spec has no field for what keeps most imported specs in"
-            " podTemplate (imagePullPolicy, configMap and hostPath volumes and their mounts, a container's"
-            " securityContext, pod labels, hostNetwork)")
+REACHED = {"equal": 56, "median_ratio": 0.6, "with_template": 14}
+# issue 45's goal (docs/import.md, "What the corpus says"): podTemplate in at most a quarter of the
+# specs and the 0.6x median are met; this one is not
+EQUAL_GAP = ("9 of 65 jobs are refused for reasons a user accepts (an AppWrapper, a legacy version, MXJob's tuning"
+             " mode, a Trainer runtime of another framework or without a trainer step, a JobSet patch, a generated"
+             " name): 86% round-trip equal, not 90%")
 
 
 def _figures(found):
@@ -63,13 +62,24 @@ def test_the_tally_holds_what_it_reached(capsys):
     assert with_template <= REACHED["with_template"], tally(found)
 
 
-@pytest.mark.xfail(strict=True, reason=GOAL_GAP)
-def test_the_tally_meets_the_goal():
-    """At least 90% round-trip equal, the spec at most 0.6x the manifest's lines (median), podTemplate
-    in at most a quarter of the specs. Strict: when it passes, the mark goes."""
+def test_the_tally_meets_the_goal_for_podtemplate():
+    """issue 45's goal: podTemplate in at most a quarter of the imported specs."""
+    equal, _, with_template = _figures(all_verdicts())
+
+    assert with_template <= len(equal) / 4
+
+
+@pytest.mark.xfail(strict=True, reason=EQUAL_GAP)
+def test_the_tally_meets_the_goal_for_equal_jobs():
+    """At least 90% of the jobs round-trip equal. Strict: when it passes, the mark goes."""
     found = all_verdicts()
-    equal, median, with_template = _figures(found)
+    equal, _, _ = _figures(found)
 
     assert len(equal) >= 0.9 * len(found)
+
+
+def test_the_tally_meets_the_goal_for_spec_lines():
+    """The imported spec at most 0.6x the manifest's lines (median)."""
+    _, median, _ = _figures(all_verdicts())
+
     assert median <= 0.6
-    assert with_template <= len(equal) / 4

@@ -199,3 +199,33 @@ def test_without_an_output_folder_it_is_a_usage_error(tmp_path):
 
     assert run.exit_code == 2
     assert "-o DIR" in run.stderr
+
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def test_an_mxjob_in_tuning_mode_is_refused_for_its_mode_at_its_replicas(tmp_path):
+    source = CORPUS / "039-kubeflow-training-operator-mxjob-tune-gpu.yaml"
+
+    run = run_cli("import", source, "-o", tmp_path / "jobs")
+
+    assert run.exit_code == 1
+    (error,) = [line for line in run.stderr.splitlines() if ": error: " in line]
+    assert error.startswith(f"{source}:")
+    assert "error: spec.mxReplicaSpecs: the replicas (TunerTracker x1, TunerServer x1, Tuner x1) are no shape a" \
+           " mxnet spec can say with nodes and roles: the job runs jobMode MXTune, and trainforge compiles training" \
+           " jobs only (jobMode MXTrain); see docs/import.md, 'What is refused'" in error
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_a_jobset_patch_of_labels_and_annotations_is_refused_once(tmp_path):
+    """Two differences (the JobSet's labels, its annotations), one reason at one place: one error."""
+    source = CORPUS / "055-kubeflow-trainer-02-runtime-patches.yaml"
+
+    run = run_cli("import", source, "-o", tmp_path / "jobs")
+
+    assert run.exit_code == 1
+    errors = [line for line in run.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 1, errors
+    assert "runtimePatches on the JobSet (its own labels and annotations)" in errors[0]
+    assert errors[0].endswith("see docs/import.md, 'What is refused'")

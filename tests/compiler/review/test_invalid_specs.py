@@ -94,8 +94,9 @@ CASES = [
     ("a misspelled required field is one error, the unknown key's, whose did-you-mean names the field",
      job_text().replace("  framework:", "  framwork:"),
      "6:3: error: spec.framwork: unknown field 'framwork'; did you mean 'framework'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
-     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, environments, framework, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations,"
+     " podLabels, podTemplate, policy, port, processesPerNode, resources, roles, runtime, scheduling, securityContext,"
+     " serviceAccount, storage, workingDir"),
     ("a misspelled key of a secret reference is one error, at the misspelling",
      job_text("env:\n  HF_TOKEN: {secret: hf, kee: token}\n"),
      "9:28: error: spec.env.HF_TOKEN.kee: unknown field 'kee'; did you mean 'key'? allowed here: key, secret"),
@@ -106,13 +107,15 @@ CASES = [
     ("an unknown spec field suggests the closest one and lists the allowed ones",
      job_text("nodez: 3\n"),
      "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
-     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, environments, framework, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations,"
+     " podLabels, podTemplate, policy, port, processesPerNode, resources, roles, runtime, scheduling, securityContext,"
+     " serviceAccount, storage, workingDir"),
     ("a field written one level too high suggests the object it belongs in",
      job_text("queue: team-a\n"),
      "8:3: error: spec.queue: unknown field 'queue'; did you mean 'scheduling.queue'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
-     " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, environments, framework, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations,"
+     " podLabels, podTemplate, policy, port, processesPerNode, resources, roles, runtime, scheduling, securityContext,"
+     " serviceAccount, storage, workingDir"),
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
      "8:15: error: spec.resources.gpus: unknown field 'gpus'; did you mean 'gpu'?"
@@ -120,7 +123,8 @@ CASES = [
     ("an unknown field inside a role suggests the closest one",
      job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
      "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
-     " allowed here: args, command, container, env, image, podTemplate, replicas, resources, restart, scheduling"),
+     " allowed here: args, command, container, env, image, podAnnotations, podLabels, podTemplate, replicas,"
+     " resources, restart, scheduling, securityContext"),
     ("a container name for a framework whose operator finds its container by name is refused",
      job_text("roles: {worker: {container: trainer}}\n"),
      "8:31: error: spec.roles.worker.container: the operator of PyTorchJob finds the program container by its"
@@ -180,8 +184,8 @@ CASES = [
      "9:21: error: spec.policy.activeDeadline: '2 days' is not a duration; write 90s, 30m, 24h, 7d or whole seconds"),
     ("an env value that is a number must be quoted",
      job_text("env:\n  LR: 0.001\n"),
-     "9:9: error: spec.env.LR: an env value is a string, {secret: NAME, key: KEY} or {configMap: NAME, key: KEY},"
-     " not the number 0.001; quote numbers and booleans"),
+     "9:9: error: spec.env.LR: an env value is a string, {secret: NAME, key: KEY}, {configMap: NAME, key: KEY} or"
+     " {field: POD_FIELD}, not the number 0.001; quote numbers and booleans"),
     ("a secret reference without key names the missing key",
      job_text("env:\n  HF_TOKEN: {secret: hf}\n"),
      "9:5: error: spec.env.HF_TOKEN.key: is required; add 'key'"),
@@ -243,6 +247,14 @@ CASES = [
      job_text("roles:\n  chief: {replicas: 2}\n", framework="tensorflow"),
      "9:23: error: spec.roles.chief.replicas: chief is a role nodes counts, so it takes no replicas; remove"
      " replicas (replicas: 0 leaves the chief out), or set nodes"),
+    ("settings beside a tensorflow chief's replicas 0 are refused where they are written",
+     job_text("roles:\n  chief: {replicas: 0, image: ghcr.io/acme/chief:1}\n", framework="tensorflow"),
+     "9:26: error: spec.roles.chief.image: replicas: 0 leaves the chief pods out, so this image would apply to no"
+     " pod; remove image, or remove replicas: 0 to have chief pods"),
+    ("settings beside an extra role's replicas 0 are refused too",
+     job_text("roles:\n  ps:\n    replicas: 0\n    command: [python, ps.py]\n", framework="tensorflow"),
+     "11:7: error: spec.roles.ps.command: replicas: 0 leaves the ps pods out, so this command would apply to no"
+     " pod; remove command, or remove replicas: 0 to have ps pods"),
     ("settings for a role the job never has are refused",
      job_text("elastic: {minNodes: 1, maxNodes: 2}\nroles:\n  master: {image: ghcr.io/acme/master:1}\n"),
      "10:5: error: spec.roles.master: this PyTorchJob has no master pods, so these settings would apply to none;"
@@ -302,18 +314,78 @@ CASES = [
      " declare gpuTypes for this environment in trainforge.yaml, or remove gpuType"),
     ("a volume with both an existing claim and a size is rejected",
      job_text("storage:\n  - {name: data, mountPath: /data, claim: imagenet, size: 1Ti}\n"),
-     "9:7: error: spec.storage[0]: has both claim and size;"
-     " keep claim to mount an existing PVC or size to create one"),
-    ("a volume with neither claim nor size is rejected",
+     "9:7: error: spec.storage[0]: has claim and size; keep one source: claim (an existing PVC), size (a new one),"
+     " configMap, secret, hostPath or emptyDir"),
+    ("a volume without a source is rejected",
      job_text("storage:\n  - {name: data, mountPath: /data}\n"),
-     "9:7: error: spec.storage[0]: has neither claim nor size;"
-     " add claim: <existing PVC> or size: <e.g. 100Gi>"),
+     "9:7: error: spec.storage[0]: has no source; add claim: <existing PVC>, size: <e.g. 100Gi>, configMap: <name>,"
+     " secret: <name>, hostPath: <node path> or emptyDir: {}"),
+    ("a configMap volume with a new claim's storage class is rejected",
+     job_text("storage:\n  - {name: code, mountPath: /code, configMap: scripts, storageClass: fast}\n"),
+     "9:7: error: spec.storage[0]: storageClass and accessMode only apply to a new PVC; drop them or use size"),
+    ("a hostPath that is not absolute is rejected",
+     job_text("storage:\n  - {name: ib, mountPath: /dev/infiniband, hostPath: dev/infiniband}\n"),
+     "9:56: error: spec.storage[0].hostPath: 'dev/infiniband' is not an absolute path; write the node's path,"
+     " e.g. /dev/infiniband"),
+    ("a hostPath volume is refused by the baseline pod security level at its field",
+     job_text("storage:\n  - {name: ib, mountPath: /dev/infiniband, hostPath: /dev/infiniband}\n"),
+     "9:56: error: spec.storage[0].hostPath: pod security level 'baseline' forbids a hostPath volume (HostPath"
+     " Volumes): '/dev/infiniband' is the node's; mount a claim, configMap, secret or emptyDir instead, or ask for"
+     " policy.podSecurity: privileged in trainforge.yaml"),
     ("two volumes on one mount path are rejected",
      job_text("storage:\n  - {name: data, mountPath: /data, claim: a}\n  - {name: more, mountPath: /data, claim: b}\n"),
      "10:31: error: spec.storage[1].mountPath: mountPath '/data' is used twice; mount each volume at its own path"),
-    ("a volume on /dev/shm is reserved for sharedMemory",
-     job_text("storage:\n  - {name: shm, mountPath: /dev/shm, size: 1Gi}\n"),
-     "9:14: error: spec.storage[0].name: dshm and /dev/shm are reserved; use resources.sharedMemory for /dev/shm"),
+    ("a volume on /dev/shm beside sharedMemory is refused at its mount path",
+     job_text("resources: {sharedMemory: 1Gi}\nstorage:\n  - {name: shm, mountPath: /dev/shm, size: 1Gi}\n"),
+     "10:30: error: spec.storage[0].mountPath: /dev/shm is where resources.sharedMemory mounts its volume;"
+     " remove resources.sharedMemory, or this volume"),
+    # --- the pod fields (schemas/pods.py, compiler/review/podfields.py)
+    ("a pull policy Kubernetes does not have is refused with the ones it has",
+     job_text("imagePullPolicy: Sometimes\n"),
+     "8:20: error: spec.imagePullPolicy: the string 'Sometimes' is not allowed; use one of Always, IfNotPresent, Never"),
+    ("a framework port on mpi, whose operator finds no replica by a port, is refused",
+     job_text("port: 2222\n", framework="mpi"),
+     "8:3: error: spec.port: a mpi job has no framework port (its operator finds no replica by a port); remove port;"
+     " it applies to pytorch, tensorflow, xgboost, paddle, jax, mxnet"),
+    ("a pod label that metadata.labels gives another value is refused",
+     job_text("podLabels: {team: b}\n", metadata="labels: {team: a}\n"),
+     "9:21: error: spec.podLabels.team: label 'team' is 'a' in metadata.labels, which reach the pods too; give it one"
+     " value: remove it from podLabels, or from metadata.labels"),
+    ("a scheduler of its own beside gang scheduling is refused",
+     job_text("scheduling: {gang: true, schedulerName: kai-scheduler}\n"),
+     "8:43: error: spec.scheduling.schedulerName: gang scheduling names the pods' scheduler itself; remove"
+     " schedulerName, or turn gang off (scheduling.gang: false)"),
+    ("a misspelled securityContext field suggests Kubernetes' own",
+     job_text("securityContext: {runAsUsr: 1000}\n"),
+     "8:21: error: spec.securityContext.runAsUsr: unknown field 'runAsUsr'; did you mean 'runAsUser'? allowed here:"
+     " allowPrivilegeEscalation, appArmorProfile, capabilities, privileged, procMount, readOnlyRootFilesystem,"
+     " runAsGroup, runAsNonRoot, runAsUser, seLinuxOptions, seccompProfile, windowsOptions"),
+    ("a privileged container is refused by the baseline level at the securityContext that asks for it",
+     job_text("securityContext: {privileged: true}\n"),
+     "8:21: error: spec.securityContext.privileged: pod security level 'baseline' forbids privileged: true in"
+     " container 'pytorch' (Privileged Containers); remove securityContext.privileged, or ask for"
+     " policy.podSecurity: privileged in trainforge.yaml"),
+    ("one role's privileged container is refused at that role's securityContext",
+     job_text("nodes: 2\nroles: {worker: {securityContext: {privileged: true}}}\n"),
+     "9:38: error: spec.roles.worker.securityContext.privileged: pod security level 'baseline' forbids privileged:"
+     " true in container 'pytorch' (Privileged Containers); remove securityContext.privileged, or ask for"
+     " policy.podSecurity: privileged in trainforge.yaml"),
+    ("an env value from a pod field the downward API does not give is refused with the ones it gives",
+     job_text("env: {POD: {field: spec.hostname}}\n"),
+     "8:22: error: spec.env.POD.field: 'spec.hostname' is not a pod field an environment variable can read; use one"
+     " of metadata.name, metadata.namespace, metadata.uid, spec.nodeName, spec.serviceAccountName, status.hostIP,"
+     " status.hostIPs, status.podIP, status.podIPs, or metadata.labels['<key>'] or metadata.annotations['<key>']"),
+    ("a key beside an env value's pod field lists that value's own fields",
+     job_text("env: {POD: {field: metadata.name, key: x}}\n"),
+     "8:37: error: spec.env.POD.key: unknown field 'key'; allowed here: field"),
+    ("an annotation key Kubernetes refuses is refused",
+     job_text("podAnnotations: {'bad key!': x}\n"),
+     "8:20: error: spec.podAnnotations.bad key!: 'bad key!' is not a valid annotation key; use e.g. example.com/note"
+     " (a name of at most 63 characters, with an optional DNS prefix and '/')"),
+    ("the volume name dshm is sharedMemory's",
+     job_text("storage:\n  - {name: dshm, mountPath: /scratch, emptyDir: {}}\n"),
+     "9:14: error: spec.storage[0].name: dshm is reserved for resources.sharedMemory's volume; give the volume"
+     " another name"),
     ("rbac rules without create are rejected",
      job_text("serviceAccount: {rules: [{resources: [pods], verbs: [get]}]}\n"),
      "8:19: error: spec.serviceAccount: rules and imagePullSecrets need create: true; add it or drop them"),
@@ -670,8 +742,9 @@ CASES = [
     ("an override cannot change the framework",
      job_text("environments:\n  default: {framework: jax}\n"),
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
-     " elastic, env, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
-     " scheduling, serviceAccount, storage, workingDir"),
+     " elastic, env, image, imagePullPolicy, initializer, mpi, nodes, podAnnotations, podLabels, podTemplate, policy,"
+     " port, processesPerNode, resources, roles, runtime, scheduling, securityContext, serviceAccount, storage,"
+     " workingDir"),
     # --- the pod template as Kubernetes reviews it: compiler/review/podschema.py, compiler/review/podcheck.py
     ("an env written as a map is refused with the list it should be",
      job_text(PT + "    containers:\n      - name: pytorch\n        env: {WANDB_MODE: offline}\n"),

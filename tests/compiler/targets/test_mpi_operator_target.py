@@ -206,8 +206,8 @@ BAD = [
         id="root's sshd without the default capabilities (podSecurityDefaults at baseline) is an error"),
     pytest.param(
         "podTemplate: {spec: {securityContext: {runAsUser: 1000}}}\n", "mpi", {},
-        ["6:3: spec.framework: the pods run as a non-root user (podTemplate's runAsNonRoot or runAsUser), and the"
-         " mpi-operator mounts the SSH keys at /root/.ssh (root's, mode 0600), which that user cannot read: mpirun"
+        ["6:3: spec.framework: the pods run as a non-root user (a securityContext's or podTemplate's runAsNonRoot or"
+         " runAsUser), and the mpi-operator mounts the SSH keys at /root/.ssh (root's, mode 0600), which that user cannot read: mpirun"
          " could not reach the workers; set mpi.sshAuthMountPath to that user's ~/.ssh (e.g. /home/mpiuser/.ssh, as"
          " the mpi-operator's base images have) and start the workers' sshd as that user on a port above 1024 (roles.worker.command,"
          " e.g. [/usr/sbin/sshd, -De, -f, /home/mpiuser/.sshd_config]); or let the workers run as root"],

@@ -51,6 +51,23 @@ def errors_of(tmp_path: Path, spec: str, *, framework: str = "pytorch", **prod: 
 # --- what the TrainJob says --------------------------------------------------------------------
 
 
+def test_pod_labels_annotations_security_context_and_volumes_reach_the_node_pods(tmp_path):
+    """The pod fields runtimePatches can carry (v2.3's PodTemplatePatch: metadata, volumes, a
+    container's securityContext and volumeMounts) are written there, as kubeflow-v1 writes them."""
+    doc = job_doc("pytorch", podLabels={"app": "mnist"}, podAnnotations={"sidecar.istio.io/inject": "false"},
+                  securityContext={"runAsUser": 1000},
+                  storage=[{"name": "code", "mountPath": "/code", "configMap": "scripts"}])
+    job = v2_job(tmp_path, doc)
+
+    template = replicated_jobs(job)["node"]
+    assert template["metadata"]["labels"]["app"] == "mnist"
+    assert template["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
+    (node,) = template["spec"]["containers"]
+    assert node["securityContext"] == {"runAsUser": 1000}
+    assert {"name": "code", "mountPath": "/code"} in node["volumeMounts"]
+    assert {"name": "code", "configMap": {"name": "scripts"}} in template["spec"]["volumes"]
+
+
 @pytest.mark.parametrize(
     ("framework", "runtime"),
     [("pytorch", "torch-distributed"), ("mpi", "deepspeed-distributed"),
@@ -309,6 +326,18 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
             id="settings for one main role, each at its field"),
         pytest.param("pytorch", "workingDir: /w\n", ["8:3: spec.workingDir: a Trainer v2 TrainJob cannot set the working directory"],
                      id="workingDir"),
+        pytest.param("pytorch", "imagePullPolicy: Always\n", [
+            "8:3: spec.imagePullPolicy: a Trainer v2 TrainJob cannot set the pull policy (runtimePatches patch no"
+            " container's imagePullPolicy)"], id="imagePullPolicy"),
+        pytest.param("pytorch", "port: 29400\n", [
+            "8:3: spec.port: a Trainer v2 TrainJob cannot set the framework's port (the runtime's mlPolicy owns it)"],
+            id="the framework port"),
+        pytest.param("pytorch", "scheduling: {schedulerName: kai-scheduler}\n", [
+            "8:16: spec.scheduling.schedulerName: a Trainer v2 TrainJob cannot set the pods' scheduler"],
+            id="a scheduler of its own"),
+        pytest.param("pytorch", "roles: {worker: {podLabels: {app: x}}}\n", [
+            "8:20: spec.roles.worker.podLabels: a Trainer v2 TrainJob cannot give pod labels to its worker pods alone"],
+            id="one role's pod labels"),
         pytest.param("pytorch", "scheduling: {priority: high}\n", [
             "8:16: spec.scheduling.priority: a Trainer v2 TrainJob cannot set a PriorityClass"], id="a PriorityClass"),
         pytest.param("pytorch", "scheduling: {gang: true}\n", [
