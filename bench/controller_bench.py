@@ -40,6 +40,7 @@ from bench import kube_tools as kt
 from bench import report, restart_bench, server_cost
 from foundation.cluster.kube import EVENTS, PODS, SERVICES, Client
 from testworld import upstream
+from testworld.settle import Unsettled, until_quiet
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -69,19 +70,15 @@ class Child:
         return self._read()
 
     def settle(self, *, quiet: float = 1.0, timeout: float = 120.0, after: int = 0) -> dict[str, Any]:
-        """Stats once `after` reconciles are done and nothing was queued or running for `quiet` s."""
-        deadline = time.monotonic() + timeout
-        calm_since: Optional[float] = None
-        while True:
-            stats = self.ask("stats")
-            calm = stats["queued"] == 0 and stats["busy"] == 0 and stats["reconciles"] >= after
-            now = time.monotonic()
-            calm_since = (calm_since or now) if calm else None
-            if calm_since is not None and now - calm_since >= quiet:
-                return stats
-            if now > deadline:
-                raise TimeoutError(f"controller did not settle in {timeout:.0f}s: {stats}")
-            time.sleep(0.1)
+        """Stats once `after` reconciles are done and nothing was queued, running, reconciled
+        or written for `quiet` s."""
+        try:
+            return until_quiet(lambda: self.ask("stats"), quiet=quiet, timeout=timeout, poll=0.1,
+                               ready=lambda s: s["queued"] == 0 and s["busy"] == 0 and s["reconciles"] >= after,
+                               same=lambda a, b: (a["reconciles"], a["writes"]) == (b["reconciles"], b["writes"]),
+                               what="the controller")
+        except Unsettled as exc:
+            raise TimeoutError(f"controller did not settle in {timeout:.0f}s: {exc.last}") from None
 
     def quit(self) -> None:
         try:

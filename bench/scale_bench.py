@@ -49,6 +49,7 @@ from bench.scale_controllers import (
 from bench.scale_lifecycle import Lifecycle, Milestones, pytorch_job
 from controller.runtime.event_correlator import split_combined
 from foundation.cluster.kube import EVENTS, Client
+from testworld.settle import Unsettled, until_quiet
 
 REPO = Path(__file__).resolve().parents[1]
 USER = "trainforge-bench-controller"  # the controller's identity, the audit log's filter
@@ -160,17 +161,11 @@ def _idle(logs: Callable[[], list[Path]], *, quiet: float = QUIET, timeout: floa
     its last request at 1,000 jobs, and waiting that out cost `make bench-scale` ~2 min of its
     20 (2026-11-27). `quiet` is the longest a train-controller write is held (a pod burst's 5 s)."""
     started = time.monotonic()
-
-    def size() -> int:
-        return sum(path.stat().st_size for path in logs())
-
-    last = size()
-    while time.monotonic() < started + timeout:
-        time.sleep(quiet)
-        now = size()
-        if now == last:
-            break
-        last = now
+    try:
+        until_quiet(lambda: sum(path.stat().st_size for path in logs()), quiet=quiet, timeout=timeout,
+                    poll=min(quiet / 4, 0.5), what="the controller's audit log")
+    except Unsettled:  # a run that never goes quiet is measured as far as it got
+        pass
     return time.monotonic() - started
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, NamedTuple
 
-from schemas.bundle import json_copy
+from schemas.jsoncopy import json_copy
 
 # field name -> merge key, for list fields of PodTemplateSpec (and its containers), as the
 # v1.32 API types tag them (patchStrategy merge); every other list is replaced as a whole

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import threading
 from collections.abc import Callable
@@ -24,10 +23,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from controller.jobs.stuck import duration as format_duration
 from foundation.frameworks import ADAPTERS
 from foundation.runs.stuck import STUCK_AFTER
 from foundation.versions import CONTROLLER_DEPS, version_option
+from schemas import durations
 
 if TYPE_CHECKING:
     from controller.manager import Manager
@@ -44,13 +43,13 @@ SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 def duration(value: str | float) -> float:
-    """Seconds from a Go-style duration (`15s`, `1.5s`, `300ms`, `1m`) or a plain number."""
+    """Seconds from a Go duration (`15s`, `1.5s`, `300ms`, `1m30s`) or a plain number (`schemas.durations.FLAG`)."""
     if isinstance(value, (int, float)):
         return float(value)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*", value)
-    if match is None:
-        raise click.BadParameter(f"{value!r} is not a duration like 15s, 1.5s or 300ms")
-    return float(match.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+    try:
+        return durations.flag(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 UPSTREAM_INIT_TEMPLATE_FILE = Path("/etc/config/initContainer.yaml")  # upstream's default, read when present
@@ -129,7 +128,7 @@ def _lease_namespace(flag: str | None) -> str:
                    "it is over (pods sooner on a busy API server, figures in bench/README.md; those land up "
                    "to one burst later). "
                    "--no-pods-first: upstream's order, each pass's Services and status beside its pods.")
-@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default=format_duration(STUCK_AFTER), show_default=True,
+@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default=durations.go(STUCK_AFTER), show_default=True,
               type=duration,
               help="How long a pod of a running job may wait for a reason it cannot get past without help (image "
                    "pull, config error, unschedulable, crash loop) before a Warning Event on the job says so; 0: never. "

@@ -81,6 +81,10 @@ class Text:
         self.template = template
         self.fixed = fixed
 
+    def fix(self, **fixed: str) -> Text:
+        """The same template with more slots filled in as text (a kind's replica types)."""
+        return Text(self.template, **self.fixed, **fixed)
+
     def py(self, **values: Any) -> str:
         return self.template.format(**self.fixed, **values)
 
@@ -163,16 +167,16 @@ IMMUTABLE = Text("spec.runPolicy.managedBy: Invalid value: {value}: field is imm
 MANAGED = Text("spec.runPolicy.managedBy: Unsupported value: {value}: supported values: {allowed}",
                allowed=supported(MANAGED_BY))
 SPECS_REQUIRED = Text("{specs}: Required value: must be required")
-ELASTIC_WORKER = Text("{specs}[Worker]: Required value: must be configured if elastic policy is used")
+ELASTIC_NEEDS = Text("{specs}[{type}]: Required value: must be configured if elastic policy is used")
 NPROC_FORBIDDEN = Text("spec.elasticPolicy.nProcPerNode: Forbidden: must not be used with spec.nprocPerNode")
 UNSUPPORTED_KEY = Text("{path}: Unsupported value: {value}: supported values: {allowed}")
 CONTAINERS = Text("{path}.template.spec.containers: Required value: must be specified")
 IMAGE = Text("{path}.template.spec.containers[{index}].image: Required value: must be required")
 DEFAULT_CONTAINER = Text("{path}.template.spec.containers: Required value: must have at least one container with name {name}")
-MASTER_ONE = Text("{specs}[Master].replicas: Forbidden: must be 1")
+EXACTLY_ONE = Text("{specs}[{type}].replicas: Forbidden: must be 1")
 AT_LEAST_ONE = Text("{path}.replicas: Forbidden: must be at least 1")
-MASTER_PRESENT = Text("{specs}[Master]: Required value: must be present")
-CHIEF_OR_MASTER = Text("{specs}: Forbidden: must not have more than 1 Chief or Master role")
+REQUIRED = Text("{specs}[{type}]: Required value: must be present")
+NOT_BOTH = Text("{specs}: Forbidden: must not have more than 1 {one} or {other} role")
 
 
 def _keys(job: Job) -> list[str]:
@@ -185,6 +189,24 @@ def _has_image(c: Any) -> bool:
 
 def _replicas(job: Job, key: str) -> Any:
     return job.replica(key).get("replicas")
+
+
+# the messages that name one of the kind's replica types, that type filled in as text (CEL too)
+def _elastic_needs(rules: KindRules) -> Text:
+    return ELASTIC_NEEDS.fix(type=str(rules.rules.elastic))
+
+
+def _exactly_one(rules: KindRules) -> Text:
+    return EXACTLY_ONE.fix(type=str(rules.rules.exactly_one))
+
+
+def _required(rules: KindRules) -> Text:
+    return REQUIRED.fix(type=str(rules.rules.required))
+
+
+def _not_both(rules: KindRules) -> Text:
+    one, other = rules.rules.not_both or ("", "")
+    return NOT_BOTH.fix(one=one, other=other)
 
 
 def _default_container_name(rules: KindRules) -> str:
@@ -209,11 +231,12 @@ RULES: tuple[Rule, ...] = (
          else [],
          lambda r: f"({HAS_MB}) && !({MB} in {json.dumps(list(MANAGED_BY))})"
          f" ? [{MANAGED.cel(value=f'strings.quote({MB})')}] : []"),
-    Rule("elastic policy needs Worker", lambda r: r.rules.elastic,
-         lambda r, j: [ELASTIC_WORKER.py(specs=r.specs)] if "elasticPolicy" in j.spec and "Worker" not in (j.specs or {})
-         else [],
-         lambda r: f"{HAS_ELASTIC} && !('Worker' in {SPECS}) ? [{ELASTIC_WORKER.cel(specs=cel_str(r.specs))}] : []"),
-    Rule("nProcPerNode not with nprocPerNode", lambda r: r.rules.elastic,
+    Rule("elastic policy needs its replica type", lambda r: r.rules.elastic is not None,
+         lambda r, j: [_elastic_needs(r).py(specs=r.specs)]
+         if "elasticPolicy" in j.spec and r.rules.elastic not in (j.specs or {}) else [],
+         lambda r: f"{HAS_ELASTIC} && !({cel_str(str(r.rules.elastic))} in {SPECS})"
+         f" ? [{_elastic_needs(r).cel(specs=cel_str(r.specs))}] : []"),
+    Rule("nProcPerNode not with nprocPerNode", lambda r: r.rules.elastic is not None,
          lambda r, j: [NPROC_FORBIDDEN.py()] if isinstance(j.spec.get("elasticPolicy"), Mapping)
          and j.spec["elasticPolicy"].get("nProcPerNode") is not None and j.spec.get("nprocPerNode") is not None else [],
          lambda r: f"{HAS_NPROC} && has(object.spec.nprocPerNode) ? [{NPROC_FORBIDDEN.cel()}] : []"),
@@ -240,26 +263,28 @@ RULES: tuple[Rule, ...] = (
                        if not any(isinstance(c, Mapping) and c.get("name") == r.container for c in j.containers(k))],
          lambda r: f"{KEYS}.filter(k, !{containers_cel('k')}.exists(c, has(c.name) && c.name == {cel_str(r.container)}))"
          f".map(k, {DEFAULT_CONTAINER.cel(path=path_cel(r, 'k'), name=cel_str(_default_container_name(r)))})"),
-    Rule("Master has exactly one replica", lambda r: r.rules.master_exactly_one,
-         lambda r, j: [MASTER_ONE.py(specs=r.specs)] if "Master" in (j.specs or {}) and _replicas(j, "Master") != 1 else [],
-         lambda r: f"'Master' in {SPECS} && (!has({SPECS}.Master.replicas) || {SPECS}.Master.replicas != 1)"
-         f" ? [{MASTER_ONE.cel(specs=cel_str(r.specs))}] : []"),
-    Rule("other replicas at least one", lambda r: r.rules.others_at_least_one,
+    Rule("one replica type has exactly one replica", lambda r: r.rules.exactly_one is not None,
+         lambda r, j: [_exactly_one(r).py(specs=r.specs)]
+         if (t := str(r.rules.exactly_one)) in (j.specs or {}) and _replicas(j, t) != 1 else [],
+         lambda r: f"{cel_str(t := str(r.rules.exactly_one))} in {SPECS} && (!has({SPECS}.{t}.replicas)"
+         f" || {SPECS}.{t}.replicas != 1) ? [{_exactly_one(r).cel(specs=cel_str(r.specs))}] : []"),
+    Rule("the other replica types at least one", lambda r: r.rules.others_at_least_one,
          lambda r, j: [AT_LEAST_ONE.py(path=f"{r.specs}[{k}]") for k in _keys(j)
-                       if k != "Master" and isinstance(n := _replicas(j, k), int) and n < 1],
-         lambda r: f"{KEYS}.filter(k, k != 'Master' && has({SPECS}[k].replicas) && {SPECS}[k].replicas < 1)"
-         f".map(k, {AT_LEAST_ONE.cel(path=path_cel(r, 'k'))})"),
-    Rule("Master is present", lambda r: r.rules.master_required,
-         lambda r, j: [MASTER_PRESENT.py(specs=r.specs)] if "Master" not in (j.specs or {}) else [],
-         lambda r: f"!('Master' in {SPECS}) ? [{MASTER_PRESENT.cel(specs=cel_str(r.specs))}] : []"),
-    Rule("at most one Chief or Master", lambda r: r.rules.one_chief_or_master,
-         lambda r, j: [CHIEF_OR_MASTER.py(specs=r.specs)] if {"Chief", "Master"} <= set(j.specs or {}) else [],
-         lambda r: f"'Chief' in {SPECS} && 'Master' in {SPECS} ? [{CHIEF_OR_MASTER.cel(specs=cel_str(r.specs))}] : []"),
+                       if k != r.rules.exactly_one and isinstance(n := _replicas(j, k), int) and n < 1],
+         lambda r: f"{KEYS}.filter(k, k != {cel_str(str(r.rules.exactly_one))} && has({SPECS}[k].replicas)"
+         f" && {SPECS}[k].replicas < 1).map(k, {AT_LEAST_ONE.cel(path=path_cel(r, 'k'))})"),
+    Rule("a replica type is present", lambda r: r.rules.required is not None,
+         lambda r, j: [_required(r).py(specs=r.specs)] if r.rules.required not in (j.specs or {}) else [],
+         lambda r: f"!({cel_str(str(r.rules.required))} in {SPECS}) ? [{_required(r).cel(specs=cel_str(r.specs))}] : []"),
+    Rule("not both of two replica types", lambda r: r.rules.not_both is not None,
+         lambda r, j: [_not_both(r).py(specs=r.specs)] if set(r.rules.not_both or ()) <= set(j.specs or {}) else [],
+         lambda r: " && ".join(f"{cel_str(t)} in {SPECS}" for t in r.rules.not_both or ())
+         + f" ? [{_not_both(r).cel(specs=cel_str(r.specs))}] : []"),
 )
 NESTED = frozenset({"every container has an image"})  # its CEL yields one list per replica type
 
 WARNINGS: tuple[Rule, ...] = (
-    Rule("elasticPolicy.nProcPerNode is deprecated", lambda r: r.rules.elastic,
+    Rule("elasticPolicy.nProcPerNode is deprecated", lambda r: r.rules.elastic is not None,
          lambda r, j: [NPROC_DEPRECATED] if isinstance(j.spec.get("elasticPolicy"), Mapping)
          and j.spec["elasticPolicy"].get("nProcPerNode") is not None else [],
          lambda r: f"{HAS_NPROC} ? [{cel_str(NPROC_DEPRECATED)}] : []"),

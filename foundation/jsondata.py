@@ -8,8 +8,8 @@ what the controller reads (`managedFields` never; a pod's or service's `spec` ne
 reconcile reads their labels, owner, deletion mark and pod status only) and compacted:
 keys and short strings (names, labels, phases, timestamps) become interned strings
 shared by every object, a fraction of the memory for a little CPU per object at watch
-time. Cached objects are shared and read-only; `copy` is the plain-JSON deep copy, much
-faster than `copy.deepcopy`, which pays for cycle and type bookkeeping JSON never needs.
+time. Cached objects are shared and read-only; `copy` is the plain-JSON deep copy a
+reconcile takes before it changes one (`schemas.jsoncopy`, the one rendering uses too).
 """
 
 from __future__ import annotations
@@ -18,18 +18,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from schemas.jsoncopy import json_copy as copy  # `jsondata.copy`, as the controller calls it
+
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 SHORT = 64  # longest string interned: names and label values are <= 63 characters
-
-
-def copy(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts, lists, scalars); strings are immutable and shared."""
-    cls = value.__class__
-    if cls is dict:
-        return {key: copy(item) for key, item in value.items()}
-    if cls is list:
-        return [copy(item) for item in value]
-    return value
 
 
 def compact(value: Any, _intern: Callable[[str], str] = sys.intern) -> Any:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from schemas.bundle import Bundle, JsonObject, escape, json_copy
+from schemas.bundle import Bundle, JsonObject, escape
+from schemas.jsoncopy import json_copy
 
 Step = Callable[[Bundle], Bundle]
 MISSING = object()

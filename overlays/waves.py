@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.bundle import json_copy
+from schemas.jsoncopy import json_copy
 from schemas.upstream import SYNC_WAVE_ANNOTATION
 
 ANNOTATION = SYNC_WAVE_ANNOTATION

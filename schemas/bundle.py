@@ -17,9 +17,10 @@ API) is typed by the small Protocols below: the surface the overlays read, nothi
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Protocol
+
+from schemas.jsoncopy import json_copy
 
 if TYPE_CHECKING:
     from schemas.loader import Document
@@ -109,7 +110,7 @@ class Bundle:
         return next((c for c in self.components if c.name == name), None)
 
     def rendered_job(self) -> JsonObject:
-        from schemas import patching  # it needs json_copy from here
+        from schemas import patching  # it imports JsonObject from here
 
         job = json_copy(self.job)
         for component in self.components:
@@ -121,19 +122,6 @@ class Bundle:
         """Every object this bundle puts in the cluster (job last is kustomize's concern)."""
         extra = [json_copy(r) for c in self.components for r in c.resources]
         return extra + [self.rendered_job()]
-
-
-_ATOMS = frozenset((str, int, float, bool, type(None)))
-
-
-def json_copy(value: Any) -> Any:
-    """`copy.deepcopy` for JSON-shaped data, several times faster (render copies every job)."""
-    kind = value.__class__
-    if kind is dict:
-        return {k: v if v.__class__ in _ATOMS else json_copy(v) for k, v in value.items()}
-    if kind is list:
-        return [v if v.__class__ in _ATOMS else json_copy(v) for v in value]
-    return value if kind in _ATOMS else copy.deepcopy(value)
 
 
 def escape(token: str) -> str:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from schemas.bundle import JsonObject, json_copy
+from schemas.bundle import JsonObject
+from schemas.jsoncopy import json_copy
 
 # What names a list item, in the order looked for: a container, volume or replicated job by
 # its `name`, a Trainer v2 runtimePatches entry by its `manager`.

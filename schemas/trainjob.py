@@ -284,7 +284,7 @@ RuntimeChoice = Annotated[
         _runtime_kind,
         custom_error_type="runtime_value",
         custom_error_message="runtime is a ClusterTrainingRuntime name or {name, kind};"
-        " write e.g. runtime: torch-distributed or runtime: {name: my-runtime, kind: TrainingRuntime}",
+        " write e.g. runtime: my-runtime or runtime: {name: my-runtime, kind: TrainingRuntime}",
     ),
 ]
 

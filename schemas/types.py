@@ -9,10 +9,11 @@ strict (a YAML `true` is never a node count) so that what a user wrote is what r
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
 
+from schemas import durations
 from schemas.quantity import (
     QUANTITY,  # every quantity in the spec is an amount: no minus sign
 )
@@ -20,11 +21,9 @@ from schemas.quantity import (
 DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DURATION = re.compile(r"^(\d+)([smhd]?)$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def _dns1035(value: str) -> str:
@@ -38,22 +37,18 @@ def _dns1035(value: str) -> str:
     return value
 
 
-def _dns1123(value: str) -> str:
-    if len(value) > 63 or not DNS1123_LABEL.match(value):
-        raise ValueError(
-            f"'{value}' is not a valid namespace; use at most 63 lower-case letters,"
-            " digits and '-', starting and ending with a letter or digit"
-        )
-    return value
+def _matching(pattern: re.Pattern[str], problem: str, *, most: int | None = None) -> tuple[Any, Any]:
+    """The metadata of a strict string type (`Annotated[str, *_matching(...)]`): `pattern` and
+    at most `most` characters in the JSON Schema, and a validator refusing any other value as
+    `'<value>' <problem>`, so the schema and the check say the limits once."""
 
+    def check(value: str) -> str:
+        if (most is not None and len(value) > most) or not pattern.match(value):
+            raise ValueError(f"'{value}' {problem}")
+        return value
 
-def _object_name(value: str) -> str:
-    if len(value) > 253 or not DNS1123_SUBDOMAIN.match(value):
-        raise ValueError(
-            f"'{value}' is not a valid object name; use lower-case letters, digits, '-' and '.',"
-            " starting and ending with a letter or digit"
-        )
-    return value
+    extra: dict[str, Any] = {"pattern": pattern.pattern, **({"maxLength": most} if most is not None else {})}
+    return Field(strict=True, json_schema_extra=extra), AfterValidator(check)
 
 
 def _quantity(value: object) -> object:
@@ -98,19 +93,10 @@ def _duration(value: object) -> object:
             raise ValueError(f"{value} is negative; durations are whole seconds >= 0")
         return value
     if isinstance(value, str):
-        match = DURATION.match(value)
-        if match:
-            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        seconds = durations.SPEC.seconds(value)
+        if seconds is not None:
+            return int(seconds)
     raise ValueError(f"'{value}' is not a duration; write 90s, 30m, 24h, 7d or whole seconds")
-
-
-def _env_name(value: str) -> str:
-    if not ENV_NAME.match(value):
-        raise ValueError(
-            f"'{value}' is not a valid environment variable name; use letters, digits,"
-            " '_', '-' or '.', not starting with a digit"
-        )
-    return value
 
 
 def _label_key(value: str) -> str:
@@ -119,32 +105,19 @@ def _label_key(value: str) -> str:
     return value
 
 
-def _label_value(value: str) -> str:
-    if len(value) > 63 or not LABEL_VALUE.match(value):
-        raise ValueError(
-            f"'{value}' is not a valid label value; use at most 63 letters, digits, '-', '_'"
-            " or '.', starting and ending with a letter or digit"
-        )
-    return value
-
-
 # Patterns go into the JSON Schema only (editors, check-jsonschema); validation itself runs
-# through the validators above because their messages say how to fix the value.
+# through the validators (above, and `_matching`'s) because their messages say how to fix the value.
 Name = Annotated[
     str,
     Field(strict=True, json_schema_extra={"pattern": DNS1035.pattern, "maxLength": 63}),
     AfterValidator(_dns1035),
 ]
-Namespace = Annotated[
-    str,
-    Field(strict=True, json_schema_extra={"pattern": DNS1123_LABEL.pattern, "maxLength": 63}),
-    AfterValidator(_dns1123),
-]
-ObjectName = Annotated[
-    str,
-    Field(strict=True, json_schema_extra={"pattern": DNS1123_SUBDOMAIN.pattern, "maxLength": 253}),
-    AfterValidator(_object_name),
-]
+Namespace = Annotated[str, *_matching(
+    DNS1123_LABEL, "is not a valid namespace; use at most 63 lower-case letters, digits and '-', starting and ending"
+    " with a letter or digit", most=63)]
+ObjectName = Annotated[str, *_matching(
+    DNS1123_SUBDOMAIN, "is not a valid object name; use lower-case letters, digits, '-' and '.', starting and ending"
+    " with a letter or digit", most=253)]
 Quantity = Annotated[
     str,
     BeforeValidator(_quantity),
@@ -153,17 +126,14 @@ Quantity = Annotated[
 Seconds = Annotated[
     int,
     BeforeValidator(_duration),
-    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": DURATION.pattern}]}),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": durations.SPEC.pattern}]}),
 ]
-EnvName = Annotated[
-    str, Field(strict=True, json_schema_extra={"pattern": ENV_NAME.pattern}), AfterValidator(_env_name)
-]
+EnvName = Annotated[str, *_matching(
+    ENV_NAME, "is not a valid environment variable name; use letters, digits, '_', '-' or '.', not starting with a digit")]
 LabelKey = Annotated[str, Field(strict=True), AfterValidator(_label_key)]
-LabelValue = Annotated[
-    str,
-    Field(strict=True, json_schema_extra={"pattern": LABEL_VALUE.pattern, "maxLength": 63}),
-    AfterValidator(_label_value),
-]
+LabelValue = Annotated[str, *_matching(
+    LABEL_VALUE, "is not a valid label value; use at most 63 letters, digits, '-', '_' or '.', starting and ending"
+    " with a letter or digit", most=63)]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 NonEmptyStr = Annotated[str, Field(strict=True, min_length=1)]

@@ -26,9 +26,6 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 TYPE_LABEL = "training.kubeflow.org/replica-type"
 INDEX_LABEL = "training.kubeflow.org/replica-index"
 ROLE_LABEL = "training.kubeflow.org/job-role"
-MASTER_ROLE = "master"  # ROLE_LABEL's one value, on the pods each kind's `master_role` picks
-# the replica type every scalable v1 kind's scale subresource scales (its CRD's specReplicasPath)
-SCALED_REPLICA_TYPE = "Worker"
 
 # --- gang scheduling: Volcano and scheduler-plugins (coscheduling) ----------------------
 VOLCANO_SCHEDULER = "volcano"  # the pods' schedulerName
@@ -38,10 +35,6 @@ COSCHEDULING_PODGROUP_API = ("scheduling.x-k8s.io", "v1alpha1")
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-
-# --- Kubeflow Trainer v2 ------------------------------------------------------------------
-TRAINER_GROUP = "trainer.kubeflow.org"  # its TrainJob: what a trainer-v2 environment compiles to
-TRAINJOB_KIND = "TrainJob"  # Trainer v2's job kind
 
 # --- Kueue and Argo CD --------------------------------------------------------------------
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -2,6 +2,10 @@
 module elsewhere that names a kind, its plural, its replica-spec field or a replica type in
 its code fails here, so a new kind keeps touching its adapter, its snapshots and what is
 generated from them, nothing else (docs/architecture.md, "One adapter per kind").
+Kubeflow Trainer v2's facts likewise live in `foundation/frameworks/stock_runtimes.py` (and the
+adapters that name a runtime) and the trainer-v2 target (`compiler/targets/trainer_v2*.py`):
+its API group (so its API version and labels), a stock runtime's name, or a replicated job its
+runtimes run (`node`, `launcher`) as a whole string anywhere else fails too.
 
 What is scanned: the string constants of every module of the shipped packages (f-string
 parts included; docstrings and comments are prose and left out) outside the adapters, for a
@@ -18,10 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from foundation.frameworks import ADAPTERS
+from foundation.frameworks import stock_runtimes as trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ("schemas", "foundation", "compiler", "overlays", "controller")
 ADAPTERS_DIR = "foundation/frameworks/"
+TRAINER_TARGET = "compiler/targets/trainer_v2"  # trainer_v2.py, trainer_v2_rules.py, trainer_v2_restarts.py
 
 KINDS = {a.facts.kind for a in ADAPTERS.values()}
 FIELDS = {a.facts.replica_specs for a in ADAPTERS.values()} | {a.facts.plural for a in ADAPTERS.values()}
@@ -29,21 +35,16 @@ TYPES = {t for a in ADAPTERS.values() for t in a.facts.replica_types}
 ANYWHERE = re.compile(r"\b(" + "|".join(sorted(KINDS | FIELDS | TYPES)) + r")\b")
 LOWER = "|".join(sorted(t.lower() for t in TYPES))
 NAME_PART = re.compile(rf"(?:^|}})-({LOWER})\b")  # "-worker-" of f"{job}-worker-{i}", or "{job}-worker"
+# Kubeflow Trainer v2's: its API group (in its API version and its labels) and its stock runtimes'
+# names anywhere, the replicated jobs its runtimes run as a whole string; at home in its facts
+# (foundation/frameworks/stock_runtimes.py, the adapters that name them) and the trainer-v2 target
+TRAINER_ANYWHERE = re.compile("(" + "|".join(re.escape(f) for f in (trainer.GROUP, *trainer.STOCK_RUNTIMES)) + ")")
+TRAINER_WHOLE = {trainer.NODE, trainer.LAUNCHER}
 
 # (module, what it names) -> why it stays
 ALLOWED: dict[tuple[str, str], str] = {
-    ("schemas/upstream.py", "master"): "the job-role label's one value, the same for every kind (MASTER_ROLE)",
-    ("schemas/upstream.py", "Worker"): "the replica type the scale subresource of every scalable v1 CRD names "
-                                       "(SCALED_REPLICA_TYPE)",
-    ("foundation/admission.py", "Master"): "upstream's webhook rules, their messages and CEL: one table rendered "
-                                                "three ways; each adapter's WebhookRules flags say which rules its kind has",
-    ("foundation/admission.py", "Chief"): "the same table's one-Chief-or-Master rule (TFJob's WebhookRules flag)",
-    ("foundation/admission.py", "Worker"): "the same table's elastic rule (PyTorchJob's WebhookRules flag)",
-    ("compiler/targets/trainer_v2_restarts.py", "launcher"): "Kubeflow Trainer v2's replicated job of that name in its "
-                                                             "stock MPI runtime, not a kubeflow.org/v1 replica type",
     ("compiler/gitops/argocd.py", "server"): "an Argo CD Application's destination.server, not MXJob's Server",
     ("compiler/cli/live/render.py", "server"): "the API server's address in status' JSON, not MXJob's Server",
-    ("compiler/cli/logs.py", "Master"): "an example in the help of --replica, which takes any kind's type",
 }
 
 
@@ -67,6 +68,10 @@ def _names(text: str) -> set[str]:
     return found
 
 
+def _trainer_names(text: str) -> set[str]:
+    return set(TRAINER_ANYWHERE.findall(text)) | ({text} & TRAINER_WHOLE)
+
+
 def _hits() -> Iterator[tuple[str, int, str, str]]:
     """(module, line, what it names, the string) for each string constant that names one."""
     for package in SHIPPED:
@@ -74,19 +79,22 @@ def _hits() -> Iterator[tuple[str, int, str, str]]:
             module = path.relative_to(ROOT).as_posix()
             if module.startswith(ADAPTERS_DIR):
                 continue
+            trainers_own = module.startswith(TRAINER_TARGET)
             tree = ast.parse(path.read_text(encoding="utf-8"))
             prose = _prose(tree)
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
-                    for name in _names(node.value):
+                    trainer_v2 = set() if trainers_own else _trainer_names(node.value)
+                    for name in _names(node.value) | trainer_v2:
                         yield module, node.lineno, name, node.value
 
 
-def test_no_shipped_module_outside_the_adapters_names_a_kind_or_a_replica_type() -> None:
+def test_no_shipped_module_outside_their_homes_names_a_kind_a_replica_type_or_a_trainer_v2_fact() -> None:
     hits = list(_hits())
     stray = sorted(f"{module}:{line}: {name} in {text[:80]!r}" for module, line, name, text in hits
                    if (module, name) not in ALLOWED)
-    assert not stray, "a kind's fact outside its adapter (foundation/frameworks/):\n" + "\n".join(stray)
+    assert not stray, ("a kind's fact outside its adapter (foundation/frameworks/), or Trainer v2's outside"
+                       " its facts and target:\n" + "\n".join(stray))
     stale = sorted(set(ALLOWED) - {(module, name) for module, _, name, _ in hits})
     assert not stale, f"allowed but no longer found; remove these entries: {stale}"
 
@@ -99,5 +107,8 @@ def test_the_scan_finds_a_kind_a_replica_type_and_a_pod_name_part() -> None:
     assert _names("{job}-worker-0") == {"worker"} and _names("-launcher") == {"launcher"}
     assert _names("Worker pods") == {"Worker"}
     assert _names("the workers' scheduler-plugins-scheduler, a server") == set()
+    assert _trainer_names("trainer.kubeflow.org/v1alpha1") == {"trainer.kubeflow.org"}
+    assert _trainer_names("runtime: torch-distributed") == {"torch-distributed"}
+    assert _trainer_names("node") == {"node"} and _trainer_names("a node pool, nodes") == set()
     tree = ast.parse('"""PyTorchJob in a docstring."""\nX = 1\n"""TFJob documenting X."""\n')
     assert len(_prose(tree)) == 2

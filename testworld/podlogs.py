@@ -67,7 +67,7 @@ def crd_paths() -> tuple[Path, ...]:
 
 
 def _resource(plural: str, kind: str, *, namespaced: bool = True) -> Any:
-    from foundation.cluster.kube import Resource  # lazy: the part table imports without the cluster client
+    from foundation.cluster.resource import Resource  # lazy: the part table imports without the cluster client
 
     return Resource("kwok.x-k8s.io", "v1alpha1", plural, kind, namespaced=namespaced)
 

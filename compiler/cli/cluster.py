@@ -2,13 +2,14 @@
 
 `plan --live`, `status` and `logs` read jobs, pods, Events and logs through this module
 and nothing else; the compile pipeline never reaches a cluster. Import-linter keeps it so:
-in `compiler`, only this module may import the controller's client or `kubernetes`.
+in `compiler`, only this module may import the cluster client or `kubernetes`.
 
 The facade has no verb that writes: `Reader` sends GETs only (lists, gets, and the log
 stream, itself a GET). The requests go through the controller's own client
 (`foundation.cluster.kube`: kubeconfig loading with exec plugins and token refresh, TLS,
-proxies, our error hierarchy), the one exception to "nothing imports controller", so
-trainforge has a single way of reaching an API server and a single set of its bugs.
+proxies, our error hierarchy), below both products, so trainforge has a single way of
+reaching an API server and a single set of its bugs; the resources are named by its
+descriptor (`foundation.cluster.resource.Resource`), light enough to import at start-up.
 
 Where the settings come from, as kubectl and the plan contract say: `--kubeconfig`, else
 `KUBECONFIG`, else `~/.kube/config`, and `--context`; inside a pod with none of those, the
@@ -21,9 +22,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from foundation.cluster.resource import (  # what the CLI reads, named as the client names it
+    EVENTS,
+    PODS,
+    Resource,
+)
 
 
 class ClusterError(Exception):
@@ -32,21 +38,6 @@ class ClusterError(Exception):
 
 class ClusterForbidden(ClusterError):
     """The credentials may not read it (RBAC): a caller may fall back to a narrower read."""
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A resource to read: its API group and version, plural and kind."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-
-PODS = Kind("", "v1", "pods", "Pod")
-EVENTS = Kind("", "v1", "events", "Event")
 
 
 def kubeconfig_path(given: str | None) -> str | None:
@@ -104,13 +95,12 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def list(self, kind: Kind, *, namespace: str | None = None, label_selector: str | None = None,
+    def list(self, res: Resource, *, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict[str, Any]] | None:
-        """Every object of `kind` (in `namespace`, or all), following `continue` pages;
-        None when the server does not serve the kind (its CRD is not installed)."""
+        """Every object of `res` (in `namespace`, or all), following `continue` pages;
+        None when the server does not serve it (its CRD is not installed)."""
         from foundation.cluster import errors
 
-        res = _resource(kind)
         items: list[dict[str, Any]] = []
         cont: str | None = None
         while True:
@@ -127,33 +117,32 @@ class Reader:
             if not cont:
                 return items
 
-    def get(self, kind: Kind, namespace: str | None, name: str) -> dict[str, Any] | None:
+    def get(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any] | None:
         """One object, or None when it (or its kind) does not exist."""
         from foundation.cluster import errors
 
         try:
-            return self._client.get(_resource(kind), namespace, name)
+            return self._client.get(res, namespace, name)
         except errors.NotFound:
             return None
         except errors.ApiError as exc:
             raise self._error(exc) from None
 
-    def stream(self, kind: Kind, namespace: str, name: str, *, sub: str,
+    def stream(self, res: Resource, namespace: str, name: str, *, sub: str,
                query: dict[str, Any] | None = None) -> Iterator[bytes]:
         """The raw body of a streaming GET (`pods/NAME/log?follow=true`), chunk by chunk."""
-        opened = self.open_stream(kind, namespace, name, sub=sub, query=query)
+        opened = self.open_stream(res, namespace, name, sub=sub, query=query)
         try:
             yield from opened.chunks()
         finally:
             opened.close()
 
-    def open_stream(self, kind: Kind, namespace: str, name: str, *, sub: str,
+    def open_stream(self, res: Resource, namespace: str, name: str, *, sub: str,
                     query: dict[str, Any] | None = None) -> Stream:
         """A streaming GET whose reading another thread may end (`Stream.close`): a followed log
         is quiet for as long as its program prints nothing, so only closing it wakes its reader."""
         from foundation.cluster import errors
 
-        res = _resource(kind)
         try:
             resp = self._client._send("GET", res.path(namespace, name, sub), verb="get", res=res, sub=sub,
                                       name=name, namespace=namespace, query=query, timeout=_stream_timeout())
@@ -233,12 +222,6 @@ def default_namespace(kubeconfig: str | None, context: str | None) -> str:
 
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-def _resource(kind: Kind) -> Any:
-    from foundation.cluster.kube import Resource
-
-    return Resource(kind.group, kind.version, kind.plural, kind.kind, namespaced=kind.namespaced)
 
 
 def _stream_timeout() -> Any:

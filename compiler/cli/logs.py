@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 @click.argument("target", metavar="JOB|SPEC")
 @env_option
 @click.option("-n", "--namespace", default=None, help="JOB's namespace [default: the kubeconfig context's].")
-@click.option("--replica", default=None, metavar="TYPE", help="Only this replica type (Master, worker, node ...).")
+@click.option("--replica", default=None, metavar="TYPE", help="Only this replica type, in any case (a TrainJob's: one of its replicated jobs).")
 @click.option("--index", type=click.IntRange(min=0), default=None, help="Only the pod of this index.")
 @click.option("-c", "--container", default=None, help="Another container than the program's.")
 @click.option("-f", "--follow", is_flag=True, help="Wait for the pods and follow every one until the job ends.")

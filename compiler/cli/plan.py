@@ -38,14 +38,15 @@ def _reader(kubeconfig: Optional[str], context: Optional[str]) -> Callable[[list
     """The plan's `--live` reader: each list it asks for (a kind's resource in a namespace), as the
     cluster has it; a cluster that cannot be read ends the run (exit 1)."""
     def read(lists: list[Any]) -> list[dict[str, Any]]:
-        from compiler.cli.cluster import ClusterError, Kind, connect
+        from compiler.cli.cluster import ClusterError, connect
+        from foundation.cluster.resource import Resource
 
         found: list[dict[str, Any]] = []
         try:
             with connect(kubeconfig, context=context) as reader:
                 for want in lists:
-                    kind = Kind(want.group, want.version, want.plural, want.kind)
-                    found += [{**obj, "kind": want.kind} for obj in reader.list(kind, namespace=want.namespace) or []]
+                    res = Resource(want.group, want.version, want.plural, want.kind)
+                    found += [{**obj, "kind": want.kind} for obj in reader.list(res, namespace=want.namespace) or []]
         except ClusterError as exc:
             click.echo(f"train-compile: plan --live: {exc}", err=True)
             sys.exit(1)

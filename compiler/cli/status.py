@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Optional
 import click
 
 from compiler.cli.common import compile_or_usage_error, report, sources_argument
-from compiler.cli.live.clock import span
 from compiler.cli.live.options import (
     cluster_failed,
     connect,
@@ -41,6 +40,7 @@ from compiler.cli.live.options import (
     specs_or_exit,
 )
 from foundation.runs.stuck import STUCK_AFTER  # when a waiting pod is stuck: train-controller's rule too
+from schemas import durations
 
 if TYPE_CHECKING:
     from compiler.cli.cluster import Reader
@@ -70,7 +70,7 @@ REACHED = {
               help="Wait until every job reaches CONDITION (Running counts a job that ran and finished); "
                    "exit 1 if one fails first or the timeout passes.")
 @click.option("--timeout", default="10m", show_default=True, help="How long --wait waits, e.g. 90s, 10m, 1h30m.")
-@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default=span(STUCK_AFTER), show_default=True,
+@click.option("--stuck-pod-threshold", "stuck_pod_threshold", default=durations.go(STUCK_AFTER), show_default=True,
               help="How long a pod may wait for a reason it cannot get past without help (image pull, config "
                    "error, unschedulable, crash loop) before it counts as stuck (exit 3), as train-controller's "
                    "flag of the same name; 0: never.")
@@ -91,7 +91,7 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--timeout") from None
     try:
-        stuck_after = parse_duration(stuck_pod_threshold) if stuck_pod_threshold.strip() != "0" else 0.0
+        stuck_after = durations.flag(stuck_pod_threshold)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--stuck-pod-threshold") from None
     result = compile_or_usage_error(sources, env)
@@ -128,7 +128,6 @@ def exit_code(found: "StatusReport") -> int:
 
 def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition: str, seconds: float) -> str:
     """Poll the jobs' states until all reached `condition`: "" then, else why the wait failed."""
-    from compiler.cli.live.clock import span
     from compiler.cli.live.gather import states
 
     started = time.monotonic()
@@ -139,12 +138,12 @@ def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition
             return f"{_names(failed)} failed before reaching {condition}"
         waiting = [s for s in specs if s.key not in now or now[s.key].state not in REACHED[condition]]
         if not waiting:
-            click.echo(f"train-compile: every job reached {condition} ({span(time.monotonic() - started)})", err=True)
+            click.echo(f"train-compile: every job reached {condition} ({durations.age(time.monotonic() - started)})", err=True)
             return ""
         if time.monotonic() - started >= seconds:
             where = ", ".join(f"{s.namespace}/{s.name} is {now[s.key].state if s.key in now else 'absent'}"
                               for s in waiting[:5])
-            return f"timed out after {span(seconds)} waiting for {condition}: {where}"
+            return f"timed out after {durations.go(seconds)} waiting for {condition}: {where}"
         time.sleep(POLL_SECONDS)
 
 

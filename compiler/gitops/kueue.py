@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from foundation.frameworks import BY_KIND
+from foundation.frameworks import stock_runtimes as trainer
 from compiler.gitops.health import GROUP
 from schemas.upstream import QUEUE_LABEL
 
@@ -50,7 +51,7 @@ def _jq(pointer: str) -> str:
 # list whole, so the foreign entries and the stamps are ignored by jq, on every TrainJob
 # (no entry but ours exists on an unqueued one). Flux applies server-side, where another
 # manager's list entry is not Flux's to diff, so it needs the pointers only.
-TRAINJOB = {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"}
+TRAINJOB = {"group": trainer.GROUP, "version": trainer.VERSION, "kind": trainer.TRAINJOB}
 TRAINJOB_POINTERS = ("/spec/suspend", "/spec/managedBy")
 TRAINJOB_QUEUED = {**TRAINJOB, "labelSelector": QUEUE_LABEL}
 TRAINJOB_JQ = (

@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from compiler.targets.base import PlanFacts
 from foundation.frameworks import BY_KIND
+from foundation.frameworks.stock_runtimes import NODE  # the TrainJob's replicated job its trainer fields shape
 from foundation.runs import spec as runspec
 from schemas.marks import RESTART_SCOPE, SOURCE
 from schemas.upstream import QUEUE_LABEL
@@ -138,11 +139,11 @@ def _trainer(old: dict[str, Any], new: dict[str, Any], out: Aspects, target: Pla
     out.others += [f"spec.{k} (added)" for k in target.immutable if (k in o) != (k in n)]
     trainer_o, trainer_n = o.get("trainer") or {}, n.get("trainer") or {}
     if trainer_o.get("numNodes") != trainer_n.get("numNodes"):
-        out.replicas["node"] = (int(trainer_o.get("numNodes", 1)), int(trainer_n.get("numNodes", 1)))
+        out.replicas[NODE] = (int(trainer_o.get("numNodes", 1)), int(trainer_n.get("numNodes", 1)))
     if trainer_o.get("image") != trainer_n.get("image") and trainer_o.get("image"):
         out.images.append((trainer_o["image"], trainer_n.get("image")))
     if trainer_o != trainer_n or out.runtime_patches:
-        out.templates.append("node")
+        out.templates.append(NODE)
         out.containers = True
 
 

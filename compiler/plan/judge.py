@@ -20,7 +20,8 @@ from compiler.plan import hazards as table
 from compiler.plan.aspects import Aspects
 from compiler.plan.hazards import Effect
 from compiler.plan.model import HAZARDS
-from schemas.upstream import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
+from foundation.frameworks.base import SCALED_REPLICA_TYPE  # what an elastic job's scaling changes
+from schemas.durations import prose
 
 SCOPE_DOES = {"job": "restarts the whole job as one attempt (every pod, one new attempt)",
               "pod": "restarts on its own beside the running pods"}
@@ -59,17 +60,9 @@ class Context:
         return table.CONTROLLER_NAMES[self.setting[1]]
 
 
-def duration(seconds: int) -> str:
-    """`90` -> 1 min 30 s, `86400` -> 24 h: how a sentence says a TTL or an age."""
-    hours, rest = divmod(int(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours} h" if hours else "", f"{minutes} min" if minutes else "", f"{secs} s" if secs else ""]
-    return " ".join(p for p in parts if p) or "0 s"
-
-
 def ttl(verdict: Verdict, ctx: Context) -> None:
     if ctx.ttl is not None and "ttl" in ctx.rules:
-        verdict.add(ctx.rules["ttl"], ctx.state, controller=ctx.controller, ttl=duration(ctx.ttl))
+        verdict.add(ctx.rules["ttl"], ctx.state, controller=ctx.controller, ttl=prose(ctx.ttl))
 
 
 def update(a: Aspects, ctx: Context) -> Verdict:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Optional
 
-from compiler.plan.judge import duration
 from foundation.runs.state import job_state
+from schemas.durations import age
 from schemas.marks import SOURCE
 
 
@@ -27,10 +27,10 @@ class Live:
     source: Optional[str] = None  # the live job's trainforge.dev/source: the spec it was compiled from
 
     def fact(self, now: datetime) -> str:
-        """`Running for 3 h 12 min` (or the bare state when the cluster gives no time)."""
+        """`Running for 3h12m`, the age as `status` says it (or the bare state when the cluster gives no time)."""
         if self.since is None or self.state == "absent":
             return self.state
-        return f"{self.state} for {duration(max(0, int((now - self.since).total_seconds())) // 60 * 60 or 1)}"
+        return f"{self.state} for {age(max(0.0, (now - self.since).total_seconds()))}"
 
 
 ABSENT = Live("absent")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from compiler.diagnostics import Diagnostic
-from schemas import upstream
+from foundation.frameworks import stock_runtimes as trainer
 from schemas.loader import Document, load_file, yaml_files_resolved
 
 GROUP = "trainforge.dev"
@@ -139,10 +139,9 @@ def _skip_notices(skipped: list[tuple[Diagnostic, str]]) -> list[Diagnostic]:
 def _trainer_v2_job(api_version: object, kind: object) -> bool:
     """Kubeflow Trainer's own TrainJob (what `build` writes for a trainer-v2 environment): a
     compiled object, not a mistyped spec. Any other group on our kinds is still a typo."""
-    if kind != "TrainJob" or not isinstance(api_version, str):
+    if kind != trainer.TRAINJOB or not isinstance(api_version, str):
         return False
-
-    return api_version.split("/")[0] == upstream.TRAINER_GROUP
+    return api_version.split("/")[0] == trainer.GROUP
 
 
 def collect(paths: list[Path]) -> Sources:

@@ -17,7 +17,8 @@ from foundation.frameworks import adapter as adapter_for
 from foundation.frameworks.base import Facts, ReplicaPlan
 from compiler.reading.resolve import Target
 from compiler.targets.base import TargetApi
-from schemas.bundle import Bundle, JsonObject, json_copy
+from schemas.bundle import Bundle, JsonObject
+from schemas.jsoncopy import json_copy
 from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec

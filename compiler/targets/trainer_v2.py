@@ -26,6 +26,7 @@ from typing import Iterator, Optional
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
 from foundation.frameworks import adapter as adapter_for
+from foundation.frameworks.stock_runtimes import API_VERSION, TRAINJOB, TRAINJOBS
 from compiler.reading.resolve import Target
 from compiler.targets import trainer_v2_restarts as restarts
 from compiler.targets import trainer_v2_rules
@@ -40,15 +41,12 @@ from compiler.targets.lowering import (
 )
 from compiler.targets.trainer_v2_rules import CONTAINER, capability, runtime_ref
 from overlays import waves
-from schemas import upstream
-from schemas.bundle import Bundle, Component, JsonObject, json_copy
+from schemas.bundle import Bundle, Component, JsonObject
+from schemas.jsoncopy import json_copy
 from schemas.quantity import canonical_quantities
 from schemas.trainjob import Resources
 
-GROUP = upstream.TRAINER_GROUP
-API_VERSION = f"{GROUP}/v1alpha1"
-KIND = upstream.TRAINJOB_KIND
-PLURAL = "trainjobs"
+KIND, PLURAL = TRAINJOB, TRAINJOBS
 MANAGER = "trainforge.dev/compiler"
 # Fields the v2.3 CRD holds immutable (`self == oldSelf`, evaluated when both sides have the
 # field): a change is refused whatever the job's state. So are these fields of each pod spec
@@ -237,5 +235,5 @@ API = TargetApi(
     upstream_admission=False,
     operator_init_containers=lambda kind, replica_type, replica_types: [],  # the Training Operator's; runtimes differ
     scheduling_policy=False,
-    job_runtime=JobRuntime(RUNTIME_COMPONENT, restarts.GROUP_VERSION, restarts.KIND),
+    job_runtime=JobRuntime(RUNTIME_COMPONENT, API_VERSION, restarts.KIND),
 )

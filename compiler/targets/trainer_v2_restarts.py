@@ -6,8 +6,8 @@ then fails the JobSet, which fails the TrainJob. What a v2.3 TrainJob cannot do 
 `runtimePatches` reach only labels, annotations and pod fields of the replicated jobs, and the
 Trainer builds the JobSet's spec from the runtime's template. So the compiler writes a
 namespaced `TrainingRuntime` named after the job, a copy of the stock ClusterTrainingRuntime
-the job would have used (`STOCK_SPECS`, the v2.3.0 release's; a test holds them to the release
-files) with, for every replicated job:
+the job would have used (`StockRuntime.spec` in `foundation.frameworks.stock_runtimes`, the
+v2.3.0 release's) with, for every replicated job:
 
 - the JobSet's `failurePolicy: {maxRestarts: backoffLimit, restartStrategy: BlockingRecreate}`:
   every Job (and pod) of an attempt is gone before the next attempt's are created, so no pod
@@ -26,56 +26,14 @@ Flux, into the environment's `_prerequisites` too (`compiler.emit.prerequisites`
 
 from __future__ import annotations
 
-from typing import Any
-
+from foundation.frameworks.stock_runtimes import API_VERSION, STOCK_RUNTIMES
 from foundation.runs import exits
-from schemas.bundle import JsonObject, json_copy
+from schemas.bundle import JsonObject
 
-GROUP_VERSION = "trainer.kubeflow.org/v1alpha1"
 KIND = "TrainingRuntime"
 RESTART_STRATEGY = "BlockingRecreate"
 PERMANENT_EXIT_CODES = list(exits.PERMANENT)  # restart: ExitCode, as the Training Operator splits them
 PERMANENT_RULE = "permanentExitCode"
-TRAINER_STEP = {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-
-
-def _single_job(policy: str, image: str) -> JsonObject:
-    """torch, jax, xgboost: one replicated job `node`, the trainer."""
-    node = {"name": "node", "template": {"metadata": {"labels": dict(TRAINER_STEP)},
-                                         "spec": {"template": {"spec": {"containers": [{"name": "node", "image": image}]}}}}}
-    return {"mlPolicy": {"numNodes": 1, policy: {}}, "template": {"spec": {"replicatedJobs": [node]}}}
-
-
-def _mpi(image: str) -> JsonObject:
-    """deepspeed, mlx: sshd nodes and a launcher that runs as a node once they are Ready."""
-    def pod(**container: Any) -> JsonObject:
-        return {"spec": {"template": {"spec": {
-            "securityContext": {"fsGroup": 1000},
-            "containers": [{"name": "node", "image": image, "securityContext": {"runAsUser": 1000}, **container}]}}}}
-
-    sshd = pod(command=["/usr/sbin/sshd"], args=["-De", "-f", "/home/mpiuser/.sshd_config"],
-               readinessProbe={"tcpSocket": {"port": 2222}, "initialDelaySeconds": 5})
-    launcher = {"metadata": {"labels": dict(TRAINER_STEP)}, **pod()}
-    return {
-        "mlPolicy": {"numNodes": 1, "mpi": {"numProcPerNode": 1, "mpiImplementation": "OpenMPI",
-                                            "sshAuthMountPath": "/home/mpiuser/.ssh", "runLauncherAsNode": True}},
-        "template": {"spec": {
-            "network": {"publishNotReadyAddresses": True},
-            "successPolicy": {"operator": "All", "targetReplicatedJobs": ["launcher"]},
-            "replicatedJobs": [{"name": "node", "template": sshd},
-                               {"name": "launcher", "dependsOn": [{"name": "node", "status": "Ready"}],
-                                "template": launcher}]}},
-    }
-
-
-# The `spec` of each stock ClusterTrainingRuntime of the v2.3.0 release
-STOCK_SPECS: dict[str, JsonObject] = {
-    "torch-distributed": _single_job("torch", "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"),
-    "deepspeed-distributed": _mpi("ghcr.io/kubeflow/trainer/deepspeed-runtime"),
-    "mlx-distributed": _mpi("ghcr.io/kubeflow/trainer/mlx-runtime"),
-    "jax-distributed": _single_job("jax", "nvcr.io/nvidia/jax:25.10-py3"),
-    "xgboost-distributed": _single_job("xgboost", "ghcr.io/kubeflow/trainer/xgboost-runtime"),
-}
 
 
 def failure_policy(max_restarts: int, *, exit_codes: bool) -> JsonObject:
@@ -90,7 +48,7 @@ def failure_policy(max_restarts: int, *, exit_codes: bool) -> JsonObject:
 def whole_job_runtime(*, stock: str, name: str, namespace: str, labels: dict[str, str], max_restarts: int,
                       exit_codes: bool) -> JsonObject:
     """The TrainingRuntime `name` in `namespace`: stock runtime `stock` restarting as a whole."""
-    spec = json_copy(STOCK_SPECS[stock])
+    spec = STOCK_RUNTIMES[stock].spec()
     jobset = spec["template"]["spec"]
     jobset["failurePolicy"] = failure_policy(max_restarts, exit_codes=exit_codes)
     for replicated in jobset["replicatedJobs"]:
@@ -103,4 +61,4 @@ def whole_job_runtime(*, stock: str, name: str, namespace: str, labels: dict[str
     metadata: JsonObject = {"name": name, "namespace": namespace}
     if labels:
         metadata["labels"] = dict(sorted(labels.items()))
-    return {"apiVersion": GROUP_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

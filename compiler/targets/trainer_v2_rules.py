@@ -26,13 +26,13 @@ from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from foundation.frameworks import adapter as adapter_for
 from foundation.frameworks.base import TrainerV2Capable
-from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES, StockRuntime
+from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES, StockRuntime
 from compiler.reading.resolve import Target
 from schemas.bundle import JsonObject
 from schemas.loader import Loc
 from schemas.trainjob import Gang, RuntimeRef
 
-CONTAINER = "node"  # the Trainer's name for the program container in every runtime
+CONTAINER = NODE  # the Trainer's name for the program container (and its job) in every runtime
 
 
 def capability(target: Target) -> TrainerV2Capable:

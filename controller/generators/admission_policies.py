@@ -26,6 +26,7 @@ import yaml
 
 from foundation import admission
 from foundation.admission import KIND_RULES, NESTED, WARNINGS, KindRules
+from foundation.frameworks.base import GROUP, VERSION
 from controller.generators.files import write_or_check
 from controller.jobs.kinds import KINDS
 
@@ -41,7 +42,7 @@ def policy_name(kind: str, suffix: str = "") -> str:
 
 def _match(rules: KindRules) -> dict[str, Any]:
     plural = KINDS[rules.kind].facts.plural
-    return {"resourceRules": [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"],
+    return {"resourceRules": [{"apiGroups": [GROUP], "apiVersions": [VERSION],
                                "operations": ["CREATE", "UPDATE"], "resources": [plural]}]}
 
 

@@ -23,10 +23,10 @@ from typing import Any
 import click
 import yaml
 
+from foundation.frameworks.base import GROUP, SCALED_REPLICA_TYPE, VERSION
 from foundation.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
 from controller.generators.files import write_or_check
 from controller.jobs.kinds import KINDS, Kind
-from schemas.upstream import SCALED_REPLICA_TYPE
 
 OUT = Path(__file__).parents[1] / "install" / "crds"
 INT64 = {"type": "integer", "format": "int64"}
@@ -106,13 +106,13 @@ def crd(kind: Kind) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{facts.plural}.kubeflow.org", "labels": {"app.kubernetes.io/part-of": "trainforge"}},
+        "metadata": {"name": f"{facts.plural}.{GROUP}", "labels": {"app.kubernetes.io/part-of": "trainforge"}},
         "spec": {
-            "group": "kubeflow.org",
+            "group": GROUP,
             "names": {"kind": kind.name, "listKind": f"{kind.name}List", "plural": facts.plural, "singular": singular},
             "scope": "Namespaced",
             "versions": [{
-                "name": "v1",
+                "name": VERSION,
                 "served": True,
                 "storage": True,
                 "schema": {"openAPIV3Schema": schema},
@@ -140,7 +140,7 @@ _JOB_RULE = re.compile(r'(- apiGroups: \["kubeflow\.org"\]\n\s+resources: )\[[^\
 
 def file_name(kind: Kind) -> str:
     """The kind's CRD file (upstream's name)."""
-    return f"kubeflow.org_{kind.facts.plural}.yaml"
+    return f"{GROUP}_{kind.facts.plural}.yaml"
 
 
 def render() -> dict[str, str]:

@@ -25,12 +25,12 @@ from typing import Any, Optional
 import yaml
 
 from foundation.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit
+from foundation.frameworks.operator import MASTER_ROLE
 from controller.jobs.kinds import Kind
 from foundation import jsondata
 from schemas.upstream import (
     INDEX_LABEL,
     JOB_NAME_LABEL,
-    MASTER_ROLE,
     OPERATOR_LABEL,
     ROLE_LABEL,
     TYPE_LABEL,

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from controller.jobs.stuck import Stuck, duration
+from controller.jobs.stuck import Stuck
+from schemas.durations import go  # the threshold as its flag takes it
 
 log = logging.getLogger(__name__)
 
@@ -66,5 +67,5 @@ def ttl_deleted(key: str, ttl: Any) -> None:
 
 
 def stuck(key: str, pod: Stuck, threshold: float) -> None:
-    log.info("%s: pod %s stuck in %s for more than %s: %s", key, pod.pod, pod.reason, duration(threshold),
+    log.info("%s: pod %s stuck in %s for more than %s: %s", key, pod.pod, pod.reason, go(threshold),
              pod.message or "(no message)")

@@ -38,6 +38,7 @@ from foundation.cluster.kube import (
     Resource,
 )
 from controller.runtime.writes import EXISTED, Writes
+from foundation.frameworks.operator import MASTER_ROLE
 from schemas import upstream
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def launcher_pod(job: dict[str, Any], kind: Kind, *, options: desired.Options = 
     assert init is not None and init.replica_type == launcher.replica_type, f"{kind.name}: no launcher init container"
     name = launcher_name(job, kind)
     labels = {**desired.base_labels(job, kind), upstream.TYPE_LABEL: launcher.replica_type.lower(),
-              upstream.ROLE_LABEL: upstream.MASTER_ROLE}
+              upstream.ROLE_LABEL: MASTER_ROLE}
     pod = _pod(job, kind, launcher.replica_type, name, labels)
     spec = pod["spec"]
     if not spec.get("serviceAccountName"):

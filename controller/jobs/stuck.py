@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from foundation.runs.stuck import wait_of
+from schemas.durations import go  # the threshold as its flag takes it
 
 REASON = "PodStuck"  # the Event's reason, after the kind's name
 KEPT = 65536  # (pod uid, reason) pairs remembered as reported (the oldest forgotten past it)
@@ -38,15 +39,6 @@ class Stuck:
     reason: str
     message: str
     waited: float  # seconds since the wait began
-
-
-def duration(seconds: float) -> str:
-    """`3m`, `90s` -> `1m30s`, `2h`: how the threshold reads in a message."""
-    whole = int(round(seconds))
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
-    return "".join(parts) or "0s"
 
 
 def stuck(pods: list[dict[str, Any]], *, now: datetime, threshold: float) -> tuple[list[Stuck], float | None]:
@@ -66,7 +58,7 @@ def stuck(pods: list[dict[str, Any]], *, now: datetime, threshold: float) -> tup
 
 
 def event_message(pod: Stuck, threshold: float) -> str:
-    text = f"Pod {pod.pod} is stuck in {pod.reason} for more than {duration(threshold)}"
+    text = f"Pod {pod.pod} is stuck in {pod.reason} for more than {go(threshold)}"
     return f"{text}: {pod.message}" if pod.message else text
 
 

@@ -26,7 +26,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlencode
@@ -36,6 +35,16 @@ import urllib3
 
 from foundation.cluster import errors, kubelib
 from foundation.cluster.connection import Connection
+from foundation.cluster.resource import (  # the descriptors, also kube.* to callers
+    CONFIGMAPS,
+    EVENTS,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    SERVICES,
+    Resource,
+)
 
 
 def timestamp(now: datetime) -> str:
@@ -45,43 +54,6 @@ def timestamp(now: datetime) -> str:
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
-@dataclass(frozen=True)
-class Resource:
-    """One API resource (`group` "" is the core group)."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if namespace and self.namespaced:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{name}"
-        if sub:
-            base += f"/{sub}"
-        return base
-
-    def audit_name(self, sub: str | None = None) -> str:
-        """`group/resource[/sub]` as RBAC and the audit log spell it."""
-        return f"{self.group}/{self.plural}" + (f"/{sub}" if sub else "")
-
-
-PODS = Resource("", "v1", "pods", "Pod")
-SERVICES = Resource("", "v1", "services", "Service")
-EVENTS = Resource("", "v1", "events", "Event")
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
-SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
-ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
-ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 
 
 class Client:

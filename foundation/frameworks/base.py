@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Optional, Protocol
 
 from foundation.frameworks.operator import Operator
+from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES
 
 if TYPE_CHECKING:
     from schemas.trainjob import Resources, TrainJobSpec
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 GROUP = "kubeflow.org"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
+# the replica type a scalable kind's scale subresource scales (every such v1 CRD's specReplicasPath)
+SCALED_REPLICA_TYPE = "Worker"
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class Facts:
     port: Optional[int]
     default_restart: str  # replica restartPolicy default
     operator_name: str  # training.kubeflow.org/operator-name value
-    scalable: bool = False  # CRD has the scale subresource (Worker replicas)
+    scalable: bool = False  # CRD has the scale subresource (SCALED_REPLICA_TYPE's replicas)
     allowed_roles: tuple[str, ...] = ()  # names accepted under spec.roles
     elastic: bool = False  # takes spec.elastic (the kind has an elastic policy)
     autoscaled: bool = False  # the operator keeps a HorizontalPodAutoscaler from elasticPolicy.metrics
@@ -177,15 +180,13 @@ class TrainerV2:
     integer `processesPerNode` (`auto` leaves it to the runtime)."""
 
     runtime: str
-    program_jobs: tuple[str, ...] = ("node",)
+    program_jobs: tuple[str, ...] = (NODE,)
     reserved_env: tuple[str, ...] = ()
     processes: Optional[Callable[["TrainJobSpec"], Optional[int]]] = None
 
     @property
     def ml_policy(self) -> str:
         """The mlPolicy source of its stock runtime (a fact of the Trainer release)."""
-        from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
-
         return STOCK_RUNTIMES[self.runtime].ml_policy
 
     def num_proc_per_node(self, spec: "TrainJobSpec") -> Optional[int]:

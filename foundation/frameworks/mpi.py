@@ -29,6 +29,7 @@ from foundation.frameworks.operator import (
     only,
     replica_map,
 )
+from foundation.frameworks.stock_runtimes import LAUNCHER, NODE
 
 if TYPE_CHECKING:
     from schemas.trainjob import TrainJobSpec
@@ -115,7 +116,7 @@ def rendezvous_env(job: dict[str, Any], replica_type: str, index: int) -> list[d
 # slotsPerWorker.
 TRAINER_V2 = TrainerV2(
     runtime="deepspeed-distributed",
-    program_jobs=("launcher", "node"),
+    program_jobs=(LAUNCHER, NODE),
     reserved_env=(
         "OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args", "OMPI_MCA_orte_keep_fqdn_hostnames",
         "OMPI_MCA_orte_set_default_slots",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 # (replicas of the job, replica type, index) -> whether that pod gets job-role: master
 MasterRole = Callable[[Mapping[str, Any], str, int], bool]
+MASTER_ROLE = "master"  # schemas.upstream.ROLE_LABEL's one value, on the pods each kind's `master_role` picks
 # (facts, spec, replica specs, runPolicy) -> None: defaults written into the (copied) spec
 Defaults = Callable[["Facts", dict[str, Any], dict[str, Any], dict[str, Any]], None]
 # job -> [] or [the first problem]: what upstream's reconciler checks on a kind without a webhook
@@ -52,15 +53,17 @@ def first_of_each(replicas: Mapping[str, Any], replica_type: str, index: int) ->
 
 @dataclass(frozen=True)
 class WebhookRules:
-    """What differs between the v1 validating webhooks; every flag is one upstream `if`."""
+    """What differs between the v1 validating webhooks; every field is one upstream `if`, and
+    the replica types it names are the kind's own (`foundation.admission` holds the rules'
+    text, Python and CEL, and reads which apply, and to what, from here)."""
 
     any_replica_type: bool = False  # TFJob accepts any replica type; the others only their own
     quote_container: bool = False  # PaddleJob's message quotes the container name
-    master_exactly_one: bool = False  # Master.replicas must be set and be 1
-    others_at_least_one: bool = False  # any other replicas, when set, >= 1
-    master_required: bool = False
-    one_chief_or_master: bool = False
-    elastic: bool = False  # elasticPolicy needs Worker; nProcPerNode deprecated
+    exactly_one: Optional[str] = None  # this replica type, when present, must set replicas: 1
+    others_at_least_one: bool = False  # every other replica type's replicas, when set, >= 1
+    required: Optional[str] = None  # this replica type must be present
+    not_both: Optional[tuple[str, str]] = None  # a job may not have both replica types
+    elastic: Optional[str] = None  # elasticPolicy needs this replica type; nProcPerNode is deprecated
 
 
 @dataclass(frozen=True)

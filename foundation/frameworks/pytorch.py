@@ -166,6 +166,6 @@ ADAPTER = Adapter(
         StatusRule(deciders=("Master",), workers="Worker", early_success="elastic", failures_while_short=True),
         master_or_worker0("Master"), defaults=_defaults, fills_selector=True,
         spec_fields={"elasticPolicy": elastic_policy_schema(torch_rendezvous=True), "nprocPerNode": STRING},
-        webhook=WebhookRules(master_exactly_one=True, others_at_least_one=True, elastic=True),
+        webhook=WebhookRules(exactly_one="Master", others_at_least_one=True, elastic="Worker"),
     ),
 )

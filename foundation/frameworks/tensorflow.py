@@ -23,7 +23,6 @@ from foundation.frameworks.operator import (
     STRING,
     Operator,
     StatusRule,
-    StatusRule,
     WebhookRules,
     master_or_worker0,
     standard_defaults,
@@ -113,6 +112,6 @@ ADAPTER = Adapter(
                    keeps_restarting=True, dynamic_workers="enableDynamicWorker"),
         master_or_worker0("Chief", "Master"), defaults=_defaults, env_default_container_only=True,
         spec_fields={"successPolicy": STRING, "enableDynamicWorker": BOOLEAN},
-        webhook=WebhookRules(any_replica_type=True, one_chief_or_master=True),
+        webhook=WebhookRules(any_replica_type=True, not_both=("Chief", "Master")),
     ),
 )

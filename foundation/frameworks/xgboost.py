@@ -70,6 +70,6 @@ ADAPTER = Adapter(
     ),
     operator=Operator(
         StatusRule(deciders=("Master",), running_with_outcome=True, restart="exit-code"),
-        only("Master"), webhook=WebhookRules(master_exactly_one=True, master_required=True),
+        only("Master"), webhook=WebhookRules(exactly_one="Master", required="Master"),
     ),
 )

@@ -26,10 +26,9 @@ from typing import Any
 import orjson
 
 from foundation import jsondata
-from foundation.frameworks.base import KindLike
+from foundation.frameworks.base import SCALED_REPLICA_TYPE, KindLike
 from foundation.frameworks.defaulting import defaulted
 from schemas import marks
-from schemas.upstream import SCALED_REPLICA_TYPE
 
 POD, JOB = "pod", marks.RESTART_SCOPE_JOB  # the restart scopes: upstream's per pod, or the whole job
 RunSpec = dict[str, Any]  # {"spec": ..., "restartScope": "pod" | "job"}, as a run record stores it

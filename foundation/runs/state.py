@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from foundation.frameworks import BY_KIND
 from foundation.runs.clock import parse_time
-from schemas.upstream import TRAINJOB_KIND as TRAINJOB
+from foundation.frameworks.stock_runtimes import TRAINJOB
 
 STATES = ("Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
 TERMINAL = ("Succeeded", "Failed")

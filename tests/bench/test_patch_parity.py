@@ -17,7 +17,7 @@ import pytest
 from bench import specs
 from compiler.pipeline import compile_sources
 from schemas import patching
-from schemas.bundle import json_copy
+from schemas.jsoncopy import json_copy
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -19,6 +19,7 @@ from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
 from foundation.cluster import errors
 from foundation.cluster.kube import PODS, Client, Resource
+from testworld.settle import until_quiet
 
 
 def container(kind: str, **extra: Any) -> dict[str, Any]:
@@ -82,15 +83,15 @@ def settled(manager: Manager, since: int, *, quiet: float = 0.3, timeout: float 
     controller has reconciled since `since` (`manager.reconciles`, read before the change),
     and then its queue stayed empty with no reconcile for `quiet` s. Whatever it would do
     about the change, it has done; a slow controller makes this wait longer, never pass early."""
-    deadline = time.monotonic() + timeout
-    count, idle_from = manager.reconciles, time.monotonic()
-    while time.monotonic() < deadline:
-        if manager.reconciles != count:
-            count, idle_from = manager.reconciles, time.monotonic()
-        if count > since and len(manager.queue) == 0 and time.monotonic() - idle_from >= quiet:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"the controller did not settle within {timeout}s (reconciles {since} -> {count})")
+    until_quiet(lambda: (manager.reconciles, len(manager.queue)), ready=lambda r: r[0] > since and r[1] == 0,
+                quiet=quiet, timeout=timeout, poll=0.02, what=f"the controller (reconciles since {since})")
+
+
+def quiet_writes(manager: Manager, *, quiet: float = 0.6, timeout: float = 10.0) -> int:
+    """Once the controller has sent no write for `quiet` s with its queue empty: its writes so far."""
+    writes, _ = until_quiet(lambda: (manager.client.writes(), len(manager.queue)), ready=lambda r: r[1] == 0,
+                            quiet=quiet, timeout=timeout, poll=0.1, what="the controller's writes")
+    return writes
 
 
 # train-controller's default is --pods-first; `make test` runs tests/controller a second time

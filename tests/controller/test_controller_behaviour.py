@@ -5,10 +5,8 @@ left alone, and bad objects get a clear condition or event without a hot retry l
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from controller_kit import job, settled, wait_for
+from controller_kit import job, quiet_writes, settled, wait_for
 
 from foundation.cluster.kube import (
     CONFIGMAPS,
@@ -20,20 +18,6 @@ from foundation.cluster.kube import (
     SERVICES,
 )
 from controller.runtime.writes import job_key
-
-
-def settle(manager, quiet: float = 0.6, timeout: float = 10.0) -> int:
-    """Wait until the controller has made no write for `quiet` seconds; return the count."""
-    deadline = time.monotonic() + timeout
-    last, since = manager.client.writes(), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = manager.client.writes()
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet and len(manager.queue) == 0:
-            return now
-    raise AssertionError("controller never went quiet")
 
 
 @pytest.mark.parametrize("finish", [False, True], ids=["running job", "succeeded job"])
@@ -50,7 +34,7 @@ def test_second_reconcile_of_a_settled_job_makes_zero_writes(cluster, manager, k
     if finish:
         cluster.set_phase(master, "Succeeded")
         cluster.wait_condition(kind, "z", "Succeeded")
-    before = settle(manager)
+    before = quiet_writes(manager)
     counts = manager.client.snapshot()
     key = job_key(kind, cluster.namespace, "z")
     for _ in range(3):
@@ -80,7 +64,7 @@ def test_children_carry_the_controller_owner_reference(cluster, manager) -> None
 def test_job_being_deleted_is_left_alone_and_a_deleted_job_is_forgotten(cluster, manager) -> None:
     cluster.apply(job("PyTorchJob", "gone", Master=1, Worker=1))
     cluster.wait_pods({"gone-master-0", "gone-worker-0"})
-    settle(manager)
+    quiet_writes(manager)
     # foreground deletion leaves the job with a deletionTimestamp (no GC here to finish it)
     from controller.jobs.kinds import KINDS, job_resource
 

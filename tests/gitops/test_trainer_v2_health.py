@@ -92,10 +92,14 @@ def test_the_trainjob_row_names_its_group_and_version():
     assert "'Complete'" in exprs["current"] and "'Failed'" in exprs["failed"]
 
 
-def test_the_row_is_the_kind_the_trainer_v2_target_writes():
+def test_the_row_is_the_trainers_trainjob_as_its_facts_say():
+    """One source (foundation.frameworks.stock_runtimes, held to the release's CRD in
+    tests/compiler/targets/test_trainer_v2_lowering.py) for the row and the target."""
     from compiler.targets import trainer_v2
+    from foundation.frameworks import stock_runtimes as trainer
 
-    assert health.RULES[trainer_v2.KIND].api_version == trainer_v2.API_VERSION == API_VERSION
+    assert trainer_v2.KIND == trainer.TRAINJOB == KIND
+    assert health.RULES[KIND].api_version == trainer.API_VERSION == API_VERSION
 
 
 def test_generated_argocd_cm_and_flux_kustomizations_carry_the_trainjob_check():

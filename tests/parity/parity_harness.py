@@ -14,11 +14,13 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import parity_views as pv
+
+from testworld.settle import Unsettled, until_quiet
 
 from controller.jobs.kinds import KINDS, job_resource
 from foundation.cluster import errors
@@ -147,25 +149,24 @@ class Harness:
         return [p for p in self.informers["Pod"].items() if p["metadata"].get("namespace") == ns and any(
             r.get("controller") and r["kind"] == kind and r["name"] == name for r in p["metadata"].get("ownerReferences") or [])]
 
-    def quiet_for(self, keys: Iterable[tuple[str, str, str]]) -> float:
-        now = time.monotonic()
-        return min(now - self._track(*k).changed for k in keys)
-
     def settle(self, views: Callable[[], tuple[Any, Any]], keys: list[tuple[str, str, str]], *,
                done: Callable[[Any, Any], bool], min_quiet: float = 0.0, quiet: float = 30.0,
                timeout: float = 150.0) -> tuple[Any, Any]:
-        """The two views once `done(up, ours)` holds and both jobs have been quiet for
-        `min_quiet` s; or, if it never does, once both have been quiet for `quiet` s
-        (neither will change on its own any more) or after `timeout` s."""
-        began = time.monotonic()
-        deadline = began + timeout
+        """The two views once `done(up, ours)` holds and both jobs have been quiet (no event for
+        them or their children) for `min_quiet` s; or, if it never does, once both have been
+        quiet for `quiet` s (neither will change on its own any more) or after `timeout` s.
+        Every watch event wakes the wait (`cond`)."""
+        def read() -> tuple[tuple[Any, Any], tuple[float, ...]]:
+            return views(), tuple(self._track(*k).changed for k in keys)
+
         with self.cond:
-            while True:
-                a, b = views()
-                still = min(self.quiet_for(keys), time.monotonic() - began)
-                if (done(a, b) and still >= min_quiet) or still >= quiet or time.monotonic() > deadline:
-                    return a, b
-                self.cond.wait(0.25)
+            try:
+                reading = until_quiet(read, quiet=lambda r: min_quiet if done(*r[0]) else quiet, timeout=timeout,
+                                      same=lambda r, s: r[1] == s[1], poll=0.25, pause=self.cond.wait,
+                                      what=f"{keys}")
+            except Unsettled as exc:  # a difference, recorded by the caller
+                reading = exc.last
+        return reading[0]
 
     def wait(self, predicate: Callable[[], Any], *, timeout: float = 120.0, what: str = "condition") -> Any:
         deadline = time.monotonic() + timeout

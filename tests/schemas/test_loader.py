@@ -149,17 +149,19 @@ def test_a_file_source_is_itself(tmp_path):
 
 
 def test_the_fast_and_the_reference_loader_agree_on_data_and_positions():
-    """Whatever path load_text takes, it must equal the ruamel reference loader."""
-    from schemas import loader
+    """load_text's libyaml path must equal the ruamel reference loader: the same plain data and
+    starts from another parser, and positions that its lazy tables fill for the right document."""
+    from schemas.fastyaml import LazyTable
+    from schemas.loader import load_text_ruamel
 
-    reference = getattr(loader, "load_text_ruamel", None)
-    if reference is None:
-        pytest.skip("the loader has a single path")
-    text = JOB + "---\n" + JOB.replace("demo", "other")
+    mixed = ("mixed:\n  flow: [1, two, 3.5, true, null, \"q\"]\n  quoted: 'it''s'\n  block: |\n    one\n    two\n"
+             "  folded: >-\n    a\n    b\n  empty: {}\n  big: 1e3\n  switch: on\n  nothing: ~\n")
+    text = JOB + "---\n" + JOB.replace("demo", "other") + "---\n" + mixed
 
     fast, fast_problems = load_text(text, "job.yaml")
-    slow, slow_problems = reference(text, "job.yaml")
+    slow, slow_problems = load_text_ruamel(text, "job.yaml")
 
+    assert all(isinstance(d.key_pos, LazyTable) for d in fast), "the fast path was taken"
     assert fast_problems == slow_problems == []
     assert [(d.index, d.start, d.data) for d in fast] == [(d.index, d.start, d.data) for d in slow]
     for f, s in zip(fast, slow):

@@ -13,19 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from compiler.cli.cluster import Kind
 from compiler.cli.live.pods import PodLabels, labels_for
+from foundation.cluster.resource import Resource
 
 
 @dataclass(frozen=True)
 class JobRef:
     namespace: str
     name: str
-    kind: Kind
+    kind: Resource
 
     @property
     def api_version(self) -> str:
-        return f"{self.kind.group}/{self.kind.version}"
+        return self.kind.api_version
 
     @property
     def labels(self) -> PodLabels:

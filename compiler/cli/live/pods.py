@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Optional
 
+from foundation.frameworks import stock_runtimes as trainer
+from foundation.frameworks.base import GROUP as V1_GROUP
 from foundation.runs.podstate import STUCK, why
 from foundation.runs.stuck import STUCK_AFTER, wait_of
 from schemas import upstream
@@ -37,8 +39,8 @@ class PodLabels:
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 POD_LABELS = {
-    "kubeflow.org": PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
-    upstream.TRAINER_GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
+    V1_GROUP: PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
+    trainer.GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
                                       ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
 }
 

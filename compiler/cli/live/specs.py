@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from compiler.cli.cluster import Kind
+from foundation.cluster.resource import Resource
 from schemas.marks import SOURCE
 
 if TYPE_CHECKING:
@@ -59,15 +59,15 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
     return out
 
 
-def kind_of(api_version: str, kind: str) -> Kind:
+def kind_of(api_version: str, kind: str) -> Resource:
     """The API resource of a job kind; its plural is the target table's (compiler.targets)."""
     from compiler.targets import plural_of
 
     group, _, version = api_version.rpartition("/")
-    return Kind(group, version, plural_of(kind), kind)
+    return Resource(group, version, plural_of(kind), kind)
 
 
-def job_kinds() -> list[Kind]:
+def job_kinds() -> list[Resource]:
     from compiler.gitops.health import RULES
 
     return [kind_of(rule.api_version, kind) for kind, rule in RULES.items()]

@@ -19,7 +19,7 @@ import yaml
 from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_cli, shared_dir
 
 from compiler.emit import tree
-from compiler.targets.trainer_v2_restarts import PERMANENT_EXIT_CODES, STOCK_SPECS
+from compiler.targets.trainer_v2_restarts import PERMANENT_EXIT_CODES
 from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
 from schemas.marks import RESTART_SCOPE
 
@@ -51,8 +51,7 @@ def errors_of(tmp_path: Path, spec: str, framework: str = "pytorch") -> list[str
 def test_the_stock_runtime_copies_are_the_v2_3_0_release_files():
     release = {(d := yaml.safe_load(p.read_text()))["metadata"]["name"]: d["spec"] for p in RELEASE.glob("*.yaml")}
 
-    assert STOCK_SPECS == release
-    assert set(STOCK_RUNTIMES) == set(release)
+    assert {name: stock.spec() for name, stock in STOCK_RUNTIMES.items()} == release
 
 
 @pytest.mark.parametrize(("framework", "stock", "jobs"), [
@@ -80,7 +79,7 @@ def test_job_scope_names_a_copy_of_the_stock_runtime_that_restarts_as_a_whole(tm
         replicated["template"]["spec"].pop("backoffLimit")
         replicated["template"]["spec"]["template"]["spec"].pop("restartPolicy")
     jobset.pop("failurePolicy")
-    assert runtime["spec"] == STOCK_SPECS[stock]
+    assert runtime["spec"] == STOCK_RUNTIMES[stock].spec()
 
 
 def test_restart_on_failure_is_what_job_scope_means_and_changes_nothing(tmp_path):

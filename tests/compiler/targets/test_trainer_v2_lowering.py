@@ -393,6 +393,17 @@ def _release_runtimes() -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for d in docs}
 
 
+def test_the_trainers_api_facts_are_what_its_v2_3_0_trainjob_crd_serves():
+    from foundation.frameworks import stock_runtimes as trainer
+
+    crd = yaml.safe_load((RUNTIMES.parent / f"{trainer.GROUP}_{trainer.TRAINJOBS}.yaml").read_text())
+    spec = crd["spec"]
+    served = [v["name"] for v in spec["versions"] if v["served"] and v["storage"]]
+    assert (spec["group"], served, spec["names"]["kind"], spec["names"]["plural"]) == (
+        trainer.GROUP, [trainer.VERSION], trainer.TRAINJOB, trainer.TRAINJOBS)
+    assert trainer.API_VERSION == f"{trainer.GROUP}/{trainer.VERSION}"
+
+
 def test_the_stock_runtime_table_matches_the_v2_3_0_release_files():
     from foundation.frameworks.stock_runtimes import STOCK_RUNTIMES
 
