@@ -66,6 +66,7 @@ REACHED = {
 @context_option
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True,
               help="How to print the report (stdout); diagnostics go to stderr.")
+@click.option("--wide", is_flag=True, help="Text: every message and Event whole, not cut at the terminal's width.")
 @click.option("--wait", "wait_for", type=click.Choice(CONDITIONS), default=None,
               help="Wait until every job reaches CONDITION (Running counts a job that ran and finished); "
                    "exit 1 if one fails first or the timeout passes.")
@@ -75,7 +76,7 @@ REACHED = {
                    "error, unschedulable, crash loop) before it counts as stuck (exit 3), as train-controller's "
                    "flag of the same name; 0: never.")
 def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[str], context: Optional[str],
-           fmt: str, wait_for: Optional[str], timeout: str, stuck_pod_threshold: str) -> None:
+           fmt: str, wide: bool, wait_for: Optional[str], timeout: str, stuck_pod_threshold: str) -> None:
     """Show each spec's live job: its state and for how long, its pods by replica type and
     why any waits, its last Warning Events, drift from git, and live jobs whose spec is
     gone. Read-only. Exit 0 all well, 3 a job failed or a pod is stuck, 4 git and the
@@ -106,7 +107,7 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
             found = gather(reader, specs, scope=scope, environment=environment, stuck_after=stuck_after)
         except cluster.ClusterError as exc:
             cluster_failed(exc)
-    sys.stdout.write(render.FORMATS[fmt](found))
+    sys.stdout.write(render.FORMATS[fmt](found, width=None if wide else _width()))
     if waited is not None:
         if waited:
             click.echo(f"train-compile: {waited}", err=True)
@@ -116,9 +117,7 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
 
 
 def exit_code(found: "StatusReport") -> int:
-    from compiler.cli.live.render import summary
-
-    counts = summary(found)
+    counts = found.summary()
     if counts["failed"] or counts["stuck"]:
         return 3
     if counts["absent"] or counts["drift"] or counts["orphans"]:
@@ -145,6 +144,13 @@ def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition
                               for s in waiting[:5])
             return f"timed out after {durations.go(seconds)} waiting for {condition}: {where}"
         time.sleep(POLL_SECONDS)
+
+
+def _width() -> int:
+    """The terminal's width (`COLUMNS`, else the terminal's, else 80 when not a terminal)."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
 
 
 def _names(specs: list["SpecJob"]) -> str:

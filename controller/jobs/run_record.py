@@ -24,17 +24,21 @@ from typing import Any
 
 from controller.jobs.desired import base_labels, owner_reference
 from controller.jobs.kinds import Kind
-from foundation.cluster.kube import Resource
+from foundation.cluster.resource import CONTROLLERREVISIONS as CONTROLLERREVISIONS
+from foundation.runs.record import (  # the wire names and reading of a record, shared with `status`
+    ATTEMPT as ATTEMPT,
+    ENDED as ENDED,
+    HASH_LABEL as HASH_LABEL,
+    HELD_REASON as HELD_REASON,
+    NOT_RUN_REASON as NOT_RUN_REASON,
+    PREFIX,
+    RECORD as RECORD,
+    number as number,
+    owned_by,
+)
 from foundation.runs.spec import RunSpec
-
-CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
-HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it
-PREFIX = "train-controller.trainforge.dev/"
-RECORD = PREFIX + "revision"  # on each pod: the name of the run record it was built from (wire name)
-ATTEMPT = PREFIX + "attempt"  # on each pod of a scope-job run, and on the record: the whole-job attempt
 RESTART_CAUSE = PREFIX + "restart-cause"  # on the record: what started the current attempt
 ANNOUNCED = PREFIX + "announced"  # on the record: "held:<hash>" / "finished:<hash>", the change last announced
-ENDED = PREFIX + "run-ended"  # on the record: its run ended ("suspended"); the next pass starts a new one
 DEFERRED, FINISHED, SUSPENDED = "held", "finished", "suspended"  # DEFERRED's wire value is historical
 
 
@@ -63,11 +67,6 @@ def hash_of(record: dict[str, Any]) -> str:
     return str((record["metadata"].get("labels") or {}).get(HASH_LABEL, ""))
 
 
-def number(record: dict[str, Any]) -> int:
-    """The record's `revision` number (the newest run's is the highest)."""
-    return int(record.get("revision") or 0)
-
-
 def attempt_of(obj: dict[str, Any]) -> int:
     """The whole-job attempt a pod belongs to, or the current one of a record (0 when unset)."""
     raw = (obj["metadata"].get("annotations") or {}).get(ATTEMPT)
@@ -82,8 +81,7 @@ def annotation(record: dict[str, Any], key: str) -> str:
 
 
 def controlled_by(obj: dict[str, Any], job: dict[str, Any]) -> bool:
-    return any(r.get("controller") and r.get("uid") == job["metadata"].get("uid")
-               for r in obj["metadata"].get("ownerReferences") or [])
+    return owned_by(obj, job["metadata"].get("uid"))
 
 
 def stamp(pod: dict[str, Any], *, record: str, attempt: int | None) -> None:

@@ -41,8 +41,8 @@ from foundation.runs import spec as runspec
 
 log = logging.getLogger(__name__)
 
-# Events' reasons, after the kind: wire names (a deferred change's is historical: "held")
-DEFERRED_REASON, NOT_RUN_REASON = "SpecChangeHeld", "SpecChangeNotRun"
+# Events' reasons, after the kind: wire names (a deferred change's is historical: "held"), read by `status`
+DEFERRED_REASON, NOT_RUN_REASON = rr.HELD_REASON, rr.NOT_RUN_REASON
 SPECS_KEPT = 4096  # jobs whose run spec is kept hashed (all dropped at once past it: a cache, not a record)
 START, REOPEN, DEFER, SAME = "start", "reopen", "defer", "same"  # what `begin` does (`next_step`)
 

@@ -1,0 +1,133 @@
+"""A job's current run as `status` reads it: when it began and started, and what it runs.
+
+A run begins when the job is created or resumed (`foundation.runs`): the newer of the job's
+`creationTimestamp` and its `Suspended` condition's turn to False. It *started* when the first
+container of its pods started (train-controller's rule for when an edit waits for the next
+run): the earliest `startedAt` among the containers of the run's pods, their earlier runs
+included. Pods are re-created by restarts, so this is as early as the pods still show; a
+job whose pods are gone (cleaned up, or never made) has no start. `status` measures
+"Running for" from the start, not from the newest condition (which moves at every restart),
+and shows only Warning Events of the current run: those last seen at or after its start
+(before it started: its beginning), so an earlier run's, or a typo'd image's fixed since,
+do not stand beside a healthy run.
+
+What the run runs: under train-controller, its run record (`foundation.runs.record`), the
+ControllerRevision its pods name, else the job's newest one; its `data` is the run spec
+(`foundation.runs.spec`). Under the upstream operator (or before any pod exists) there is no
+record: the operator builds each pod from the job as it is when it makes the pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from foundation.runs.clock import parse_time
+from foundation.runs.record import ENDED, number, owned_by, record_of
+
+
+@dataclass(frozen=True)
+class RunView:
+    began: Optional[str]  # RFC 3339: the job's creation or its last resume
+    started: Optional[str] = None  # the first container start of the run (None: not started, or unknown)
+    record: Optional[dict[str, Any]] = None  # train-controller's run record (None: none, or unreadable)
+
+    @property
+    def since(self) -> Optional[str]:
+        """Where the run's own time starts: its start, else its beginning."""
+        return self.started or self.began
+
+    @property
+    def name(self) -> Optional[str]:
+        return str(self.record["metadata"]["name"]) if self.record else None
+
+    @property
+    def number(self) -> Optional[int]:
+        return number(self.record) if self.record else None
+
+    @property
+    def data(self) -> Optional[dict[str, Any]]:
+        """The run spec the run's pods are built from (None: no record)."""
+        if self.record is None or (self.record["metadata"].get("annotations") or {}).get(ENDED):
+            return None  # an ended run (suspended): the next one starts from the job as it is
+        data = self.record.get("data")
+        return data if isinstance(data, dict) else None
+
+
+def began(job: dict[str, Any]) -> Optional[str]:
+    """The job's creation, or its last resume (a `Suspended` condition turned False)."""
+    meta, status = job.get("metadata") or {}, job.get("status") or {}
+    times = [meta.get("creationTimestamp")]
+    times += [c.get("lastTransitionTime") for c in status.get("conditions") or []
+              if isinstance(c, dict) and c.get("type") == "Suspended" and c.get("status") == "False"]
+    return _latest(times)
+
+
+def started(pods: list[dict[str, Any]], *, since: Optional[str]) -> Optional[str]:
+    """The earliest container start among `pods` at or after `since` (None: none started)."""
+    floor = parse_time(since)
+    found = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        for c in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+            for state in (c.get("state") or {}, c.get("lastState") or {}):
+                for phase in ("running", "terminated"):
+                    at = (state.get(phase) or {}).get("startedAt")
+                    when = parse_time(at)
+                    if when is not None and (floor is None or when >= floor):
+                        found.append((when, at))
+    return min(found)[1] if found else None
+
+
+def current(job: dict[str, Any], pods: list[dict[str, Any]], records: list[dict[str, Any]]) -> RunView:
+    """The job's current run from its pods and the run records read in its namespace."""
+    begin = began(job)
+    uid = (job.get("metadata") or {}).get("uid")
+    mine = [r for r in records if owned_by(r, uid)]
+    named = {record_of(p) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")} - {None}
+    by_name = {r["metadata"]["name"]: r for r in mine}
+    record = next((by_name[n] for n in sorted(named) if n in by_name), None)
+    if record is None:
+        record = max(mine, key=number, default=None)
+    run_pods = [p for p in pods if record is None or record_of(p) in (None, record["metadata"]["name"])]
+    return RunView(begin, started(run_pods, since=begin), record)
+
+
+def _latest(times: list[Any]) -> Optional[str]:
+    parsed = [(t, str(raw)) for raw in times if (t := parse_time(raw)) is not None]
+    return max(parsed)[1] if parsed else None
+
+
+def held(data: dict[str, Any], live: dict[str, Any], adapter: Any) -> dict[tuple[Any, ...], tuple[Any, Any]]:
+    """The job object's changes since its run began that the run does not run: path in the
+    job's terms (`spec....`, or the restart-scope annotation) -> (the run's value, the job's),
+    from the run spec `data` against the job's (both defaulted alike: `foundation.runs.spec`)."""
+    from foundation.jsondiff import ABSENT, leaves
+    from foundation.runs.spec import JOB, run_spec
+    from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
+
+    now = run_spec(live, adapter)
+    out: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+    if data.get("restartScope") != now["restartScope"]:
+        out[("metadata", "annotations", RESTART_SCOPE)] = tuple(  # type: ignore[assignment]
+            RESTART_SCOPE_JOB if side.get("restartScope") == JOB else None for side in (data, now))
+    for path, old, new in leaves(data.get("spec"), now["spec"], _both, ("spec",)):
+        out[path] = (None if old is ABSENT else old, None if new is ABSENT else new)
+    return out
+
+
+def _both(old: Any, new: Any) -> Optional[list[tuple[Any, Any, Any]]]:
+    """Down both sides: every key of either (the job's first), named list items by name at the
+    job's positions (containers, env), other lists by position when their lengths agree."""
+    from foundation.jsondiff import ABSENT
+
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [(k, old.get(k, ABSENT), new.get(k, ABSENT)) for k in [*new, *(k for k in old if k not in new)]]
+    if isinstance(old, list) and isinstance(new, list):
+        named = all(isinstance(i, dict) and "name" in i for i in [*old, *new])
+        if named and {i["name"] for i in old} == {i["name"] for i in new}:
+            before = {i["name"]: i for i in old}
+            return [(at, before[item["name"]], item) for at, item in enumerate(new)]
+        if len(old) == len(new):
+            return [(i, a, b) for i, (a, b) in enumerate(zip(old, new))]
+    return None
