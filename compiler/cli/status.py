@@ -23,7 +23,6 @@ Exit codes, for scripts:
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -43,20 +42,9 @@ from foundation.runs.stuck import STUCK_AFTER  # when a waiting pod is stuck: tr
 from schemas import durations
 
 if TYPE_CHECKING:
-    from compiler.cli.cluster import Reader
     from compiler.cli.live.gather import StatusReport
-    from compiler.cli.live.specs import Scope, SpecJob
 
-POLL_SECONDS = 1.0
 CONDITIONS = ("Created", "Running", "Succeeded", "Failed")
-# --wait CONDITION: the states that count as having reached it (Running is reached by a job
-# that ran and finished while nobody looked; a failure ends every wait but a wait for it)
-REACHED = {
-    "Created": ("Created", "Running", "Restarting", "Suspended", "Succeeded"),
-    "Running": ("Running", "Restarting", "Succeeded"),
-    "Succeeded": ("Succeeded",),
-    "Failed": ("Failed",),
-}
 
 
 @click.command()
@@ -86,6 +74,7 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     from compiler.cli.live.clock import parse_duration
     from compiler.cli.live.gather import gather
     from compiler.cli.live.specs import environment_namespaces, scope_of, spec_jobs
+    from compiler.cli.live.waiting import wait
 
     try:
         seconds = parse_duration(timeout)
@@ -103,16 +92,15 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     scope = scope_of(list(sources), environment_namespaces(result, environment))
     with connect(kubeconfig, context) as reader:
         try:
-            waited = _wait(reader, specs, scope=scope, condition=wait_for, seconds=seconds) if wait_for else None
+            waited = wait(reader, specs, scope=scope, condition=wait_for, seconds=seconds,
+                          note=lambda line: click.echo(f"train-compile: {line}", err=True)) if wait_for else None
             found = gather(reader, specs, scope=scope, environment=environment, stuck_after=stuck_after)
         except cluster.ClusterError as exc:
             cluster_failed(exc)
     sys.stdout.write(render.FORMATS[fmt](found, width=None if wide else _width()))
     if waited is not None:
-        if waited:
-            click.echo(f"train-compile: {waited}", err=True)
-            sys.exit(1)
-        return
+        click.echo(f"train-compile: {waited.line(wait_for, found)}", err=True)
+        sys.exit(0 if waited.outcome == "reached" else 1)
     sys.exit(exit_code(found))
 
 
@@ -125,27 +113,6 @@ def exit_code(found: "StatusReport") -> int:
     return 0
 
 
-def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition: str, seconds: float) -> str:
-    """Poll the jobs' states until all reached `condition`: "" then, else why the wait failed."""
-    from compiler.cli.live.gather import states
-
-    started = time.monotonic()
-    while True:
-        now = states(reader, specs, scope=scope)
-        failed = [s for s in specs if condition != "Failed" and s.key in now and now[s.key].state == "Failed"]
-        if failed:
-            return f"{_names(failed)} failed before reaching {condition}"
-        waiting = [s for s in specs if s.key not in now or now[s.key].state not in REACHED[condition]]
-        if not waiting:
-            click.echo(f"train-compile: every job reached {condition} ({durations.age(time.monotonic() - started)})", err=True)
-            return ""
-        if time.monotonic() - started >= seconds:
-            where = ", ".join(f"{s.namespace}/{s.name} is {now[s.key].state if s.key in now else 'absent'}"
-                              for s in waiting[:5])
-            return f"timed out after {durations.go(seconds)} waiting for {condition}: {where}"
-        time.sleep(POLL_SECONDS)
-
-
 def _width() -> int:
     """The terminal's width (`COLUMNS`, else the terminal's, else 80 when not a terminal)."""
     import shutil
@@ -153,5 +120,3 @@ def _width() -> int:
     return max(40, shutil.get_terminal_size((80, 24)).columns)
 
 
-def _names(specs: list["SpecJob"]) -> str:
-    return ", ".join(f"{s.namespace}/{s.name}" for s in specs)
