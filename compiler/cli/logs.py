@@ -121,7 +121,7 @@ def _refused(reader: "Reader", ref: "JobRef", job: dict[str, Any], pods: list[di
     keeps one, says how many pods the run has (a change of replicas may be held for the next run)."""
     from compiler.cli import cluster
     from compiler.cli.live.logsource import refusal
-    from compiler.cli.live.runs import current
+    from foundation.runs.current import current
     from foundation.cluster.resource import CONTROLLERREVISIONS
     from foundation.runs.record import record_of
 

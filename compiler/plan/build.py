@@ -29,8 +29,10 @@ from compiler.plan.model import EnvironmentPlan, Gpus, JobPlan, Plan, Position
 from compiler.plan.sides import Job, Side
 from compiler.targets import api
 from compiler.targets.base import at_path
+from foundation.frameworks.base import GROUP as V1_GROUP
+from foundation.runs import current as runs
 
-LiveIndex = dict[tuple[str, str, str], dict[str, Any]]
+LiveIndex = dict[tuple[str, str, str], live.Live]
 
 
 @dataclass(frozen=True, order=True)
@@ -42,6 +44,7 @@ class Wanted:
     plural: str
     kind: str
     namespace: str
+    selector: Optional[str] = None  # a label selector (the pods and run records of the jobs)
 
 
 LiveReader = Callable[[list[Wanted]], list[dict[str, Any]]]  # the lists -> the live jobs they found
@@ -90,7 +93,12 @@ def wanted(both: Sides) -> list[Wanted]:
             for job in jobs.values():
                 group, _, version = job.bundle.job["apiVersion"].rpartition("/")
                 out.add(Wanted(group, version, job.plan_facts.plural(job.kind) or "", job.kind, job.namespace))
-    return sorted(out)
+                # the run of each job: its pods (the GPUs they hold) and train-controller's run records
+                selector = runs.labels_for(job.bundle.job["apiVersion"]).job
+                out.add(Wanted("", "v1", "pods", live.PODS, job.namespace, selector))
+                if group == V1_GROUP:
+                    out.add(Wanted("apps", "v1", "controllerrevisions", live.RECORDS, job.namespace, selector))
+    return sorted(out, key=lambda w: (w.group, w.version, w.plural, w.kind, w.namespace, w.selector or ""))
 
 
 def make(sources: list[Path], *, base: str, env: Optional[str], accepts: list[tuple[str, str, str]],
@@ -143,7 +151,7 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
     assert shown is not None
     watched = old if pair.change in ("rename", "delete") else new
     assert watched is not None
-    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name))) if states is not None else None
+    found = states.get((watched.kind, watched.namespace, watched.name), live.ABSENT) if states is not None else None
     state = found.state if found else "unknown"
     judged = "Suspended" if state == "unknown" and _git_suspended(old) else state
     ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new))
@@ -152,7 +160,7 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         aspects = job_aspects(old.rendered, new.rendered, new.plan_facts)
         other_objects(old.objects, new.objects, aspects)
         verdict = judge.update(aspects, ctx)
-        lead = words.update_lead(aspects)
+        lead = words.update_lead(aspects, old=old, new=new) + (found.note(now) if found is not None else "")
     elif pair.change == "create":
         verdict, lead = judge.create(ctx), words.create_lead(shown, queued=ctx.queued, suspended=_git_suspended(new))
     elif pair.change == "delete":
@@ -172,6 +180,7 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
+        live=found.to_json() if found is not None else None,
     )
     if found is not None and found.source and found.source != watched.origin:
         verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
@@ -206,6 +215,9 @@ def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[tuple[st
             rows.append(row)
         total, hours = gpumod.sums(rows)
         notes = [REFUSED_SYNC] if any("sync-refused" in j.hazards for j in jobs) else []
+        held = [j.live["gpus"] for j in jobs if j.live and j.live.get("gpus") is not None]
+        if held:  # what runs now, beside the compiled figures (every pod of each job running)
+            notes.append(f"in use now: {sum(held)} GPUs held by pods placed on nodes")
         if env not in both.head.result.environments:
             notes.append(f"environment {env} is gone from trainforge.yaml: its jobs go when train-compile argocd or flux"
                          " output drops its Application or Kustomization")

@@ -168,7 +168,7 @@ def kueue_fields(live: dict[str, Any]) -> list[Path]:
 def drift(compiled: dict[str, Any], live: dict[str, Any], *, state: JobState,
           run: Optional[dict[Path, tuple[Any, Any]]] = None, record: Optional[str] = None) -> list[Drift]:
     """Git against the cluster for one job (see the module's paragraph); `run`: the fields the
-    run's record keeps at another value than the job object (`compiler.cli.live.runs.held`),
+    run's record keeps at another value than the job object (`foundation.runs.current.held`),
     each said on the same line as git's side of it, so one field is one line."""
     applied = applier(live)
     managed = kueue_fields(live)

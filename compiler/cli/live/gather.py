@@ -18,7 +18,7 @@ from compiler.cli import cluster
 from compiler.cli.live import drift as drifts
 from compiler.cli.live import pods as pod_views
 from compiler.cli.live.clock import now_utc
-from compiler.cli.live import runs
+from foundation.runs import current as runs
 from compiler.cli.live.advice import Advice, advise, allocatable
 from compiler.cli.live.specs import Orphan, Scope, SpecJob, job_kinds, live_key, match
 from compiler.cli.live.terms import FieldDrift, in_spec_terms
@@ -160,7 +160,7 @@ def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[Child
     return pods, events, records
 
 
-def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Children, records: Children,
+def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Children, records: Optional[Children] = None,
            now: datetime, stuck_after: float = STUCK_AFTER) -> JobReport:
     from foundation.frameworks import BY_KIND
 
@@ -170,7 +170,7 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Child
     types = adapter.facts.replica_types if adapter else ()
     own = pods.get((ns, labels.job, name), [])
     state = job_state(live)
-    run = runs.current(live, own, records.get(ns, []))
+    run = runs.current(live, own, (records or {}).get(ns, []))
     data = run.data if adapter is not None and not state.finished and state.state != "Suspended" else None
     held = runs.held(data, live, adapter) if data is not None else None
     found = drifts.drift(spec.compiled, live, state=state, run=held, record=run.name)

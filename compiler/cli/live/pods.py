@@ -1,10 +1,7 @@
 """A job's pods as `status` shows them: replica type, index, phase, and why a pod waits.
 
-Which labels tie a pod to its job depends on who made it: the kubeflow.org/v1 operator
-(and train-controller) label each pod with the job, its replica type (lowercased) and
-index; Kubeflow Trainer's pods come from a JobSet, whose labels name the JobSet (the
-TrainJob's name), the replicated job and the Job's completion index. `POD_LABELS` holds
-both, by the job's API group.
+Which labels tie a pod to its job (the kubeflow.org/v1 operator's, or a JobSet's for a
+Trainer TrainJob) is `foundation.runs.current.POD_LABELS`, which `plan --live` reads too.
 
 Why a pod waits, as a person needs it, is `foundation.runs.podstate` (train-controller reads
 the same to report a pod stuck on its job): the scheduler's verdict when it has none, else the
@@ -21,32 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Optional
 
-from foundation.frameworks import stock_runtimes as trainer
-from foundation.frameworks.base import GROUP as V1_GROUP
+from foundation.runs.current import POD_LABELS, PodLabels, labels_for
 from foundation.runs.podstate import STUCK, why
 from foundation.runs.stuck import STUCK_AFTER, wait_of
-from schemas import upstream
 
-__all__ = ["STUCK", "PodView", "labels_for", "ordered", "phases", "pod_view"]
-
-
-@dataclass(frozen=True)
-class PodLabels:
-    job: str  # its value is the job's name
-    replica: str  # the replica type (or replicated job)
-    index: tuple[str, ...]  # the pod's index: the first of these the pod has
-
-
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
-POD_LABELS = {
-    V1_GROUP: PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
-    trainer.GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
-                                      ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
-}
-
-
-def labels_for(api_version: str) -> PodLabels:
-    return POD_LABELS[api_version.split("/")[0]]
+__all__ = ["POD_LABELS", "STUCK", "PodLabels", "PodView", "labels_for", "ordered", "phases", "pod_view"]
 
 
 @dataclass(frozen=True)

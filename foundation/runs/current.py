@@ -1,15 +1,23 @@
-"""A job's current run as `status` reads it: when it began and started, and what it runs.
+"""A job's current run as the cluster shows it: its pods, when it began and started, what it runs.
+
+Read by `train-compile status` (a running job's age, the run's Warning Events, a change held
+for the next run) and `plan --live` (the run a merge would touch, its GPUs): pure, the
+cluster's objects in.
+
+Which pods are a job's: the labels their maker puts on them (`POD_LABELS`, by the job's API
+group): the kubeflow.org/v1 operator (and train-controller) label each pod with the job,
+its replica type (lowercased) and index; Kubeflow Trainer's pods come from a JobSet, whose
+labels name the JobSet (the TrainJob's name), the replicated job and the Job's index.
 
 A run begins when the job is created or resumed (`foundation.runs`): the newer of the job's
 `creationTimestamp` and its `Suspended` condition's turn to False. It *started* when the first
-container of its pods started (train-controller's rule for when an edit waits for the next
-run): the earliest `startedAt` among the containers of the run's pods, their earlier runs
-included. Pods are re-created by restarts, so this is as early as the pods still show; a
-job whose pods are gone (cleaned up, or never made) has no start. `status` measures
-"Running for" from the start, not from the newest condition (which moves at every restart),
-and shows only Warning Events of the current run: those last seen at or after its start
-(before it started: its beginning), so an earlier run's, or a typo'd image's fixed since,
-do not stand beside a healthy run.
+container of its pods started: the earliest `startedAt` among the containers of the run's
+pods, their earlier runs included. Pods are re-created by restarts, so this is as early as
+the pods still show; a job whose pods are gone (cleaned up, or never made) has no start.
+`status` measures "Running for" from the start, not from the newest condition (which moves
+at every restart), and shows only Warning Events of the current run: those last seen at or
+after its start (before it started: its beginning), so an earlier run's, or a typo'd
+image's fixed since, do not stand beside a healthy run.
 
 What the run runs: under train-controller, its run record (`foundation.runs.record`), the
 ControllerRevision its pods name, else the job's newest one; its `data` is the run spec
@@ -17,13 +25,51 @@ ControllerRevision its pods name, else the job's newest one; its `data` is the r
 record: the operator builds each pod from the job as it is when it makes the pod.
 """
 
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from foundation.frameworks import stock_runtimes as trainer
+from foundation.frameworks.base import GROUP as V1_GROUP
 from foundation.runs.clock import parse_time
 from foundation.runs.record import ENDED, number, owned_by, record_of
+from schemas import upstream
+
+
+@dataclass(frozen=True)
+class PodLabels:
+    job: str  # its value is the job's name
+    replica: str  # the replica type (or replicated job)
+    index: tuple[str, ...]  # the pod's index: the first of these the pod has
+
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+POD_LABELS = {
+    V1_GROUP: PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
+    trainer.GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
+                             ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
+}
+
+
+def labels_for(api_version: str) -> PodLabels:
+    return POD_LABELS[api_version.split("/")[0]]
+
+
+def gpus_held(pods: list[dict[str, Any]]) -> int:
+    """The GPUs (`*/gpu` limits) the pods that are placed on a node and not finished hold now."""
+    total = 0
+    for pod in pods:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        if not spec.get("nodeName") or meta.get("deletionTimestamp") or \
+                (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for c in spec.get("containers") or []:
+            for name, value in ((c.get("resources") or {}).get("limits") or {}).items():
+                if str(name).endswith("/gpu") and str(value).isdigit():
+                    total += int(value)
+    return total
 
 
 @dataclass(frozen=True)
