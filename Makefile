@@ -103,6 +103,7 @@ cluster: $(STAMP) k8s-assets
 
 schema: $(STAMP)
 	$(BIN)/python -m tests.schemas.openapi_pod_template
+	$(BIN)/python -m tests.schemas.trainer_runtime_crd
 	$(BIN)/train-compile schema -o schemas/
 	$(BIN)/python -m compiler.cli.reference
 	$(BIN)/python -m controller.generators.crds

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from compiler.diagnostics import Diagnostic, has_errors, ordered
 from compiler.reading.resolve import Target, targets_for
+from compiler.reading.runtimes import read as read_runtimes
 from compiler.reading.sources import collect
 from compiler.reading.validation import diagnostics_from
 from compiler.review import policy, rules
@@ -137,6 +138,8 @@ def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs:
     if env is not None and env not in declared:
         raise UnknownEnvironment(f"unknown environment '{env}'; the project declares {', '.join(declared)}")
     result.environments = [env] if env else declared
+    runtimes, problems = read_runtimes(sources.runtimes)
+    result.diagnostics.extend(problems)
     targets: list[Target] = []
     for doc in sources.jobs:
         try:
@@ -144,7 +147,7 @@ def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs:
         except ValidationError as exc:
             result.diagnostics.extend(diagnostics_from(exc, doc, root=TrainJob))
             continue
-        found, problems = targets_for(doc, job, project, result.environments)
+        found, problems = targets_for(doc, job, project, result.environments, tuple(runtimes))
         result.diagnostics.extend(problems)
         for target in found:
             result.diagnostics.extend(rules.check(target))
@@ -152,6 +155,7 @@ def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs:
     if lower_jobs and not has_errors(result.diagnostics):
         for env_name in result.environments:
             bundles = [_apply_overlays(api(t.api).lower(t)) for t in targets if t.env_name == env_name]
+            bundles = api(project.target_for(env_name)).with_runtimes(bundles)
             result.diagnostics.extend(_duplicates(bundles))
             result.diagnostics.extend(_shared_objects(bundles))
             result.bundles[env_name] = bundles

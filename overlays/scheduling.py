@@ -11,7 +11,8 @@
   written beside it.
 - Placement: the environment's `gpuTypes` entry for the job's `gpuType` goes only to
   roles that run on GPUs (the accelerated ones, or a role whose own resources name a
-  gpuType); the job's own `nodeSelector`/`tolerations` go to every role.
+  gpuType); the job's own `nodeSelector`/`tolerations`/`affinity` go to every role, except
+  where the role's entry (`roles.<role>.scheduling`) gives its own, which replaces it there.
 
 Why the PodGroup is in git rather than left to the operator: the pods carry the group
 decoration themselves, so gang scheduling works whether or not the operator runs with
@@ -32,7 +33,7 @@ from overlays import MISSING, lookup, merge_ops, waves
 from schemas import upstream
 from schemas.bundle import Bundle, Component, JsonObject
 from schemas.project import GpuPlacement
-from schemas.trainjob import Gang
+from schemas.trainjob import Gang, Role
 
 NAME = "scheduling"
 
@@ -156,19 +157,23 @@ def _placements(bundle: Bundle) -> dict[str, Optional[GpuPlacement]]:
 
 
 def _pod_fragment(
-    bundle: Bundle, placement: Optional[GpuPlacement], spec_path: str, gang: Optional[GangScheduler]
+    bundle: Bundle, placement: Optional[GpuPlacement], spec_path: str, gang: Optional[GangScheduler],
+    role: Optional[Role] = None,
 ) -> JsonObject:
     target = bundle.target
     own = target.spec.scheduling
+    placed = role.scheduling if role is not None else None  # each field given replaces the job's
     pod: JsonObject = {}
     if own.priority and not target.environment.scheduling.kueuePriority and bundle.api.scheduling_policy:
         pod["priorityClassName"] = own.priority
     if gang is not None:
         pod["schedulerName"] = gang.scheduler_name
+    selector = placed.nodeSelector if placed is not None and placed.nodeSelector is not None else own.nodeSelector
     node_selector = dict(placement.nodeSelector) if placement else {}
-    node_selector.update(own.nodeSelector or {})
+    node_selector.update(selector or {})
+    asked = placed.tolerations if placed is not None and placed.tolerations is not None else own.tolerations
     tolerations: list[JsonObject] = []
-    for toleration in (placement.tolerations if placement else []) + (own.tolerations or []):
+    for toleration in (placement.tolerations if placement else []) + (asked or []):
         item = toleration.model_dump(exclude_none=True)
         if item not in tolerations:
             tolerations.append(item)
@@ -176,15 +181,26 @@ def _pod_fragment(
         pod["nodeSelector"] = dict(sorted(node_selector.items()))
     if tolerations:
         pod["tolerations"] = tolerations
-    if placement and placement.affinity:
-        # affinity terms are ORed inside a list, so merging lists would weaken the user's
-        # own affinity: add only the parts (nodeAffinity, podAffinity...) it lacks
-        existing = lookup(bundle.job, f"{spec_path}/affinity")
-        have = existing if existing is not MISSING and isinstance(existing, dict) else {}
-        extra = {k: v for k, v in placement.affinity.items() if k not in have}
-        if extra:
-            pod["affinity"] = extra
+    affinity = _affinity(bundle, spec_path, placed.affinity if placed is not None and placed.affinity is not None
+                         else own.affinity, placement)
+    if affinity:
+        pod["affinity"] = affinity
     return pod
+
+
+def _affinity(bundle: Bundle, spec_path: str, asked: Optional[JsonObject],
+              placement: Optional[GpuPlacement]) -> JsonObject:
+    """The spec's affinity, then the GPU type's, each adding only the parts (nodeAffinity,
+    podAffinity, podAntiAffinity) the pod has none of: affinity terms are ORed inside a list,
+    so merging two lists would weaken either. A podTemplate's own part wins."""
+    existing = lookup(bundle.job, f"{spec_path}/affinity")
+    have = dict(existing) if existing is not MISSING and isinstance(existing, dict) else {}
+    out: JsonObject = {}
+    for source in (asked or {}, placement.affinity if placement and placement.affinity else {}):
+        for part, value in source.items():
+            if part not in have and part not in out:
+                out[part] = value
+    return out
 
 
 def apply(bundle: Bundle) -> Bundle:
@@ -193,10 +209,11 @@ def apply(bundle: Bundle) -> Bundle:
     policy = _scheduling_policy(bundle, gang)
     patches = merge_ops(bundle.job, "", _job_fragment(bundle, policy))
     placements = _placements(bundle)
+    entries = bundle.api.role_entries(bundle)
     for rtype, spec_path in bundle.pod_templates():
         template_path = spec_path.rsplit("/", 1)[0]
         template: JsonObject = {}
-        pod = _pod_fragment(bundle, placements.get(rtype), spec_path, scheduler)
+        pod = _pod_fragment(bundle, placements.get(rtype), spec_path, scheduler, entries.get(rtype))
         if pod:
             template["spec"] = pod
         if scheduler is not None:

@@ -4,8 +4,9 @@ A job applied before its ServiceAccount fails its pods (the ServiceAccount admis
 plugin rejects them and the operator backs off), and a gang-scheduled job needs its
 PodGroup first. Argo CD applies a wave, waits until everything in it is healthy, then
 applies the next; so ServiceAccounts, Roles, RoleBindings and PodGroups go in wave -1
-and the job stays in the default wave 0; so does a TrainJob's own TrainingRuntime (Trainer's
-webhook refuses a TrainJob whose runtime does not exist yet: `compiler.targets.trainer_v2_restarts`).
+and the job stays in the default wave 0; so does a TrainJob's own TrainingRuntime or
+ClusterTrainingRuntime (Trainer's webhook refuses a TrainJob whose runtime does not exist yet:
+`compiler.targets.trainer_v2_restarts`, `compiler.targets.trainer_v2_sources`).
 None of those kinds has an Argo CD health check, so wave -1 is done as soon as it is applied. The Namespace objects of the tree
 (`compiler.emit.namespaces`) go in wave -1 too: Argo CD orders by wave before kind, so a
 Namespace left in wave 0 would come after the ServiceAccount that needs it ("namespaces
@@ -38,7 +39,8 @@ from schemas.upstream import SYNC_WAVE_ANNOTATION
 ANNOTATION = SYNC_WAVE_ANNOTATION
 PREREQUISITE_WAVE = "-1"
 JOB_WAVE = "0"  # Argo CD's default; the job carries no annotation
-EARLY_KINDS = frozenset({"Namespace", "ServiceAccount", "Role", "RoleBinding", "PodGroup", "TrainingRuntime"})
+EARLY_KINDS = frozenset({"Namespace", "ServiceAccount", "Role", "RoleBinding", "PodGroup", "TrainingRuntime",
+                         "ClusterTrainingRuntime"})
 
 
 def wave_of(obj: dict[str, Any]) -> int:

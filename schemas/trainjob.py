@@ -13,8 +13,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -22,6 +20,11 @@ from pydantic import (
     model_validator,
 )
 
+# the spec's parts live in their own modules; they are imported from here too (one name per model)
+from schemas.elastic import Elastic
+from schemas.placement import Gang, GangChoice, RoleScheduling, Scheduling, Toleration  # noqa: F401
+from schemas.resources import ResourceLimits, Resources  # noqa: F401
+from schemas.strict import ConfigMapRef, EnvValue, SecretRef, StrictModel  # noqa: F401
 from schemas.types import (
     EnvName,
     LabelKey,
@@ -34,6 +37,7 @@ from schemas.types import (
     PositiveInt,
     Quantity,
     Seconds,
+    StorageUri,
 )
 
 API_VERSION = "trainforge.dev/v1alpha1"
@@ -41,85 +45,6 @@ API_VERSION = "trainforge.dev/v1alpha1"
 # tests/foundation/test_framework_table.py fails when the two differ
 Framework = Literal["pytorch", "tensorflow", "mpi", "xgboost", "paddle", "jax", "mxnet"]
 FRAMEWORKS: tuple[str, ...] = Framework.__args__  # type: ignore[attr-defined]
-
-
-class StrictModel(BaseModel):
-    """Base for every spec object: strict types, unknown keys rejected, camelCase names."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=False)
-
-
-class SecretRef(StrictModel):
-    secret: NonEmptyStr = Field(description="Secret name in the job's namespace.")
-    key: NonEmptyStr = Field(description="Key inside the Secret.")
-
-
-class ConfigMapRef(StrictModel):
-    configMap: NonEmptyStr = Field(description="ConfigMap name in the job's namespace.")
-    key: NonEmptyStr = Field(description="Key inside the ConfigMap.")
-
-
-def _env_kind(value: Any) -> str | None:
-    # Tags show up in pydantic error locs; "env:" keeps them apart from the real keys
-    # `secret` and `configMap` of the same objects (compiler/reading/validation.py skips them).
-    if isinstance(value, str):
-        return "env:value"
-    if isinstance(value, dict):
-        return "env:configMap" if "configMap" in value else "env:secret"
-    return None
-
-
-EnvValue = Annotated[
-    Annotated[str, Field(strict=True), Tag("env:value")]
-    | Annotated[SecretRef, Tag("env:secret")]
-    | Annotated[ConfigMapRef, Tag("env:configMap")],
-    Discriminator(
-        _env_kind,
-        custom_error_type="env_value",
-        custom_error_message="an env value is a string, {secret: NAME, key: KEY} or"
-        " {configMap: NAME, key: KEY}; quote numbers and booleans",
-    ),
-]
-
-
-class Resources(StrictModel):
-    """Per-node resources. GPUs become limits of the environment's gpuResource."""
-
-    gpu: Optional[NonNegativeInt] = Field(None, description="Whole GPUs per node.")
-    gpuType: Optional[NonEmptyStr] = Field(
-        None, description="GPU model, resolved through the environment's gpuTypes table."
-    )
-    cpu: Optional[Quantity] = None
-    memory: Optional[Quantity] = None
-    sharedMemory: Optional[Quantity] = Field(
-        None, description="Size of /dev/shm (a memory-backed emptyDir)."
-    )
-
-
-class Role(StrictModel):
-    """A framework-specific extra role (e.g. tensorflow `ps`, mxnet `server`)."""
-
-    replicas: NonNegativeInt = Field(1, description="Pods of this role.")
-    resources: Optional[Resources] = Field(None, description="The role's own resources (no GPUs unless asked).")
-    command: Optional[list[NonEmptyStr]] = Field(None, description="Overrides spec.command for this role.")
-    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role.")
-
-
-class Elastic(StrictModel):
-    """Elastic training (pytorch only): torchrun rendezvous between min and max nodes."""
-
-    minNodes: PositiveInt = Field(description="Fewest nodes the job runs on.")
-    maxNodes: PositiveInt = Field(description="Most nodes the job scales to.")
-    maxRestarts: Optional[NonNegativeInt] = Field(None, description="torchrun restarts before failing.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "Elastic":
-        if self.maxNodes < self.minNodes:
-            raise ValueError(
-                f"maxNodes ({self.maxNodes}) is below minNodes ({self.minNodes});"
-                " set maxNodes >= minNodes"
-            )
-        return self
 
 
 class Volume(StrictModel):
@@ -152,53 +77,49 @@ class Volume(StrictModel):
         return self
 
 
-class Toleration(StrictModel):
-    key: Optional[str] = None
-    operator: Optional[Literal["Exists", "Equal"]] = None
-    value: Optional[str] = None
-    effect: Optional[Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]] = None
-    tolerationSeconds: Optional[int] = None
+RestartPolicy = Literal["OnFailure", "Never", "ExitCode", "Always"]
 
 
-class Gang(StrictModel):
-    scheduler: Literal["volcano", "coscheduling"] = "volcano"
-    timeoutSeconds: Optional[PositiveInt] = None
+class Role(StrictModel):
+    """One replica type of the kind, by its lower-case name: settings for its pods only.
 
+    Main roles (those `nodes` counts: pytorch master and worker, tensorflow chief and worker,
+    worker elsewhere) take no `replicas`; tensorflow's `chief: {replicas: 0}` makes a job without
+    its chief pod. Extra roles (tensorflow ps and evaluator, paddle ps, mxnet server) exist only when
+    listed, with `replicas` (default 1). One-pod roles (the mpi launcher, the mxnet scheduler) are
+    always there. Each field given replaces the job's for this role; `env` is merged over spec.env."""
 
-def _gang_kind(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "switch"
-    return "object" if isinstance(value, dict) else None
-
-
-GangChoice = Annotated[
-    Annotated[bool, Tag("switch")] | Annotated[Gang, Tag("object")],
-    Discriminator(
-        _gang_kind,
-        custom_error_type="gang_value",
-        custom_error_message="gang is true, false or {scheduler: volcano | coscheduling,"
-        " timeoutSeconds: N}",
-    ),
-]
-
-
-class Scheduling(StrictModel):
-    queue: Optional[NonEmptyStr] = Field(
-        None,
-        description="Kueue LocalQueue name; null: none, not even the environment's default. Not for mpi or"
-        " mxnet under kubeflow-v1: Kueue v0.17 does not manage those kinds (refused).",
+    replicas: Optional[NonNegativeInt] = Field(
+        None, description="Pods of an extra role (default 1); 0 leaves it out. Main and one-pod roles take none"
+        " (tensorflow's chief takes 0: no chief pod)."
     )
-    priority: Optional[NonEmptyStr] = Field(None, description="PriorityClass name; under trainer-v2 only as a Kueue label (kueuePriority).")
-    gang: Optional[GangChoice] = Field(
-        None,
-        description="true = the environment's gang scheduler (else volcano), or an object.",
+    image: Optional[NonEmptyStr] = Field(None, description="Overrides spec.image for this role.")
+    command: Optional[list[NonEmptyStr]] = Field(
+        None, description="Overrides spec.command for this role; [] runs the image's entrypoint."
     )
-    nodeSelector: Optional[dict[LabelKey, LabelValue]] = None
-    tolerations: Optional[list[Toleration]] = None
+    args: Optional[list[str]] = Field(None, description="Overrides spec.args for this role; [] passes none.")
+    env: Optional[dict[EnvName, EnvValue]] = Field(
+        None, description="Merged over spec.env for this role (a name given here wins)."
+    )
+    restart: Optional[RestartPolicy] = Field(
+        None, description="This replica type's restartPolicy, over policy.restart; kubeflow-v1 only."
+    )
+    resources: Optional[Resources] = Field(
+        None, description="Replaces the job's per-node resources for this role (an extra role has none of the"
+        " job's: no GPUs unless asked)."
+    )
+    scheduling: Optional[RoleScheduling] = Field(
+        None, description="nodeSelector, tolerations and affinity for this role's pods (each replaces the job's)."
+    )
+    # checked like spec.podTemplate (compiler/review/podschema.py), merged after it
+    podTemplate: dict[str, Any] = Field(
+        default_factory=dict, description="Strategic-merge patch onto this role's pod template only, after"
+        " spec.podTemplate (volumes, annotations, init containers...)."
+    )
 
 
 class Policy(StrictModel):
-    restart: Optional[Literal["OnFailure", "Never", "ExitCode", "Always"]] = Field(
+    restart: Optional[RestartPolicy] = Field(
         None, description="Replica restartPolicy; ExitCode retries exit codes 128-255 only. Under trainer-v2 only with"
         " restartScope: job, as OnFailure or ExitCode."
     )
@@ -289,11 +210,32 @@ RuntimeChoice = Annotated[
 ]
 
 
+class InitializerSource(StrictModel):
+    """One initializer step's input: the runtime's `dataset-initializer` or `model-initializer` job gets
+    it as STORAGE_URI (and the Secret's keys as its environment)."""
+
+    storageUri: StorageUri = Field(description="Where to download from: hf://, s3://, gs://... (scheme://...).")
+    secret: Optional[ObjectName] = Field(
+        None, description="A Secret in the job's namespace whose keys the initializer gets as environment (envFrom)."
+    )
+    env: Optional[dict[EnvName, EnvValue]] = Field(None, description="More environment for the initializer.")
+
+
+class Initializer(StrictModel):
+    """Trainer v2's initializer steps, each in a replicated job of the runtime that runs before the trainer."""
+
+    dataset: Optional[InitializerSource] = Field(None, description="The dataset the trainer reads.")
+    model: Optional[InitializerSource] = Field(None, description="The model the trainer starts from.")
+
+
 class TrainJobSpec(StrictModel):
     """What one training job runs; the data scientist's ~20 lines."""
 
     framework: Framework = Field(description="Which Kubeflow job kind the spec becomes.")
-    image: NonEmptyStr = Field(description="Container image that runs the training program.")
+    image: Optional[NonEmptyStr] = Field(
+        None, description="Container image that runs the training program. Required under kubeflow-v1 (unless"
+        " every role gives its own); under trainer-v2 the runtime's when unset."
+    )
     command: Optional[list[NonEmptyStr]] = Field(None, description="Entrypoint; the image's own otherwise.")
     args: Optional[list[str]] = Field(None, description="Arguments to the command.")
     workingDir: Optional[NonEmptyStr] = Field(
@@ -309,7 +251,8 @@ class TrainJobSpec(StrictModel):
     )
     resources: Resources = Field(default_factory=Resources, description="Per-node resources.")
     roles: dict[Name, Role] = Field(
-        default_factory=dict, description="Framework-specific extra roles (tensorflow ps/evaluator, mxnet server...);"
+        default_factory=dict, description="Per replica type, by its lower-case name: extra roles (tensorflow"
+        " ps/evaluator, paddle ps, mxnet server) and settings for one role's pods only (roles.worker.image, ...);"
         " kubeflow-v1 only."
     )
     elastic: Optional[Elastic] = Field(
@@ -330,7 +273,12 @@ class TrainJobSpec(StrictModel):
     runtime: Optional[RuntimeChoice] = Field(
         None,
         description="trainer-v2 only: the runtime (a ClusterTrainingRuntime name, or {name, kind:"
-        " TrainingRuntime}); default: the framework's stock runtime. No effect under kubeflow-v1.",
+        " TrainingRuntime}); default: the framework's stock runtime. A runtime document in the sources is"
+        " compiled with the jobs that name it. No effect under kubeflow-v1.",
+    )
+    initializer: Optional[Initializer] = Field(
+        None, description="trainer-v2 only: what the runtime's dataset and model initializer steps download"
+        " (Trainer v2.3's TrainJob initializer)."
     )
 
 
@@ -345,7 +293,7 @@ EnvOverride = create_model(  # type: ignore[call-overload]
     __doc__="Fields deep-merged over spec for one environment.",
     **{
         # null unsets an optional field for the environment (compiler/reading/resolve.py); a required
-        # one (image) has nothing to fall back to, so its override takes a value or nothing
+        # one (none but framework, which is the job's) would have nothing to fall back to
         name: (field.annotation if field.is_required() else _optional(field.annotation),
                Field(None, description=field.description))
         for name, field in TrainJobSpec.model_fields.items()

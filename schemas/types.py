@@ -9,6 +9,7 @@ strict (a YAML `true` is never a node count) so that what a user wrote is what r
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
@@ -22,6 +23,12 @@ DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+# a qualified name (an optional DNS-subdomain prefix and '/', then a name part): what the API
+# server's validateResourceName takes before its own rules for container resources
+QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+HUGEPAGES = "hugepages-"
+STORAGE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")  # Trainer v2.3's CRD rule on storageUri
+SHARED_MEMORY_CHOICES = ("unsized", "host")
 LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -85,6 +92,62 @@ def _float_advice(value: float) -> str:
     return f"{text} is read as a YAML float, not a Kubernetes quantity; write {same} (the same amount)"
 
 
+def _device_name(value: str) -> str:
+    """A container resource the API server takes beside cpu and memory (its
+    validateContainerResourceName): `ephemeral-storage`, `hugepages-<page size>`, or an
+    extended resource `<domain>/<name>` outside the kubernetes.io domain."""
+    if value in ("cpu", "memory"):
+        raise ValueError(f"{value} has its own field; write resources.{value} (and resources.limits.{value} for a"
+                         " limit that differs)")
+    if value.startswith(HUGEPAGES):
+        if page_size(value) is None:
+            raise ValueError(f"'{value}' names no page size; write hugepages-2Mi or hugepages-1Gi")
+        return value
+    if "/" not in value:
+        if value == "ephemeral-storage":
+            return value
+        raise ValueError(f"'{value}' is not a resource a container can ask for; write ephemeral-storage,"
+                         " hugepages-<size> or an extended resource such as vpc.amazonaws.com/efa")
+    domain = value.split("/", 1)[0]
+    if domain == "kubernetes.io" or domain.endswith(".kubernetes.io"):
+        raise ValueError(f"'{value}' is in the kubernetes.io domain, which no extended resource may use;"
+                         " write the device plugin's own name, e.g. vpc.amazonaws.com/efa")
+    name = value.split("/", 1)[1]
+    if len(domain) > 253 - len("requests.") or len(name) > 63 or not QUALIFIED_NAME.match(value) \
+            or value.startswith("requests."):
+        raise ValueError(f"'{value}' is not a valid resource name; write <domain>/<name> in lower case,"
+                         " e.g. vpc.amazonaws.com/efa or rdma/hca_shared_devices_a")
+    return value
+
+
+def page_size(name: str) -> Decimal | None:
+    """The page size in bytes of a `hugepages-<size>` resource, None when it names none."""
+    from schemas.quantity import parse
+
+    try:
+        size = parse(name[len(HUGEPAGES):], signed=False).amount
+    except ValueError:
+        return None
+    return size if size > 0 else None
+
+
+def _shared_memory(value: object) -> object:
+    if value in SHARED_MEMORY_CHOICES:
+        return value
+    if isinstance(value, str) and not QUANTITY.fullmatch(value) and not QUANTITY.fullmatch(value.strip()) \
+            and not value.startswith("-"):
+        raise ValueError(f"'{value}' is not a size; write a quantity such as 64Gi, unsized (memory-backed,"
+                         " no size limit) or host (the node's /dev/shm)")
+    return _quantity(value)
+
+
+def _storage_uri(value: str) -> str:
+    if len(value) > 2048 or not STORAGE_URI.fullmatch(value):
+        raise ValueError(f"'{value}' is not a URI Trainer takes; write scheme://..., e.g. hf://tatsu-lab/alpaca"
+                         " or s3://bucket/path")
+    return value
+
+
 def _duration(value: object) -> object:
     if isinstance(value, bool):
         raise ValueError("a duration cannot be a boolean; write e.g. 90s, 30m, 24h or 7d")
@@ -122,6 +185,22 @@ Quantity = Annotated[
     str,
     BeforeValidator(_quantity),
     WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": QUANTITY.pattern}]}),
+]
+DeviceName = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": QUALIFIED_NAME.pattern}),
+    AfterValidator(_device_name),
+]
+SharedMemorySize = Annotated[
+    str,
+    BeforeValidator(_shared_memory),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": QUANTITY.pattern},
+                              {"enum": list(SHARED_MEMORY_CHOICES)}]}),
+]
+StorageUri = Annotated[
+    str,
+    Field(strict=True, json_schema_extra={"pattern": STORAGE_URI.pattern, "maxLength": 2048}),
+    AfterValidator(_storage_uri),
 ]
 Seconds = Annotated[
     int,

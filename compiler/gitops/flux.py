@@ -82,7 +82,7 @@ def ignore_rules() -> list[dict[str, Any]]:
 def handed_over(runtime: JobRuntime) -> list[dict[str, Any]]:
     """Patches deleting what the prerequisites' Kustomization owns from an environment's output."""
     return [_patch({"$patch": "delete", "apiVersion": api_version, "kind": kind, "metadata": {"name": "any"}})
-            for api_version, kind in (("v1", "Namespace"), (runtime.api_version, runtime.kind))]
+            for api_version, kind in (("v1", "Namespace"), *((runtime.api_version, k) for k in runtime.kinds))]
 
 
 def _patch(body: dict[str, Any]) -> dict[str, Any]:

@@ -85,6 +85,9 @@ class Target:
     api: str = DEFAULT_TARGET  # the environment's target (compiler/targets), by name
     # the environment's controller: whose init containers the pod security review adds (kubeflow-v1)
     controller: str = DEFAULT_CONTROLLER
+    # the Trainer v2 runtimes written beside the jobs (compiler/reading/runtimes.py), for the
+    # trainer-v2 target to find the one `spec.runtime` names
+    runtimes: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     # (spec, plan, merged pod template) per replica type, kept by `lowering.pod_template` from
     # the review rules' first ask to lowering's last: it lives and dies with the target
     merged_templates: list[Any] = field(default_factory=list, compare=False, repr=False)
@@ -109,7 +112,8 @@ def _unset_nulls(spec: dict[str, Any]) -> dict[str, Any]:
     target has none; before, the empty value itself was validated and refused as "expected
     a mapping, got nothing"). Deeper nulls keep their meaning (`scheduling.queue: null`
     opts out of the default queue; a podTemplate null is a strategic-merge delete). A
-    required field (image) takes no null: the override's own schema refuses it."""
+    required field (framework) takes no null: the override has no such field. `image: null`
+    leaves a trainer-v2 environment's jobs the runtime's image."""
     return {key: value for key, value in spec.items() if value is not None}
 
 
@@ -146,7 +150,7 @@ def _with_scheduling_defaults(spec: TrainJobSpec, environment: Environment) -> T
 
 
 def targets_for(
-    doc: Document, job: TrainJob, project: Project, envs: list[str]
+    doc: Document, job: TrainJob, project: Project, envs: list[str], runtimes: tuple[Any, ...] = ()
 ) -> tuple[list[Target], list[Diagnostic]]:
     """Merge and validate the job for each environment in `envs`."""
     diagnostics: list[Diagnostic] = []
@@ -201,6 +205,7 @@ def targets_for(
                 view=view,
                 api=project.target_for(env_name),
                 controller=project.controller_for(env_name),
+                runtimes=runtimes,
             )
         )
     return targets, diagnostics

@@ -5,7 +5,10 @@ Sources are files or folders (searched recursively). A document is ours when its
 unknown kind or version in our group is an error (almost always a typo), anything else
 is skipped with a notice (one notice for the lot when there are more than a few, as when
 `validate .` walks a compiled output tree: a Trainer v2 `TrainJob` there is
-`trainer.kubeflow.org`'s, not ours). The project file is `trainforge.yaml` at the root of
+`trainer.kubeflow.org`'s, not ours), but for a Trainer v2 TrainingRuntime or
+ClusterTrainingRuntime written beside the jobs, which is compiled with the jobs that name it
+(`compiler/reading/runtimes.py`; a compiled one carries our source mark and is skipped).
+The project file is `trainforge.yaml` at the root of
 a source folder, beside a source file, or in the nearest folder above them (up to the
 git repository's root, as git finds `.git`): `validate jobs/llm/sft.yaml` finds the
 project that declares its environments. A `Project` anywhere else is an error because it
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from compiler.diagnostics import Diagnostic
+from compiler.reading import runtimes
 from foundation.frameworks import stock_runtimes as trainer
 from schemas.loader import Document, load_file, yaml_files_resolved
 
@@ -35,6 +39,7 @@ SKIP_NOTICES = 3  # more skipped documents than this are one notice, not one eac
 @dataclass
 class Sources:
     jobs: list[Document] = field(default_factory=list)
+    runtimes: list[Document] = field(default_factory=list)  # Trainer v2 runtimes written beside the jobs
     project: Optional[Document] = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     skipped: list[tuple[Diagnostic, str]] = field(default_factory=list)  # each skipped document's notice, its kind
@@ -48,7 +53,7 @@ def _display(path: Path, resolved: str, cwd: str) -> str:
 
 
 def _classify(doc: Document, diagnostics: list[Diagnostic], skipped: list[tuple[Diagnostic, str]]) -> Optional[str]:
-    """'TrainJob', 'Project' or None (not ours / broken); adds diagnostics, and a notice per
+    """'TrainJob', 'Project', 'Runtime' or None (not ours / broken); adds diagnostics, and a notice per
     document that is someone else's to `skipped` (summarised once the run is read)."""
     data = doc.data
     line, col = doc.start
@@ -58,6 +63,8 @@ def _classify(doc: Document, diagnostics: list[Diagnostic], skipped: list[tuple[
         return None
     api_version = data.get("apiVersion")
     kind = data.get("kind")
+    if runtimes.is_runtime(data):
+        return "Runtime"  # compiler/reading/runtimes.py checks it; the trainer-v2 target compiles it
     ours_group = isinstance(api_version, str) and api_version.split("/")[0] == GROUP
     if not ours_group and (kind not in OUR_KINDS or _trainer_v2_job(api_version, kind)):
         named = str(kind) if kind else "a document without kind"
@@ -185,6 +192,8 @@ def _collect_file(path: Path, display: str, resolved: str, *, is_project_file: b
         kind = _classify(doc, out.diagnostics, out.skipped)
         if kind == "TrainJob":
             out.jobs.append(doc)
+        elif kind == "Runtime":
+            out.runtimes.append(doc)
         elif kind == "Project":
             _add_project(doc, is_project_file=is_project_file, out=out)
 

@@ -183,6 +183,10 @@ def _explain(error: dict[str, Any], path: Loc, root: type[BaseModel]) -> tuple[s
         bound = ctx.get("ge", ctx.get("gt"))
         op = ">=" if kind == "greater_than_equal" else ">"
         return f"{value} is too small", f"use a value {op} {bound}"
+    if kind in {"less_than_equal", "less_than"}:
+        bound = ctx.get("le", ctx.get("lt"))
+        op = "<=" if kind == "less_than_equal" else "<"
+        return f"{value} is too large", f"use a value {op} {bound}"
     if kind == "too_short":
         return "must not be empty", "add at least one entry"
     if kind == "string_too_short":

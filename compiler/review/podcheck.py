@@ -8,8 +8,8 @@ looks up by name), an init container named like the one the operator adds, a mou
 built here as it will be created: lowering's template with the podTemplate (and environment
 override) merged in, the storage overlay's volumes and mounts, and the operator's init
 containers (adapter facts). The rules that need the whole pod run on it, and each problem is
-reported at the podTemplate line that wrote it (`policy.patch_loc`), or at the spec field
-that did.
+reported at the podTemplate line that wrote it, the role's (`roles.<role>.podTemplate`,
+merged last) before the job's (`policy.located`), or at the spec field that did.
 
 Also here, being what the operator applies to those pods: a pod `restartPolicy` in the
 podTemplate, which the operator always overwrites with the replica's (`policy.restart`,
@@ -26,13 +26,16 @@ against a server with the plugin on).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
 from compiler.reading.resolve import Target
-from compiler.targets import api
+from compiler.targets import api, roles
 from compiler.targets.lowering import SHM_PATH
+
+if TYPE_CHECKING:
+    from foundation.frameworks.base import ReplicaPlan
 
 CONTAINER_KINDS = ("initContainers", "containers")
 
@@ -42,12 +45,12 @@ def check(target: Target) -> Iterator[Diagnostic]:
     if not api(target.api).whole_pod_templates:
         return  # a Trainer v2 runtime makes the pods; its target's check judges the run policy
     yield from _deadline(target)
-    if not target.spec.podTemplate:
+    if not roles.all_pod_patches(target.spec):
         return
     yield from _restart_policy(target)
     seen: set[Diagnostic] = set()  # one mistake shows in every replica type's pod: say it once
-    for replica_type, pod in pods(target):
-        for problem in _pod_rules(target, replica_type, pod):
+    for plan, pod in pods(target):
+        for problem in _pod_rules(target, plan, pod):
             if problem not in seen:
                 seen.add(problem)
                 yield problem
@@ -56,8 +59,8 @@ def check(target: Target) -> Iterator[Diagnostic]:
 _LAST: list[Any] = [None, []]  # the last target's pods: rules run target by target, two of them read these
 
 
-def pods(target: Target) -> list[tuple[str, dict[str, Any]]]:
-    """(replica type, pod template) for each replica type, as the operator will create its pods.
+def pods(target: Target) -> list[tuple["ReplicaPlan", dict[str, Any]]]:
+    """(replica plan, pod template) for each replica type, as the operator will create its pods.
     Read-only for callers: the last target's are kept for the next rule that asks."""
     if _LAST[0] is target:
         return _LAST[1]
@@ -65,7 +68,7 @@ def pods(target: Target) -> list[tuple[str, dict[str, Any]]]:
     return _LAST[1]
 
 
-def _build(target: Target) -> list[tuple[str, dict[str, Any]]]:
+def _build(target: Target) -> list[tuple["ReplicaPlan", dict[str, Any]]]:
     from foundation.frameworks import adapter
     from compiler.targets.lowering import pod_template
 
@@ -88,7 +91,7 @@ def _build(target: Target) -> list[tuple[str, dict[str, Any]]]:
         if inits:  # the operator puts its own first; only names matter to the rules here
             spec["initContainers"] = [{"name": name, "x-added-by": "operator"} for name in inits] + \
                 as_list(spec.get("initContainers"))
-        out.append((plan.replica_type, template))
+        out.append((plan, template))
     return out
 
 
@@ -114,20 +117,21 @@ def _add_storage(spec: dict[str, Any], target: Target, container: str) -> None:
 
 # --- positions: the line that wrote a pod field ---------------------------------------------
 
-def _at(target: Target, template: dict[str, Any], loc: tuple[Any, ...], item: Any) -> tuple[tuple[Any, ...], bool]:
-    """Where `loc` (in the template) was written: a storage entry, the podTemplate line, or
-    (False) only near it."""
+def _at(target: Target, plan: "ReplicaPlan", template: dict[str, Any], loc: tuple[Any, ...],
+        item: Any) -> tuple[tuple[Any, ...], bool]:
+    """Where `loc` (in the template) was written: a storage entry, the line of the job's or the
+    role's podTemplate, or (False) only near it."""
     added = as_dict(item).get("x-added-by")
     if isinstance(added, tuple):
         return added, True
-    from compiler.review.policy import patch_loc
+    from compiler.review.policy import located
 
-    return patch_loc(loc, template, target.spec.podTemplate)
+    return located(loc, template, roles.pod_patches(target.spec, plan.role))
 
 
-def _error(target: Target, template: dict[str, Any], loc: tuple[Any, ...], item: Any, field: str,
-           message: str, fix: str) -> Diagnostic:
-    at, whole = _at(target, template, loc, item)
+def _error(target: Target, plan: "ReplicaPlan", template: dict[str, Any], loc: tuple[Any, ...], item: Any,
+           field: str, message: str, fix: str) -> Diagnostic:
+    at, whole = _at(target, plan, template, loc, item)
     if whole and isinstance(item, dict) and field in item:
         at = at + (field,)
     return target.view.error(at, message, fix, prefer_key=not whole)
@@ -142,16 +146,17 @@ def _containers(pod: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], dict[str
                 yield ("spec", kind, i), container
 
 
-def _pod_rules(target: Target, replica_type: str, template: dict[str, Any]) -> Iterator[Diagnostic]:
+def _pod_rules(target: Target, plan: "ReplicaPlan", template: dict[str, Any]) -> Iterator[Diagnostic]:
     pod = as_dict(template.get("spec"))
-    yield from _container_names(target, replica_type, template, pod)
-    yield from _mounts(target, template, pod)
-    yield from _ports(target, template, pod)
-    yield from _shared_memory(target, template, pod)
+    yield from _container_names(target, plan, template, pod)
+    yield from _mounts(target, plan, template, pod)
+    yield from _ports(target, plan, template, pod)
+    yield from _shared_memory(target, plan, template, pod)
 
 
-def _container_names(target: Target, replica_type: str, template: dict[str, Any],
+def _container_names(target: Target, plan: "ReplicaPlan", template: dict[str, Any],
                      pod: dict[str, Any]) -> Iterator[Diagnostic]:
+    replica_type = plan.replica_type
     first: dict[str, dict[str, Any]] = {}
     for loc, container in _containers(pod):
         name = container.get("name")
@@ -160,17 +165,17 @@ def _container_names(target: Target, replica_type: str, template: dict[str, Any]
         if name in first:
             other = first[name]
             if other.get("x-added-by") == "operator":
-                yield _error(target, template, loc, container, "name",
+                yield _error(target, plan, template, loc, container, "name",
                              f"the Training Operator adds an init container named '{name}' to {replica_type} pods",
                              "give this container another name")
             else:
-                yield _error(target, template, loc, container, "name", f"container name '{name}' is used twice",
+                yield _error(target, plan, template, loc, container, "name", f"container name '{name}' is used twice",
                              "give each container and init container its own name")
         else:
             first[name] = container
 
 
-def _mounts(target: Target, template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
+def _mounts(target: Target, plan: "ReplicaPlan", template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
     volumes = [v.get("name") for v in as_list(pod.get("volumes")) if isinstance(v, dict)]
     for loc, container in _containers(pod):
         for j, mount in enumerate(as_list(container.get("volumeMounts"))):
@@ -180,13 +185,13 @@ def _mounts(target: Target, template: dict[str, Any], pod: dict[str, Any]) -> It
             name = mount.get("name")
             if isinstance(name, str) and name not in volumes:
                 have = ", ".join(str(v) for v in volumes) or "none"
-                yield _error(target, template, at, mount, "name",
+                yield _error(target, plan, template, at, mount, "name",
                              f"container '{container.get('name')}' mounts volume '{name}', which the pod does not have"
                              f" (its volumes: {have})",
                              f"add a volume named {name} under podTemplate.spec.volumes, or mount one the pod has")
 
 
-def _ports(target: Target, template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
+def _ports(target: Target, plan: "ReplicaPlan", template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
     from foundation.frameworks import adapter
 
     facts = adapter(target.spec.framework).facts
@@ -199,17 +204,18 @@ def _ports(target: Target, template: dict[str, Any], pod: dict[str, Any]) -> Ite
             if name in named:
                 own = name == facts.port_name
                 yield _error(
-                    target, template, loc + ("ports", j), port, "name",
+                    target, plan, template, loc + ("ports", j), port, "name",
                     f"port name '{name}' is also used by container '{named[name]}'" + (
                         f" (the port the Training Operator finds {facts.kind} replicas by)" if own else "")
                     + "; port names must be unique in a pod",
                     "give the port another name, or leave it unnamed")
             else:
                 named[name] = str(container.get("name"))
-    yield from _framework_port(target, template, pod, facts)
+    yield from _framework_port(target, plan, template, pod, facts)
 
 
-def _framework_port(target: Target, template: dict[str, Any], pod: dict[str, Any], facts: Any) -> Iterator[Diagnostic]:
+def _framework_port(target: Target, plan: "ReplicaPlan", template: dict[str, Any], pod: dict[str, Any],
+                    facts: Any) -> Iterator[Diagnostic]:
     """The operator finds the framework's port by its name; without it the job never starts."""
     if facts.port_name is None:
         return
@@ -217,23 +223,25 @@ def _framework_port(target: Target, template: dict[str, Any], pod: dict[str, Any
         if loc[1] == "containers" and container.get("name") == facts.container:
             ports = [as_dict(p).get("name") for p in as_list(container.get("ports"))]
             if facts.port_name not in ports:
-                yield _error(target, template, loc + ("ports",), container.get("ports"), "",
+                yield _error(target, plan, template, loc + ("ports",), container.get("ports"), "",
                              f"container '{facts.container}' no longer has the port named '{facts.port_name}',"
                              f" which the Training Operator looks up to start a {facts.kind}",
                              f"keep its port {facts.port} named {facts.port_name}; add other ports beside it")
 
 
-def _shared_memory(target: Target, template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
+def _shared_memory(target: Target, plan: "ReplicaPlan", template: dict[str, Any],
+                   pod: dict[str, Any]) -> Iterator[Diagnostic]:
     """resources.sharedMemory mounts its volume at /dev/shm in the framework container; a podTemplate
     mount there replaces it (strategic merge keys mounts by path), and the size is silently lost."""
-    if not target.spec.resources.sharedMemory:
+    own = roles.resources(target.spec, plan)
+    if own is None or not own.sharedMemory:
         return
     from compiler.targets.lowering import SHM_VOLUME
 
     for loc, container in _containers(pod):
         for j, mount in enumerate(as_list(container.get("volumeMounts"))):
             if isinstance(mount, dict) and mount.get("mountPath") == SHM_PATH and mount.get("name") != SHM_VOLUME:
-                yield _error(target, template, loc + ("volumeMounts", j), mount, "mountPath",
+                yield _error(target, plan, template, loc + ("volumeMounts", j), mount, "mountPath",
                              f"container '{container.get('name')}' mounts volume '{mount.get('name')}' at /dev/shm,"
                              " where resources.sharedMemory mounts its own; the shared-memory size would be lost",
                              "remove this mount (resources.sharedMemory sizes /dev/shm), or remove"
@@ -241,18 +249,23 @@ def _shared_memory(target: Target, template: dict[str, Any], pod: dict[str, Any]
 
 
 def _restart_policy(target: Target) -> Iterator[Diagnostic]:
-    asked: Optional[Any] = as_dict(as_dict(target.spec.podTemplate).get("spec")).get("restartPolicy")
-    if asked is None:
-        return
-    restart = target.spec.policy.restart
-    if restart is not None:
-        message = (f"pod restartPolicy {asked} conflicts with policy.restart {restart}, which the Training Operator"
-                   " writes into every pod (ExitCode as Never)")
-    else:
-        message = ("the Training Operator overwrites a pod's restartPolicy with its replica's"
-                   " (policy.restart, the operator's default when unset), so this setting would be lost")
-    yield target.view.error(("podTemplate", "spec", "restartPolicy"), message,
-                            "remove it from podTemplate and set policy.restart (OnFailure, Never, ExitCode or Always)")
+    for at, patch in roles.all_pod_patches(target.spec):
+        asked: Optional[Any] = as_dict(as_dict(patch).get("spec")).get("restartPolicy")
+        if asked is None:
+            continue
+        role = at[1] if at[0] == "roles" else None
+        own = target.spec.roles[role].restart if role is not None else None
+        field = f"roles.{role}.restart" if own is not None else "policy.restart"
+        restart = own if own is not None else target.spec.policy.restart
+        if restart is not None:
+            message = (f"pod restartPolicy {asked} conflicts with {field} {restart}, which the Training Operator"
+                       " writes into every pod (ExitCode as Never)")
+        else:
+            message = ("the Training Operator overwrites a pod's restartPolicy with its replica's"
+                       " (policy.restart, the operator's default when unset), so this setting would be lost")
+        fix = (f"remove it from podTemplate and set roles.{role}.restart" if role is not None
+               else "remove it from podTemplate and set policy.restart") + " (OnFailure, Never, ExitCode or Always)"
+        yield target.view.error(at + ("spec", "restartPolicy"), message, fix)
 
 
 def _deadline(target: Target) -> Iterator[Diagnostic]:

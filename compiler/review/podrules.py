@@ -12,7 +12,9 @@ the whole pod compiler/review/podcheck.py's), label keys and values (pod labels,
 annotation keys that are not valid, the deprecated seccomp annotations (which clash with
 the seccompProfile field), the Kueue labels a queue or priority name becomes,
 tolerations the API server's rules refuse, and requests above limits (or GPUs whose
-request and limit differ) once the podTemplate changed one of them. Registered in `compiler/review/rules.py`.
+request and limit differ) once the podTemplate changed one of them. Each rule reads every
+pod template patch the spec writes: the job's `podTemplate` and each role's. Registered in
+`compiler/review/rules.py`.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from compiler.podsecurity import as_dict, as_list
 from compiler.reading.resolve import Target
-from compiler.targets import api
+from compiler.targets import api, roles
 from schemas import quantity
+from schemas.loader import Loc
 from schemas.types import DNS1123_LABEL, LABEL_NAME, LABEL_VALUE
 
 CONTAINER_KINDS = ("initContainers", "containers")
@@ -34,17 +37,18 @@ LATE = " (the API server takes it; the container runtime refuses it when the pod
 LABEL_FIX = "use at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 
 
-_WRITTEN: list[Any] = [None, None, {}]  # the last podTemplate's: (the patch, its target, what it writes)
+_WRITTEN: list[Any] = [None, []]  # the last target's: (the target, its sites)
 
 
-def _pod(target: Target) -> dict[str, Any]:
-    """What the podTemplate's spec writes (its deletions and other directives left out).
-    Read-only for callers: six rules ask for it one target after the other, and computing it
-    each time was a fifth of the review rules' CPU on 1,000 specs (a quarter with a podTemplate)."""
-    patch = target.spec.podTemplate
-    if _WRITTEN[0] is not patch or _WRITTEN[1] is not target:
-        _WRITTEN[:] = [patch, target, as_dict(strategic.written(patch.get("spec")))]
-    return _WRITTEN[2]
+def _sites(target: Target) -> list[tuple[Loc, dict[str, Any]]]:
+    """(spec loc of the patch, what its spec writes) for the job's podTemplate and each role's
+    (deletions and other directives left out). Read-only for callers: six rules ask for them one
+    target after the other, and computing them each time was a fifth of the review rules' CPU on
+    1,000 specs (a quarter with a podTemplate)."""
+    if _WRITTEN[0] is not target:
+        _WRITTEN[:] = [target, [(at, as_dict(strategic.written(patch.get("spec"))))
+                                for at, patch in roles.all_pod_patches(target.spec)]]
+    return _WRITTEN[1]
 
 
 def _bad_mount_path(path: str) -> str:
@@ -56,13 +60,14 @@ def _bad_mount_path(path: str) -> str:
 
 
 def _ephemeral(target: Target) -> Iterator[Diagnostic]:
-    if "ephemeralContainers" in _pod(target):
-        yield target.view.error(
-            ("podTemplate", "spec", "ephemeralContainers"),
-            "the API server refuses every pod created with ephemeral containers",
-            "remove them; add one to a running pod with kubectl debug",
-            prefer_key=True,
-        )
+    for at, pod in _sites(target):
+        if "ephemeralContainers" in pod:
+            yield target.view.error(
+                at + ("spec", "ephemeralContainers"),
+                "the API server refuses every pod created with ephemeral containers",
+                "remove them; add one to a running pod with kubectl debug",
+                prefer_key=True,
+            )
 
 
 def _mount_paths(target: Target) -> Iterator[Diagnostic]:
@@ -71,22 +76,23 @@ def _mount_paths(target: Target) -> Iterator[Diagnostic]:
         if problem:
             yield target.view.error(("storage", i, "mountPath"), f"mountPath '{volume.mountPath}' {problem}{LATE}",
                                     "write an absolute path without ':', e.g. /data")
-    for kind in CONTAINER_KINDS:
-        for i, container in enumerate(as_list(_pod(target).get(kind))):
-            for j, mount in enumerate(as_list(as_dict(container).get("volumeMounts"))):
-                path = as_dict(mount).get("mountPath")
-                problem = _bad_mount_path(path) if isinstance(path, str) else ""
-                if problem:
-                    yield target.view.error(("podTemplate", "spec", kind, i, "volumeMounts", j, "mountPath"),
-                                            f"mountPath '{path}' {problem}{LATE}",
-                                            "write an absolute path without ':', e.g. /data")
+    for at, pod in _sites(target):
+        for kind in CONTAINER_KINDS:
+            for i, container in enumerate(as_list(pod.get(kind))):
+                for j, mount in enumerate(as_list(as_dict(container).get("volumeMounts"))):
+                    path = as_dict(mount).get("mountPath")
+                    problem = _bad_mount_path(path) if isinstance(path, str) else ""
+                    if problem:
+                        yield target.view.error(at + ("spec", kind, i, "volumeMounts", j, "mountPath"),
+                                                f"mountPath '{path}' {problem}{LATE}",
+                                                "write an absolute path without ':', e.g. /data")
 
 
 def _working_dirs(target: Target) -> Iterator[Diagnostic]:
     """runc takes only an absolute working directory (the API server takes any)."""
     asked = [(("workingDir",), target.spec.workingDir)] + [
-        (("podTemplate", "spec", kind, i, "workingDir"), as_dict(c).get("workingDir"))
-        for kind in CONTAINER_KINDS for i, c in enumerate(as_list(_pod(target).get(kind)))
+        (at + ("spec", kind, i, "workingDir"), as_dict(c).get("workingDir"))
+        for at, pod in _sites(target) for kind in CONTAINER_KINDS for i, c in enumerate(as_list(pod.get(kind)))
     ]
     for at, path in asked:
         if isinstance(path, str) and not path.startswith("/"):
@@ -97,19 +103,20 @@ def _working_dirs(target: Target) -> Iterator[Diagnostic]:
 def _storage_collisions(target: Target) -> Iterator[Diagnostic]:
     """spec.storage is mounted after the podTemplate is merged: a name or path the podTemplate
     uses already makes two volumes of one name, or two mounts at one path (both 422)."""
-    pod = _pod(target)
-    volumes = {as_dict(v).get("name") for v in as_list(pod.get("volumes"))}
-    for i, volume in enumerate(target.spec.storage):
-        if volume.name in volumes:
-            yield target.view.error(("storage", i, "name"), f"podTemplate also adds a volume named '{volume.name}'",
-                                    "give the storage volume another name")
-        for container in as_list(pod.get("containers")):
-            mounts = {as_dict(m).get("mountPath") for m in as_list(as_dict(container).get("volumeMounts"))}
-            if volume.mountPath in mounts and as_dict(container).get("name") == _framework_container(target):
-                yield target.view.error(
-                    ("storage", i, "mountPath"),
-                    f"podTemplate also mounts a volume at '{volume.mountPath}' in container '{container['name']}'",
-                    "mount each volume at its own path")
+    for at, pod in _sites(target):
+        name = ".".join(map(str, at))
+        volumes = {as_dict(v).get("name") for v in as_list(pod.get("volumes"))}
+        for i, volume in enumerate(target.spec.storage):
+            if volume.name in volumes:
+                yield target.view.error(("storage", i, "name"), f"{name} also adds a volume named '{volume.name}'",
+                                        "give the storage volume another name")
+            for container in as_list(pod.get("containers")):
+                mounts = {as_dict(m).get("mountPath") for m in as_list(as_dict(container).get("volumeMounts"))}
+                if volume.mountPath in mounts and as_dict(container).get("name") == _framework_container(target):
+                    yield target.view.error(
+                        ("storage", i, "mountPath"),
+                        f"{name} also mounts a volume at '{volume.mountPath}' in container '{container['name']}'",
+                        "mount each volume at its own path")
 
 
 def _framework_container(target: Target) -> str:
@@ -124,11 +131,16 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
     if not api(target.api).whole_pod_templates:
         return  # a runtime has its own containers; the target's check says what may patch them
     own = _framework_container(target)
+    for site, pod in _sites(target):
+        yield from _site_containers(target, site, pod, own)
+
+
+def _site_containers(target: Target, site: Loc, pod: dict[str, Any], own: str) -> Iterator[Diagnostic]:
     for kind in CONTAINER_KINDS:
-        for i, container in enumerate(as_list(_pod(target).get(kind))):
+        for i, container in enumerate(as_list(pod.get(kind))):
             if not isinstance(container, dict):
                 continue
-            at = ("podTemplate", "spec", kind, i)
+            at = site + ("spec", kind, i)
             name = container.get("name")
             if not isinstance(name, str) or not DNS1123_LABEL.match(name) or len(name) > 63:
                 continue  # compiler/review/podschema.py: a name is required and a DNS label
@@ -144,9 +156,14 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
 
 
 def _labels(target: Target) -> Iterator[Diagnostic]:
-    meta = as_dict(strategic.written(target.spec.podTemplate.get("metadata")))
-    pairs = [(("podTemplate", "metadata", "labels"), as_dict(meta.get("labels"))),
-             (("podTemplate", "spec", "nodeSelector"), as_dict(_pod(target).get("nodeSelector")))]
+    patches = dict(roles.all_pod_patches(target.spec))
+    for site, pod in _sites(target):
+        yield from _site_labels(target, site, as_dict(strategic.written(patches[site].get("metadata"))), pod)
+
+
+def _site_labels(target: Target, site: Loc, meta: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
+    pairs = [(site + ("metadata", "labels"), as_dict(meta.get("labels"))),
+             (site + ("spec", "nodeSelector"), as_dict(pod.get("nodeSelector")))]
     for at, labels in pairs:
         for key, value in labels.items():
             if not _label_key_ok(key):
@@ -157,7 +174,7 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
             elif len(value) > 63 or not LABEL_VALUE.match(value):
                 yield target.view.error(at + (key,), f"'{value}' is not a valid label value", LABEL_FIX)
     for key in as_dict(meta.get("annotations")):
-        at = ("podTemplate", "metadata", "annotations", key)
+        at = site + ("metadata", "annotations", key)
         if not _label_key_ok(key):
             yield target.view.error(at, f"'{key}' is not a valid annotation key", "use e.g. example.com/note",
                                     prefer_key=True)
@@ -188,8 +205,16 @@ def _kueue_labels(target: Target) -> Iterator[Diagnostic]:
 def _tolerations(target: Target) -> Iterator[Diagnostic]:
     """The API server's toleration rules: a key is a label key, no key means Exists, Exists
     takes no value, and tolerationSeconds is only for NoExecute."""
-    for i, toleration in enumerate(target.spec.scheduling.tolerations or []):
-        at = ("scheduling", "tolerations", i)
+    asked = [(("scheduling",), target.spec.scheduling.tolerations)] + [
+        (("roles", name, "scheduling"), role.scheduling.tolerations) for name, role in target.spec.roles.items()
+        if role.scheduling is not None]
+    for where, tolerations in asked:
+        yield from _site_tolerations(target, where, tolerations or [])
+
+
+def _site_tolerations(target: Target, where: Loc, tolerations: list[Any]) -> Iterator[Diagnostic]:
+    for i, toleration in enumerate(tolerations):
+        at = where + ("tolerations", i)
         if toleration.key and not _label_key_ok(toleration.key):
             yield target.view.error(at + ("key",), f"'{toleration.key}' is not a valid toleration key",
                                     "use a label key such as nvidia.com/gpu")
@@ -219,13 +244,14 @@ def _amount(value: Any) -> Optional[Decimal]:
 def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:
     """A podTemplate that changes requests or limits can leave a request above its limit, or an
     extended resource (GPUs) whose request and limit differ: the API server refuses both."""
-    if not target.spec.podTemplate or not api(target.api).whole_pod_templates:
+    if not roles.all_pod_patches(target.spec) or not api(target.api).whole_pod_templates:
         return  # before the imports below: they were most of this rule's cost on a spec without podTemplate
     from compiler.podsecurity import containers
     from compiler.review.podcheck import pods
-    from compiler.review.policy import patch_loc
+    from compiler.review.policy import located
 
-    for _, template in pods(target):  # built once per target, shared with compiler/review/podcheck.py
+    for plan, template in pods(target):  # built once per target, shared with compiler/review/podcheck.py
+        patches = roles.pod_patches(target.spec, plan.role)
         for at, name, container in containers(as_dict(template.get("spec"))):
             resources = as_dict(container.get("resources"))
             requests, limits = as_dict(resources.get("requests")), as_dict(resources.get("limits"))
@@ -234,9 +260,9 @@ def _requests_within_limits(target: Target) -> Iterator[Diagnostic]:
                 extended = key not in NATIVE and not str(key).startswith("hugepages-")
                 if asked is None or most is None or (asked == most if extended else asked <= most):
                     continue
-                loc, whole = patch_loc(at + ("resources", "limits", key), template, target.spec.podTemplate)
+                loc, whole = located(at + ("resources", "limits", key), template, patches)
                 if not whole:
-                    loc, _ = patch_loc(at + ("resources", "requests", key), template, target.spec.podTemplate)
+                    loc, _ = located(at + ("resources", "requests", key), template, patches)
                 yield target.view.error(
                     loc,
                     f"{key} request {requests[key]} and limit {limits[key]} in container '{name}' "

@@ -2,8 +2,9 @@
 
 `schemas/podtemplate.schema.json` is kube-apiserver v1.32's PodTemplateSpec turned into the
 schema of a strategic-merge patch (schemas/podtemplate.py says how). The jsonschema library
-walks a podTemplate's `metadata` and `spec` through it; this module only turns each of its
-errors into the project's diagnostic: the field's line (in the spec, or in the environment
+walks a podTemplate's `metadata` and `spec` through it (the job's and each role's, and the
+affinities `scheduling` and a role's placement write, as the pod field they become); this
+module only turns each of its errors into the project's diagnostic: the field's line (in the spec, or in the environment
 override that wrote it), its path, what is wrong in the user's words and a fix (did-you-mean
 for an unknown field, the allowed values of an enum, the shape a list or a quantity takes).
 One thing JSON Schema cannot say is checked beside it: items of a list the server keys by
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from compiler.diagnostics import Diagnostic, closest
 from compiler.reading.resolve import Target
@@ -58,19 +59,45 @@ def _validators() -> dict[str, Any]:
 
 
 def check(target: Target) -> Iterator[Diagnostic]:
-    """Every field-level problem of the job's podTemplate (registered in `rules.RULES`).
-    The top level (only metadata and spec, each a mapping) is `rules._pod_template`'s."""
-    patch = target.spec.podTemplate
-    if not patch:
-        return
-    for part in PARTS:
-        value = patch.get(part)
-        if isinstance(value, dict):
-            part_schema = {"$ref": f"#/$defs/{PARTS[part]}"}
-            if not _part_conforms(part, value, part_schema):  # jsonschema says what and where
-                for error in _validators()[part].iter_errors(value):
-                    yield from _explain(target, (part, *error.absolute_path), error)
-            yield from _unique_keys(target, (part,), value, part_schema)
+    """Every field-level problem of the job's pod template patches (its podTemplate and each role's)
+    and of the affinities the spec writes (registered in `rules.RULES`). The top level of a patch
+    (only metadata and spec, each a mapping) is `rules._pod_template`'s."""
+    for place, patch in _sites(target):
+        for part in PARTS:
+            value = patch.get(part)
+            if isinstance(value, dict):
+                part_schema = {"$ref": f"#/$defs/{PARTS[part]}"}
+                if not _part_conforms(part, value, part_schema):  # jsonschema says what and where
+                    for error in _validators()[part].iter_errors(value):
+                        yield from _explain(target, place, (part, *error.absolute_path), error)
+                yield from _unique_keys(target, place, (part,), value, part_schema)
+
+
+Place = Callable[[tuple[Any, ...]], tuple[Any, ...]]  # a loc in the checked pod template -> the spec's
+
+
+def _sites(target: Target) -> list[tuple[Place, dict[str, Any]]]:
+    """(place, patch) to check: each pod template patch where it is written, and each affinity the
+    spec writes, checked as the pod field it becomes (`{spec: {affinity: ...}}`)."""
+    from compiler.targets.roles import all_pod_patches
+
+    spec = target.spec
+    out: list[tuple[Place, dict[str, Any]]] = [(_under(at), patch) for at, patch in all_pod_patches(spec)]
+    placements = [(("scheduling",), spec.scheduling.affinity)] + [
+        (("roles", name, "scheduling"), role.scheduling.affinity) for name, role in spec.roles.items()
+        if role.scheduling is not None]
+    for at, affinity in placements:
+        if affinity is not None:
+            out.append((_affinity_of(at), {"spec": {"affinity": affinity}}))
+    return out
+
+
+def _under(at: tuple[Any, ...]) -> Place:
+    return lambda loc: (*at, *loc)
+
+
+def _affinity_of(at: tuple[Any, ...]) -> Place:
+    return lambda loc: (*at, *loc[1:])  # ("spec", "affinity", ...) -> at + ("affinity", ...)
 
 
 # --- the common case, without jsonschema's import --------------------------------------------
@@ -208,8 +235,8 @@ def misspelled(pod_template: dict[str, Any], loc: tuple[Any, ...]) -> bool:
     return _misspells(node, loc[:-1], str(loc[-1]))
 
 
-def _explain(target: Target, loc: tuple[Any, ...], error: Any) -> Iterator[Diagnostic]:
-    at = ("podTemplate", *loc)
+def _explain(target: Target, place: Place, loc: tuple[Any, ...], error: Any) -> Iterator[Diagnostic]:
+    at = place(loc)
     kind, value, schema = error.validator, error.instance, error.schema
     if kind == "additionalProperties":
         known = sorted(k for k in schema.get("properties", {}) if not k.startswith("$"))
@@ -280,7 +307,8 @@ def _wrong_type(loc: tuple[Any, ...], value: Any, schema: dict[str, Any]) -> tup
 
 # --- list-map keys: unique items --------------------------------------------------------------
 
-def _unique_keys(target: Target, loc: tuple[Any, ...], value: Any, schema: dict[str, Any]) -> Iterator[Diagnostic]:
+def _unique_keys(target: Target, place: Place, loc: tuple[Any, ...], value: Any,
+                 schema: dict[str, Any]) -> Iterator[Diagnostic]:
     """Walk the patch beside its schema; a keyed list (`x-kubernetes-list-map-keys`) holding two
     items with one key is refused by the API server (and merges unpredictably)."""
     schema = _resolve(schema)
@@ -290,18 +318,18 @@ def _unique_keys(target: Target, loc: tuple[Any, ...], value: Any, schema: dict[
         for key, item in value.items():
             sub = props.get(key) if props else (extra if isinstance(extra, dict) else None)
             if sub is not None and isinstance(item, (dict, list)):
-                yield from _unique_keys(target, loc + (key,), item, sub)
+                yield from _unique_keys(target, place, loc + (key,), item, sub)
     elif isinstance(value, list):
         items = schema.get("items") or {}
         keys = schema.get("x-kubernetes-list-map-keys")
         if keys:
-            yield from _duplicates(target, loc, value, keys, _resolve(items))
+            yield from _duplicates(target, place, loc, value, keys, _resolve(items))
         for i, item in enumerate(value):
             if isinstance(item, (dict, list)):
-                yield from _unique_keys(target, loc + (i,), item, items)
+                yield from _unique_keys(target, place, loc + (i,), item, items)
 
 
-def _duplicates(target: Target, loc: tuple[Any, ...], items: list[Any], keys: list[str],
+def _duplicates(target: Target, place: Place, loc: tuple[Any, ...], items: list[Any], keys: list[str],
                 item_schema: dict[str, Any]) -> Iterator[Diagnostic]:
     defaults = {k: (item_schema.get("properties", {}).get(k) or {}).get("default") for k in keys}
     seen: dict[tuple[Any, ...], int] = {}
@@ -311,7 +339,7 @@ def _duplicates(target: Target, loc: tuple[Any, ...], items: list[Any], keys: li
         ident = tuple(item.get(k, defaults[k]) for k in keys)
         if ident in seen:
             shown = ", ".join(f"{k} {v!r}" for k, v in zip(keys, ident) if v is not None)
-            yield target.view.error(("podTemplate", *loc, i, keys[0]),
+            yield target.view.error(place((*loc, i, keys[0])),
                                     f"{loc[-1]} has two items with {shown} (items {seen[ident]} and {i});"
                                     " the API server refuses a pod with both",
                                     f"merge them into one item, or give each its own {' and '.join(keys)}")

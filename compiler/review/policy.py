@@ -7,7 +7,8 @@ are ordinary diagnostics at the job's offending field: GPUs over all pods
 namespace (`allowedNamespaces`), `requiredLabels` (at `metadata.labels`, or `metadata`
 when there are none) and the Pod Security Standards level (`podSecurity`, default
 baseline; the controls live in `compiler/podsecurity.py`) on every pod template the job
-compiles to, reported at the `podTemplate` field that wrote the offence (a required setting a
+compiles to, reported at the `podTemplate` field that wrote the offence (a role's own, or the
+job's; `resources.sharedMemory: host` at that field) (a required setting a
 misspelled key meant to write, `runAsNonroot`, is left to compiler/review/podschema.py's
 did-you-mean: one mistake, one error, the cause). `allowPrivileged`
 is the deprecated spelling of `podSecurity: privileged` (a warning on the project file).
@@ -15,7 +16,7 @@ is the deprecated spelling of `podSecurity: privileged` (a warning on the projec
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from compiler import podsecurity, strategic
 from compiler.diagnostics import Diagnostic
@@ -23,12 +24,14 @@ from foundation.frameworks import adapter
 from foundation.frameworks.base import (
     INIT_SECURITY_CONTEXT,
     OperatorInit,
+    ReplicaPlan,
     operator_init_container,
 )
 from compiler.reading.resolve import Target
 from compiler.review import podschema
-from compiler.targets import api
-from compiler.targets.lowering import pod_template
+from compiler.targets import api, roles
+from compiler.review.resources import asked as asked_resources
+from compiler.targets.lowering import SHM_VOLUME, pod_template
 from schemas.loader import Document, Loc
 from schemas.project import Project
 
@@ -70,7 +73,8 @@ def total_gpus(target: Target, *, with_pod_template: bool = True) -> int:
     so GPUs added through the escape hatch count); an elastic job at maxNodes."""
     spec = target.spec
     if not with_pod_template:
-        spec = spec.model_copy(update={"podTemplate": {}})
+        spec = spec.model_copy(update={"podTemplate": {}, "roles": {
+            name: role.model_copy(update={"podTemplate": {}}) for name, role in spec.roles.items()}})
     fw = adapter(spec.framework)
     total = 0
     for plan in fw.plan(spec):
@@ -83,8 +87,9 @@ def total_gpus(target: Target, *, with_pod_template: bool = True) -> int:
 
 
 def _gpu_loc(target: Target, total: int, limit: int) -> Loc:
-    if target.spec.podTemplate and total_gpus(target, with_pod_template=False) <= limit:
-        return ("podTemplate",)  # the escape hatch is what adds the GPUs over the limit
+    patches = roles.all_pod_patches(target.spec)
+    if patches and total_gpus(target, with_pod_template=False) <= limit:
+        return patches[0][0]  # the escape hatch is what adds the GPUs over the limit
     if target.spec.resources.gpu:
         return ("resources", "gpu")
     for name, role in target.spec.roles.items():
@@ -104,7 +109,7 @@ def _max_gpus(target: Target) -> Iterator[Diagnostic]:
             loc,
             f"the job uses {total} GPUs over all pods; the policy{_where(target)} allows at most {limit}",
             "lower nodes or resources.gpu (and GPUs in podTemplate), or ask for a higher policy.maxGpusPerJob",
-            prefer_key=loc == ("podTemplate",),
+            prefer_key=loc[-1] == "podTemplate",
         )
 
 
@@ -144,13 +149,26 @@ def _labels(target: Target) -> Iterator[Diagnostic]:
 _DEFAULTABLE = {"Privilege Escalation", "Seccomp", "Capabilities"}
 
 
-def patch_loc(loc: Loc, merged: dict[str, Any], patch: dict[str, Any]) -> tuple[Loc, bool]:
-    """Where in `podTemplate` the merged template's `loc` was written: list items are found
+def located(loc: Loc, merged: dict[str, Any], patches: list[tuple[Loc, dict[str, Any]]]) -> tuple[Loc, bool]:
+    """`patch_loc` over the patches a template got (`roles.pod_patches`: the job's podTemplate, then
+    the role's): the last one that wrote the whole path, else near where the setting belongs in the
+    last patch (the job's podTemplate when there is none)."""
+    for prefix, patch in reversed(patches):
+        at, whole = patch_loc(loc, merged, patch, prefix)
+        if whole:
+            return at, True
+    prefix, patch = patches[-1] if patches else (("podTemplate",), {})
+    return patch_loc(loc, merged, patch, prefix)
+
+
+def patch_loc(loc: Loc, merged: dict[str, Any], patch: dict[str, Any],
+              prefix: Loc = ("podTemplate",)) -> tuple[Loc, bool]:
+    """Where in the patch at `prefix` (the job's `podTemplate`) the merged template's `loc` was written: list items are found
     by their merge key (the template's containers come first, the patch's may be in another
     order). Returns the spec-relative loc and whether the whole path is in the patch; if not,
     the path runs on by field names to where the setting belongs, and stops at a list item
     the patch does not have (a container only lowering wrote)."""
-    out: Loc = ("podTemplate",)
+    out: Loc = prefix
     node_m: Any = merged
     node_p: Any = patch
     field = ""
@@ -197,10 +215,11 @@ def _pod_security_where(target: Target) -> str:
 def _pod_security(target: Target) -> Iterator[Diagnostic]:
     """Every compiled pod template against the level's Pod Security Standards controls."""
     level = target.policy.pod_security()
-    if level == "privileged" or (level == "baseline" and not target.spec.podTemplate):
+    if level == "privileged" or (level == "baseline" and not roles.all_pod_patches(target.spec)
+                                 and not _host_shm(target)):
         # lowering alone writes nothing baseline forbids (names, images, env, resources, container
-        # ports, a memory emptyDir; test_pod_security_admission holds it for every framework), and
-        # skipping the templates there saves much of a build's CPU (bench/README.md)
+        # ports, a memory emptyDir; test_pod_security_admission holds it for every framework) but
+        # the node's /dev/shm, and skipping the templates there saves much of a build's CPU (bench/README.md)
         return
     spec = target.spec
     fw = adapter(spec.framework)
@@ -220,9 +239,14 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
             if finding.container in injected:
                 operator_refusals.add(finding.control)
                 continue
-            loc, whole = patch_loc(finding.loc, template, spec.podTemplate)
+            shm = _shm_finding(target, plan, template, finding)
+            if shm is not None:
+                yield shm
+                continue
+            patches = roles.pod_patches(spec, plan.role)
+            loc, whole = located(finding.loc, template, patches)
             if finding.missing and not whole and loc[-1] == finding.loc[-1] \
-                    and podschema.misspelled(spec.podTemplate, loc[1:]):
+                    and any(podschema.misspelled(patch, loc[len(at):]) for at, patch in patches if loc[:len(at)] == at):
                 continue  # a misspelled key wrote it (runAsNonroot): its did-you-mean is the fix, reported first
             container = f" in container '{finding.container}'" if finding.container else ""
             yield target.view.error(
@@ -234,6 +258,33 @@ def _pod_security(target: Target) -> Iterator[Diagnostic]:
         if operator_refusals and fw.operator_init is not None:
             yield _operator_refusal(target, fw.operator_init, plan.replica_type, injected,
                                     sorted(operator_refusals), level=level, where=where)
+
+
+def _host_shm(target: Target) -> bool:
+    """Some role's /dev/shm is the node's (`sharedMemory: host`): a hostPath lowering writes."""
+    return any(resources.sharedMemory == "host" for _, resources in asked_resources(target))
+
+
+def _shm_finding(target: Target, plan: ReplicaPlan, template: dict[str, Any],
+                 finding: podsecurity.Finding) -> Optional[Diagnostic]:
+    """A finding on the /dev/shm volume lowering wrote for `sharedMemory: host`, at that field."""
+    loc = finding.loc
+    if loc[:2] != ("spec", "volumes") or len(loc) < 3:
+        return None
+    volumes = podsecurity.as_list(podsecurity.as_dict(template.get("spec")).get("volumes"))
+    volume = podsecurity.as_dict(volumes[loc[2]]) if isinstance(loc[2], int) and loc[2] < len(volumes) else {}
+    if volume.get("name") != SHM_VOLUME or "hostPath" not in volume:
+        return None
+    at = roles.resources_loc(target.spec, plan)
+    where = _pod_security_where(target)
+    level = target.policy.pod_security()
+    return target.view.error(
+        at + ("sharedMemory",),
+        f"pod security level '{level}'{where} forbids a hostPath volume ({finding.control}): sharedMemory: host mounts"
+        " the node's /dev/shm",
+        "write sharedMemory: unsized (memory-backed, no size limit) or a size such as 64Gi, or ask for"
+        " policy.podSecurity: privileged in trainforge.yaml",
+    )
 
 
 CONTROLLER_TITLES = {"training-operator": "the Training Operator", "train-controller": "train-controller"}

@@ -16,9 +16,10 @@ from compiler.diagnostics import Diagnostic
 from foundation.frameworks import ADAPTERS, adapter
 from foundation.frameworks.base import Facts
 from compiler.reading.resolve import Target
-from compiler.review import admission_review, podcheck, podrules, podschema, policy
-from compiler.targets import api
+from compiler.review import admission_review, podcheck, podrules, podschema, policy, resources
+from compiler.targets import api, roles
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
+from schemas.loader import Loc
 from schemas.marks import RESTART_SCOPE
 
 NAME_LIMIT = 63
@@ -27,24 +28,45 @@ POD_TEMPLATE_KEYS = ("metadata", "spec")
 
 def _roles(target: Target) -> Iterator[Diagnostic]:
     fw = adapter(target.spec.framework)
-    facts, launcher = fw.facts, fw.launcher
+    facts = fw.facts
     for role, entry in target.spec.roles.items():
-        if role not in facts.allowed_roles:
-            allowed = ", ".join(facts.allowed_roles) or "none"
+        if role not in facts.roles:
             yield target.view.error(
                 ("roles", role),
                 f"{facts.name} has no role '{role}'",
-                f"allowed roles for {facts.name}: {allowed}",
+                f"roles of {facts.name}: {', '.join(facts.roles)}",
                 prefer_key=True,
             )
-        elif launcher is not None and role == launcher.role:
-            if entry.replicas != 1 or entry.command is not None or entry.args is not None:
-                yield target.view.error(
-                    ("roles", role),
-                    f"{launcher.title} takes only resources",
-                    "drop replicas, command and args; the launcher runs spec.command",
-                    prefer_key=True,
-                )
+        elif entry.replicas is not None and role not in facts.allowed_roles:
+            yield from _role_replicas(target, role, entry.replicas)
+        elif role in facts.main_roles and role not in _possible_roles(target):
+            yield target.view.error(
+                ("roles", role), f"this {facts.kind} has no {role} pods, so these settings would apply to none",
+                f"remove roles.{role}, or set them under roles.{_possible_roles(target)[0]}", prefer_key=True)
+
+
+def _role_replicas(target: Target, role: str, replicas: int) -> Iterator[Diagnostic]:
+    fw = adapter(target.spec.framework)
+    facts = fw.facts
+    if role in facts.removable_roles and replicas == 0:
+        return
+    if role in facts.fixed_roles and replicas == 1:
+        return  # what it always is (a launcher written with replicas: 1 stays valid)
+    if role in facts.fixed_roles:
+        title = fw.launcher.title if fw.launcher is not None and fw.launcher.role == role else f"the {role}"
+        what, fix = f"{title} is one pod of every {facts.kind}", "remove replicas"
+    else:
+        what, fix = f"{role} is a role nodes counts", "remove replicas and set nodes"
+        if role in facts.removable_roles:
+            fix = f"remove replicas (replicas: 0 leaves the {role} out), or set nodes"
+    yield target.view.error(("roles", role, "replicas"), f"{what}, so it takes no replicas", fix)
+
+
+def _possible_roles(target: Target) -> list[str]:
+    """The roles the job has at 2 nodes or more (pytorch's master is never there when elastic)."""
+    spec = target.spec
+    more = spec if spec.nodes > 1 else spec.model_copy(update={"nodes": 2})
+    return [plan.role for plan in adapter(spec.framework).plan(more)]
 
 
 def _frameworks_with(fact: Callable[[Facts], bool]) -> list[str]:
@@ -83,11 +105,8 @@ def _processes(target: Target) -> Iterator[Diagnostic]:
 
 
 def _gpu_type(target: Target) -> Iterator[Diagnostic]:
-    asked = [(("resources",), target.spec.resources)] + [
-        (("roles", name, "resources"), role.resources) for name, role in target.spec.roles.items()
-    ]
-    for at, resources in asked:
-        gpu_type = resources.gpuType if resources is not None else None
+    for at, asked in resources.asked(target):
+        gpu_type = asked.gpuType
         if gpu_type is None:
             continue
         known = sorted(target.environment.gpuTypes)
@@ -123,25 +142,31 @@ _SHAPES = {type(None): "empty (null)", list: "a list", str: "a string", int: "a 
 
 
 def _pod_template(target: Target) -> Iterator[Diagnostic]:
-    for key, value in target.spec.podTemplate.items():
+    for at, patch in roles.all_pod_patches(target.spec):
+        yield from _pod_template_patch(target, at, patch)
+
+
+def _pod_template_patch(target: Target, at: Loc, patch: dict) -> Iterator[Diagnostic]:
+    name = ".".join(map(str, at))
+    for key, value in patch.items():
         if key not in POD_TEMPLATE_KEYS:
             yield target.view.error(
-                ("podTemplate", key),
-                f"podTemplate is a pod template patch; '{key}' is not one of its fields",
-                "put pod fields under podTemplate.spec and labels under podTemplate.metadata",
+                at + (key,),
+                f"{name} is a pod template patch; '{key}' is not one of its fields",
+                f"put pod fields under {name}.spec and labels under {name}.metadata",
                 prefer_key=True,
             )
         elif not isinstance(value, dict):
             # null means "delete" in a strategic merge: an empty `spec:` would remove the
             # whole pod spec (containers included) and leave a job no cluster accepts
             yield target.view.error(
-                ("podTemplate", key),
-                f"podTemplate.{key} must be a mapping, not {_SHAPES.get(type(value), 'a scalar')}",
-                f"write fields under podTemplate.{key} or remove it",
+                at + (key,),
+                f"{name}.{key} must be a mapping, not {_SHAPES.get(type(value), 'a scalar')}",
+                f"write fields under {name}.{key} or remove it",
                 prefer_key=True,
             )
-    for problem in strategic.problems(target.spec.podTemplate):
-        yield target.view.error(("podTemplate",) + problem.loc, problem.message, problem.fix, prefer_key=True)
+    for problem in strategic.problems(patch):
+        yield target.view.error(at + problem.loc, problem.message, problem.fix, prefer_key=True)
 
 
 def _own_marks(target: Target) -> Iterator[Diagnostic]:
@@ -185,6 +210,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     _elastic,
     _processes,
     _gpu_type,
+    resources.check,
     _storage,
     _pod_template,
     _own_marks,

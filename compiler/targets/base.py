@@ -24,17 +24,18 @@ if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
     from compiler.reading.resolve import Target
     from schemas.bundle import Bundle
-    from schemas.trainjob import Resources
+    from schemas.trainjob import Resources, Role
 
 
 @dataclass(frozen=True)
 class JobRuntime:
-    """An object of a job's own that admission needs before the job: `component` is the job
-    folder's component holding it. Flux must sync it first (compiler.emit.prerequisites)."""
+    """Objects of a job's own that admission needs before the job: `component` is the job
+    folder's component holding them, of these `kinds`. Flux must sync them first
+    (compiler.emit.prerequisites)."""
 
     component: str
     api_version: str
-    kind: str
+    kinds: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,12 @@ class TargetApi:
     scheduling_policy: bool = True
     # a job may bring its own runtime that must exist before the job (trainer-v2: restartScope: job)
     job_runtime: Optional[JobRuntime] = None
+    # pod template key (as in pod_templates) -> its spec.roles entry, whose placement replaces the
+    # job's there (overlays/scheduling.py); {}: the target takes no per-role settings (trainer-v2)
+    role_entries: Callable[["Bundle"], dict[str, Optional["Role"]]] = lambda bundle: {}
+    # an environment's bundles -> the same with the objects the sources add to them (trainer-v2:
+    # the runtimes written beside the jobs, each carried by one job that names it)
+    with_runtimes: Callable[[list["Bundle"]], list["Bundle"]] = lambda bundles: bundles
 
 
 def gpus_in(resources: dict[str, Any]) -> int:

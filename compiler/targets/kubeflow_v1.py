@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from foundation.frameworks import BY_KIND, adapter, by_kind
-from compiler.targets import kubeflow_v1_rules
+from compiler.targets import kubeflow_v1_rules, roles
 from compiler.targets.base import PlanFacts, TargetApi, gpus_in
 from compiler.targets.lowering import lower
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from compiler.diagnostics import Diagnostic
     from compiler.reading.resolve import Target
     from schemas.bundle import Bundle
-    from schemas.trainjob import Resources
+    from schemas.trainjob import Resources, Role
 
 
 def _lower(target: "Target") -> "Bundle":
@@ -67,10 +67,13 @@ def pod_templates(bundle: "Bundle") -> list[tuple[str, str]]:
 
 def role_resources(bundle: "Bundle") -> dict[str, Optional["Resources"]]:
     spec = bundle.target.spec
-    return {
-        plan.replica_type: spec.resources if plan.accelerated else plan.resources
-        for plan in bundle.adapter.plan(spec)
-    }
+    return {plan.replica_type: roles.resources(spec, plan) for plan in bundle.adapter.plan(spec)}
+
+
+def role_entries(bundle: "Bundle") -> dict[str, Optional["Role"]]:
+    """Each replica type's `roles` entry (its placement replaces the job's: overlays/scheduling.py)."""
+    spec = bundle.target.spec
+    return {plan.replica_type: roles.entry(spec, plan) for plan in bundle.adapter.plan(spec)}
 
 
 def pod_names(target: "Target") -> list[str]:
@@ -114,6 +117,7 @@ API = TargetApi(
     pod_templates=pod_templates,
     program_container=lambda bundle: bundle.adapter.facts.container,
     role_resources=role_resources,
+    role_entries=role_entries,
     pod_names=pod_names,
     pods=pods,
     whole_pod_templates=True,

@@ -17,6 +17,8 @@ from typing import Iterator
 
 from compiler.diagnostics import Diagnostic
 from compiler.reading.resolve import Target
+from compiler.targets import roles
+from foundation.frameworks import adapter
 from schemas.project import DEFAULT_TTL_SEVERITY
 
 WHOLE_JOB_CONTROLLER = "train-controller"  # the controller that reads schemas.marks.RESTART_SCOPE
@@ -54,6 +56,35 @@ def _ttl(target: Target) -> Iterator[Diagnostic]:
     yield d if severity == "error" else Diagnostic(d.file, d.line, d.col, d.path, d.message, d.fix, "warning")
 
 
+def _image(target: Target) -> Iterator[Diagnostic]:
+    """Every replica type runs the image the job names (a role's own, else spec.image): only a
+    Trainer v2 runtime brings one of its own."""
+    spec = target.spec
+    if spec.image is not None:
+        return
+    missing = [plan.role for plan in adapter(spec.framework).plan(spec) if roles.image(spec, plan) is None]
+    if missing:
+        yield target.view.error(
+            ("image",), f"is required: the {', '.join(missing)} pods of a kubeflow.org/v1 job run the image"
+            " the spec names (only a Trainer v2 runtime brings its own)",
+            "add 'image'" + (f" (or roles.{missing[0]}.image)" if len(missing) < len(adapter(spec.framework).plan(spec))
+                             else ""),
+            prefer_key=True,
+        )
+
+
+def _initializer(target: Target) -> Iterator[Diagnostic]:
+    if target.spec.initializer is not None:
+        env = target.env_name
+        yield target.view.error(
+            ("initializer",), f"a kubeflow.org/v1 job has no initializer step (environment '{env}' targets"
+            " kubeflow-v1); only a Trainer v2 runtime's dataset and model initializers read it",
+            f"download in an init container (podTemplate.spec.initContainers) and unset initializer for this"
+            f" environment with environments.{env}.initializer: null, or set environments.{env}.target: trainer-v2",
+            prefer_key=True,
+        )
+
+
 def check(target: Target) -> Iterator[Diagnostic]:
-    for rule in (_restart_scope, _ttl):
+    for rule in (_image, _initializer, _restart_scope, _ttl):
         yield from rule(target)

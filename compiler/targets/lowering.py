@@ -16,20 +16,22 @@ from compiler import podsecurity, strategic
 from foundation.frameworks import adapter as adapter_for
 from foundation.frameworks.base import Facts, ReplicaPlan
 from compiler.reading.resolve import Target
+from compiler.targets import roles
 from compiler.targets.base import TargetApi
 from schemas.bundle import Bundle, JsonObject
 from schemas.jsoncopy import json_copy
 from schemas.marks import RESTART_SCOPE, RESTART_SCOPE_JOB
 from schemas.quantity import canonical_quantities
-from schemas.trainjob import ConfigMapRef, Policy, Resources, SecretRef, TrainJobSpec
+from schemas.trainjob import ConfigMapRef, EnvValue, Policy, Resources, SecretRef, TrainJobSpec
 
 SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"  # where resources.sharedMemory is mounted
 
 
-def env_vars(spec: TrainJobSpec) -> list[JsonObject]:
+def env_vars(values: dict[str, EnvValue]) -> list[JsonObject]:
+    """Container env entries of `values` (spec.env, a role's, an initializer's), in their order."""
     out: list[JsonObject] = []
-    for name, value in spec.env.items():
+    for name, value in values.items():
         if isinstance(value, SecretRef):
             out.append({"name": name, "valueFrom": {"secretKeyRef": {"name": value.secret, "key": value.key}}})
         elif isinstance(value, ConfigMapRef):
@@ -42,6 +44,9 @@ def env_vars(spec: TrainJobSpec) -> list[JsonObject]:
 
 
 def resource_requirements(resources: Optional[Resources], gpu_resource: str) -> JsonObject:
+    """A container's requests and limits: cpu and memory requested (memory limited at its request
+    unless `limits` says otherwise), GPUs and `devices` with limit = request (the API server
+    refuses an extended resource whose request differs from its limit)."""
     if resources is None:
         return {}
     requests: JsonObject = {}
@@ -51,10 +56,21 @@ def resource_requirements(resources: Optional[Resources], gpu_resource: str) -> 
     if resources.memory is not None:
         requests["memory"] = resources.memory
         limits["memory"] = resources.memory
+    own = resources.limits
+    if own is not None:
+        for name in ("cpu", "memory"):
+            value = getattr(own, name)
+            if value is not None:
+                limits[name] = value
+            elif own.dropped(name):
+                limits.pop(name, None)
     if resources.gpu:
         # extended resources cannot be overcommitted: requests must equal limits
         limits[gpu_resource] = resources.gpu
         requests[gpu_resource] = resources.gpu
+    for name, amount in resources.devices.items():
+        limits[name] = amount
+        requests[name] = amount
     out: JsonObject = {}
     if limits:
         out["limits"] = limits
@@ -63,25 +79,37 @@ def resource_requirements(resources: Optional[Resources], gpu_resource: str) -> 
     return out
 
 
+def shared_memory_volume(size: str) -> JsonObject:
+    """/dev/shm's volume for `resources.sharedMemory`: a memory-backed emptyDir of that size, one
+    without a sizeLimit (`unsized`: it may take up to the pod's memory limit), or the node's own
+    /dev/shm (`host`, a hostPath volume, which the baseline pod security level refuses)."""
+    if size == "host":
+        return {"name": SHM_VOLUME, "hostPath": {"path": SHM_PATH}}
+    empty: JsonObject = {"medium": "Memory"}
+    if size != "unsized":
+        empty["sizeLimit"] = size
+    return {"name": SHM_VOLUME, "emptyDir": empty}
+
+
 def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource: str) -> JsonObject:
-    container: JsonObject = {"name": facts.container, "image": spec.image}
-    command = plan.command if plan.command is not None else (spec.command if plan.inherit_command else None)
-    args = plan.args if plan.args is not None else (spec.args if plan.inherit_command else None)
+    container: JsonObject = {"name": facts.container, "image": roles.image(spec, plan)}
+    command, args = roles.command(spec, plan), roles.args(spec, plan)
     if command:
         container["command"] = list(command)
     if args:
         container["args"] = list(args)
     if spec.workingDir:
         container["workingDir"] = spec.workingDir
-    env = env_vars(spec)
+    env = env_vars(roles.env(spec, plan))
     if env:
         container["env"] = env
     if facts.port_name is not None:
         container["ports"] = [{"name": facts.port_name, "containerPort": facts.port}]
-    resources = resource_requirements(spec.resources if plan.accelerated else plan.resources, gpu_resource)
+    own = roles.resources(spec, plan)
+    resources = resource_requirements(own, gpu_resource)
     if resources:
         container["resources"] = resources
-    if plan.accelerated and spec.resources.sharedMemory:
+    if own is not None and own.sharedMemory:
         container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
     return container
 
@@ -96,7 +124,7 @@ def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Ta
     once per target (kept on it, `Target.merged_templates`) and copied after that; `last`
     (lowering, after every rule) takes the kept one itself: lowering neither merges nor copies
     again, and the readers get the kept one (bench/README.md, "Figures the compiler's code cites")."""
-    if not spec.podTemplate:
+    if not roles.pod_patches(spec, plan.role):
         return _pod_template(spec, plan, facts, target)
     kept = target.merged_templates
     for i, (seen_spec, seen_plan, template) in enumerate(kept):
@@ -113,15 +141,14 @@ def pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Ta
 
 def _pod_template(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, target: Target) -> JsonObject:
     pod_spec: JsonObject = {"containers": [_container(spec, plan, facts, target.environment.gpuResource)]}
-    if plan.accelerated and spec.resources.sharedMemory:
-        pod_spec["volumes"] = [
-            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.resources.sharedMemory}}
-        ]
+    own = roles.resources(spec, plan)
+    if own is not None and own.sharedMemory:
+        pod_spec["volumes"] = [shared_memory_volume(own.sharedMemory)]
     template: JsonObject = {"spec": pod_spec}
     if target.labels:
         template["metadata"] = {"labels": dict(sorted(target.labels.items()))}
-    if spec.podTemplate:
-        template = strategic.merge(template, spec.podTemplate)
+    for _, patch in roles.pod_patches(spec, plan.role):  # the job's, then the role's own
+        template = strategic.merge(template, patch)
     if target.policy.podSecurityDefaults:
         template = podsecurity.harden(template)  # opt-in, documented: compiler/podsecurity.py
     return template
@@ -174,6 +201,14 @@ POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+# the quantities of a kind's own fields: an elastic policy's metric targets (Kueue's webhook
+# stores them canonical too, as it does the pod templates')
+JOB_FIELD_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
+    ("elasticPolicy", "metrics", "*", source, "target", amount)
+    for source in ("resource", "pods", "object", "external", "containerResource") for amount in ("value", "averageValue")
+)
+
+
 def lower(target: Target, api: TargetApi) -> Bundle:
     """The kubeflow.org/v1 job of `target`, in a Bundle that names `api` (the target table's
     entry that calls this) for the overlays."""
@@ -183,8 +218,9 @@ def lower(target: Target, api: TargetApi) -> Bundle:
     replicas: JsonObject = {}
     for plan in fw.plan(spec):
         replica: JsonObject = {"replicas": plan.replicas}
-        if spec.policy.restart is not None:
-            replica["restartPolicy"] = spec.policy.restart
+        restart = roles.restart(spec, plan)
+        if restart is not None:
+            replica["restartPolicy"] = restart
         replica["template"] = canonical_quantities(pod_template(spec, plan, facts, target, last=True),
                                                   POD_TEMPLATE_QUANTITIES)
         replicas[plan.replica_type] = replica
@@ -194,7 +230,7 @@ def lower(target: Target, api: TargetApi) -> Bundle:
     annotations = {**target.annotations, **restart_scope_mark(spec.policy)}
     if annotations:
         metadata["annotations"] = dict(sorted(annotations.items()))
-    job_spec: dict[str, Any] = fw.job_fields(spec)
+    job_spec: dict[str, Any] = canonical_quantities(fw.job_fields(spec), JOB_FIELD_QUANTITIES)
     policy = run_policy(spec.policy)
     if policy:  # omitted when empty; overlays add it when they need schedulingPolicy
         job_spec["runPolicy"] = policy

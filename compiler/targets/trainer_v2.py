@@ -30,6 +30,7 @@ from foundation.frameworks.stock_runtimes import API_VERSION, TRAINJOB, TRAINJOB
 from compiler.reading.resolve import Target
 from compiler.targets import trainer_v2_restarts as restarts
 from compiler.targets import trainer_v2_rules
+from compiler.targets import trainer_v2_sources as sources
 from compiler.targets.base import JobRuntime, PlanFacts, TargetApi, gpus_in
 from compiler.targets.lowering import (
     DIVISOR,
@@ -38,13 +39,15 @@ from compiler.targets.lowering import (
     SHM_VOLUME,
     env_vars,
     resource_requirements,
+    shared_memory_volume,
 )
-from compiler.targets.trainer_v2_rules import CONTAINER, capability, runtime_ref
+from compiler.targets.trainer_v2_rules import CONTAINER
+from compiler.targets.trainer_v2_sources import capability, runtime_ref
 from overlays import waves
 from schemas.bundle import Bundle, Component, JsonObject
 from schemas.jsoncopy import json_copy
 from schemas.quantity import canonical_quantities
-from schemas.trainjob import Resources
+from schemas.trainjob import Initializer, Resources
 
 KIND, PLURAL = TRAINJOB, TRAINJOBS
 MANAGER = "trainforge.dev/compiler"
@@ -58,7 +61,7 @@ IMMUTABLE = ("trainer", "runtimeRef", "initializer", "activeDeadlineSeconds", "m
 POD_PATCH_IMMUTABLE = ("containers", "initContainers", "volumes", "imagePullSecrets", "securityContext",
                        "serviceAccountName", "terminationGracePeriodSeconds")
 PATCHES = "/spec/runtimePatches/0/trainingRuntimeSpec/template/spec/replicatedJobs"
-RUNTIME_COMPONENT = "runtime"  # the folder of the job's own TrainingRuntime (restartScope: job)
+RUNTIME_COMPONENT = sources.COMPONENT  # the folder of the job's own runtime (restartScope: job, or the sources')
 
 # Where Trainer's Go types hold a `resource.Quantity` in what the compiler writes (paths in
 # the TrainJob's spec, "*" any key or item). Trainer's mutating webhook decodes a TrainJob
@@ -80,12 +83,14 @@ QUANTITY_PATHS: tuple[tuple[str, ...], ...] = (
 
 def _trainer(target: Target) -> JsonObject:
     spec = target.spec
-    trainer: JsonObject = {"image": spec.image}
+    trainer: JsonObject = {}
+    if spec.image is not None:  # else the runtime's (trainer_v2_rules checks it has one)
+        trainer["image"] = spec.image
     if spec.command:
         trainer["command"] = list(spec.command)
     if spec.args:
         trainer["args"] = list(spec.args)
-    env = env_vars(spec)
+    env = env_vars(spec.env)
     if env:
         trainer["env"] = env
     trainer["numNodes"] = spec.nodes
@@ -106,9 +111,7 @@ def _pod_template(target: Target) -> JsonObject:
     pod: JsonObject = {"containers": [container]}
     if spec.resources.sharedMemory:
         container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
-        pod["volumes"] = [
-            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": spec.resources.sharedMemory}}
-        ]
+        pod["volumes"] = [shared_memory_volume(spec.resources.sharedMemory)]
     if spec.serviceAccount is not None and spec.serviceAccount.imagePullSecrets:
         pod["imagePullSecrets"] = [{"name": name} for name in spec.serviceAccount.imagePullSecrets]
     template: JsonObject = {"spec": pod}
@@ -149,6 +152,8 @@ def lower(target: Target) -> Bundle:
     runtime = _whole_job_runtime(target)
     ref = runtime_ref(target) if runtime is None else {"name": target.name, "kind": restarts.KIND}
     job_spec: JsonObject = {"runtimeRef": ref, "trainer": _trainer(target)}
+    if target.spec.initializer is not None:
+        job_spec["initializer"] = initializer(target.spec.initializer)
     policy = target.spec.policy
     if policy.activeDeadline is not None:
         job_spec["activeDeadlineSeconds"] = policy.activeDeadline
@@ -160,6 +165,22 @@ def lower(target: Target) -> Bundle:
     job = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": canonical_spec(job_spec)}
     bundle = Bundle(target=target, adapter=fw, job=job, api=API)
     return bundle if runtime is None else bundle.with_component(Component(RUNTIME_COMPONENT, resources=(runtime,)))
+
+
+def initializer(spec: Initializer) -> JsonObject:
+    """The TrainJob's `initializer`: each step's storageUri, env and Secret (envFrom), as v2.3 names them."""
+    out: JsonObject = {}
+    for step in ("dataset", "model"):
+        source = getattr(spec, step)
+        if source is None:
+            continue
+        entry: JsonObject = {"storageUri": source.storageUri}
+        if source.env:
+            entry["env"] = env_vars(source.env)
+        if source.secret is not None:
+            entry["secretRef"] = {"name": source.secret}
+        out[step] = entry
+    return out
 
 
 def _whole_job_runtime(target: Target) -> Optional[JsonObject]:
@@ -235,5 +256,6 @@ API = TargetApi(
     upstream_admission=False,
     operator_init_containers=lambda kind, replica_type, replica_types: [],  # the Training Operator's; runtimes differ
     scheduling_policy=False,
-    job_runtime=JobRuntime(RUNTIME_COMPONENT, API_VERSION, restarts.KIND),
+    job_runtime=JobRuntime(RUNTIME_COMPONENT, API_VERSION, (restarts.KIND, sources.CLUSTER)),
+    with_runtimes=sources.with_runtimes,
 )

@@ -25,29 +25,15 @@ from typing import Any, Iterator, Optional
 from compiler import strategic
 from compiler.diagnostics import Diagnostic
 from foundation.frameworks import adapter as adapter_for
-from foundation.frameworks.base import TrainerV2Capable
-from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES, StockRuntime
+from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES
 from compiler.reading.resolve import Target
-from schemas.bundle import JsonObject
+from compiler.reading.runtimes import RuntimeFacts
+from compiler.targets import trainer_v2_sources as sources
+from compiler.targets.trainer_v2_sources import runtime_ref
 from schemas.loader import Loc
-from schemas.trainjob import Gang, RuntimeRef
+from schemas.trainjob import Gang
 
 CONTAINER = NODE  # the Trainer's name for the program container (and its job) in every runtime
-
-
-def capability(target: Target) -> TrainerV2Capable:
-    found = adapter_for(target.spec.framework).trainer_v2
-    assert found is not None, "rules refuse frameworks without a Trainer v2 runtime"
-    return found
-
-
-def runtime_ref(target: Target) -> JsonObject:
-    runtime = target.spec.runtime
-    if runtime is None:
-        return {"name": capability(target).runtime, "kind": "ClusterTrainingRuntime"}
-    if isinstance(runtime, RuntimeRef):  # a TrainingRuntime is looked up in the job's namespace
-        return {"name": runtime.name, "kind": runtime.kind}
-    return {"name": runtime, "kind": "ClusterTrainingRuntime"}
 
 
 NAME = "trainer-v2"
@@ -68,10 +54,13 @@ PATCHABLE: dict[str, Any] = {
 }
 
 
-def _runtime_of(target: Target) -> tuple[dict[str, str], Optional[StockRuntime]]:
-    """The job's runtimeRef, and its facts when it is a stock ClusterTrainingRuntime."""
-    ref = runtime_ref(target)
-    return ref, STOCK_RUNTIMES.get(ref["name"]) if ref["kind"] == "ClusterTrainingRuntime" else None
+def _runtime_of(target: Target) -> tuple[dict[str, str], Optional[RuntimeFacts]]:
+    """The job's runtimeRef, and its facts when the compiler sees it (a stock one, or the sources')."""
+    return sources.known(target)
+
+
+def _named(ref: dict[str, str]) -> str:
+    return f"the stock runtime {ref['name']}" if sources.stock(ref) else f"{ref['kind']} {ref['name']}"
 
 
 def _where(target: Target) -> str:
@@ -115,7 +104,7 @@ def _runtime(target: Target) -> Iterator[Diagnostic]:
         fitting = sorted(n for n, r in STOCK_RUNTIMES.items() if r.ml_policy == wanted.ml_policy)
         yield _error(
             target, ("runtime",),
-            f"the stock runtime {ref['name']} runs mlPolicy {stock.ml_policy}, not"
+            f"{_named(ref)} runs mlPolicy {stock.ml_policy}, not"
             f" {target.spec.framework} ({wanted.ml_policy})",
             f"use {' or '.join(fitting)}, or remove runtime for the default {wanted.runtime}",
         )
@@ -163,8 +152,8 @@ def _per_pod(target: Target) -> Iterator[Diagnostic]:
 def _whole_job(target: Target) -> Iterator[Diagnostic]:
     """restartScope: job is a copy of the stock runtime with a JobSet failurePolicy
     (trainer_v2_restarts): it needs the stock runtime, a limit, and a restart policy that retries."""
-    policy, (ref, stock) = target.spec.policy, _runtime_of(target)
-    if stock is None:
+    policy, ref = target.spec.policy, runtime_ref(target)
+    if not sources.stock(ref):
         yield _error(
             target, ("policy", "restartScope"),
             f"whole-job restarts are the JobSet failurePolicy of the runtime, and the compiler copies only a stock"
@@ -211,19 +200,44 @@ def _fixed_nodes(target: Target) -> Iterator[Diagnostic]:
             " torch mlPolicy has no elastic policy)",
             f"{_unset(target, ('elastic',))} and give nodes the size to run at",
         )
-    for role in spec.roles:
-        yield _error(
-            target, ("roles", role),
-            f"a Trainer v2 TrainJob has no extra roles; every pod is a node with"
-            f" resourcesPerNode (an MPI launcher runs as one of the nodes)",
-            f"{_unset(target, ('roles',))} (the kubeflow-v1 environments keep them), {OWN_RUNTIME}",
-        )
+    yield from _roles(target)
     if spec.workingDir is not None:
         yield _error(
             target, ("workingDir",),
             "a Trainer v2 TrainJob cannot set the working directory",
             f"{_unset(target, ('workingDir',))} (cd in your command or set WORKDIR in the image)",
         )
+
+
+# what a v1 role entry sets that a TrainJob cannot set for one role's pods
+_ROLE_FIELDS = {
+    "image": "an image", "command": "a command", "args": "arguments", "env": "environment variables",
+    "restart": "a restart policy (runtimePatches set no restartPolicy)", "resources": "resources",
+    "scheduling": "placement", "podTemplate": "pod template fields",
+}
+
+
+def _roles(target: Target) -> Iterator[Diagnostic]:
+    """A TrainJob's nodes are one replicated job with one trainer: a main role's settings (v1's
+    Master or Worker only) have nowhere to go, nor has an extra role."""
+    main = adapter_for(target.spec.framework).facts.main_roles
+    for role, entry in target.spec.roles.items():
+        written = [field for field in _ROLE_FIELDS if field in entry.model_fields_set]
+        if role not in main or not written:
+            yield _error(
+                target, ("roles", role),
+                f"a Trainer v2 TrainJob has no extra roles; every pod is a node with"
+                f" resourcesPerNode (an MPI launcher runs as one of the nodes)",
+                f"{_unset(target, ('roles',))} (the kubeflow-v1 environments keep them), {OWN_RUNTIME}",
+            )
+            continue
+        for field in written:
+            yield _error(
+                target, ("roles", role, field),
+                f"a Trainer v2 TrainJob cannot give {_ROLE_FIELDS[field]} to its {role} pods alone: every node"
+                " runs one trainer from one replicated job",
+                f"set it for every node in spec (or {_unset(target, ('roles', role))}), {OWN_RUNTIME}",
+            )
 
 
 def _scheduling(target: Target) -> Iterator[Diagnostic]:
@@ -248,8 +262,7 @@ def _scheduling(target: Target) -> Iterator[Diagnostic]:
     if stock is not None and not stock.pod_group_policy:
         yield _error(
             target, ("scheduling", "gang"),
-            f"gang scheduling in Trainer v2 is the runtime's podGroupPolicy, and the stock runtime"
-            f" {ref['name']} has none",
+            f"gang scheduling in Trainer v2 is the runtime's podGroupPolicy, and {_named(ref)} has none",
             "name a runtime with podGroupPolicy (volcano or coscheduling) in spec.runtime, or turn"
             f" it off for this environment with environments.{target.env_name}.scheduling.gang: false",
         )
@@ -264,8 +277,8 @@ def _scheduling(target: Target) -> Iterator[Diagnostic]:
 
 
 def _pod_template(target: Target) -> Iterator[Diagnostic]:
-    _, stock = _runtime_of(target)
-    program = {CONTAINER, adapter_for(target.spec.framework).facts.container}
+    ref, known = _runtime_of(target)
+    stock = known if sources.stock(ref) else None  # a runtime of one's own may have more containers
     for at in strategic.directives(target.spec.podTemplate):
         yield _error(
             target, ("podTemplate",) + at,
@@ -273,10 +286,11 @@ def _pod_template(target: Target) -> Iterator[Diagnostic]:
             " directive), so a directive would change only what trainforge writes, never the runtime's pod template",
             f"set the fields the pods should have instead, {OWN_RUNTIME}",
         )
+    program = {CONTAINER, adapter_for(target.spec.framework).facts.container}
     yield from _walk(target, ("podTemplate",), target.spec.podTemplate, PATCHABLE, stock, program)
 
 
-def _walk(target: Target, loc: Loc, value: Any, allowed: Any, stock: Optional[StockRuntime],
+def _walk(target: Target, loc: Loc, value: Any, allowed: Any, stock: Optional[RuntimeFacts],
           program: set[str]) -> Iterator[Diagnostic]:
     if allowed is None:
         return
@@ -315,8 +329,9 @@ def _walk(target: Target, loc: Loc, value: Any, allowed: Any, stock: Optional[St
 
 
 def _mpi_image(target: Target) -> Iterator[Diagnostic]:
-    ref, stock = _runtime_of(target)
-    if stock is not None and stock.ml_policy == "mpi" and target.spec.image != stock.node_image:
+    ref = runtime_ref(target)
+    stock = STOCK_RUNTIMES.get(ref["name"]) if sources.stock(ref) else None
+    if stock is not None and stock.ml_policy == "mpi" and target.spec.image not in (None, stock.node_image):
         yield _error(
             target, ("image",),
             f"in {ref['name']} trainer.image reaches the launcher only; the other nodes run the"
@@ -330,5 +345,6 @@ def check(target: Target) -> Iterator[Diagnostic]:
     if adapter_for(target.spec.framework).trainer_v2 is None:
         yield from _framework(target)
         return
-    for rule in (_runtime, _policy, _reserved_env, _fixed_nodes, _scheduling, _pod_template, _mpi_image):
+    for rule in (_runtime, _policy, _reserved_env, _fixed_nodes, _scheduling, _pod_template, _mpi_image,
+                 sources.check):
         yield from rule(target)

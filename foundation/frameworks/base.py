@@ -57,7 +57,13 @@ class Facts:
     default_restart: str  # replica restartPolicy default
     operator_name: str  # training.kubeflow.org/operator-name value
     scalable: bool = False  # CRD has the scale subresource (SCALED_REPLICA_TYPE's replicas)
-    allowed_roles: tuple[str, ...] = ()  # names accepted under spec.roles
+    # spec.roles names, each a replica type by its lower-case name: `main_roles` are the ones
+    # `nodes` counts (no replicas of their own), `fixed_roles` one-pod roles always present (no
+    # replicas), `allowed_roles` extra roles that exist when listed, with replicas
+    main_roles: tuple[str, ...] = ("worker",)
+    fixed_roles: tuple[str, ...] = ()
+    allowed_roles: tuple[str, ...] = ()
+    removable_roles: tuple[str, ...] = ()  # main roles `replicas: 0` drops (tensorflow: no Chief)
     elastic: bool = False  # takes spec.elastic (the kind has an elastic policy)
     autoscaled: bool = False  # the operator keeps a HorizontalPodAutoscaler from elasticPolicy.metrics
     processes_per_node: bool = False  # takes an integer spec.processesPerNode (processes per pod)
@@ -68,6 +74,11 @@ class Facts:
     @property
     def api_version(self) -> str:
         return API_VERSION
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Every name spec.roles accepts, main roles first."""
+        return self.main_roles + self.fixed_roles + self.allowed_roles
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,11 @@ class ReplicaPlan:
     command: Optional[list[str]] = None
     args: Optional[list[str]] = None
     inherit_command: bool = True
+    role: str = ""  # its name under spec.roles; "" is the replica type in lower case
+
+    def __post_init__(self) -> None:
+        if not self.role:
+            object.__setattr__(self, "role", self.replica_type.lower())
 
 
 @dataclass(frozen=True)
@@ -230,15 +246,19 @@ class KindLike(Protocol):
 def role_plan(spec: "TrainJobSpec", role: str, replica_type: str) -> Optional[ReplicaPlan]:
     """A non-program role (ps, server, evaluator...) from `spec.roles`, or None if absent."""
     entry = spec.roles.get(role)
-    if entry is None or entry.replicas == 0:
+    if entry is None:
+        return None
+    replicas = 1 if entry.replicas is None else entry.replicas
+    if replicas == 0:
         return None
     return ReplicaPlan(
         replica_type=replica_type,
-        replicas=entry.replicas,
+        replicas=replicas,
         accelerated=False,
         resources=entry.resources,
         command=entry.command,
         args=entry.args,
+        role=role,
     )
 
 

@@ -45,7 +45,7 @@ FACTS = Facts(
     port=None,
     default_restart="Never",
     operator_name="mpijob-controller",
-    allowed_roles=("launcher",),
+    fixed_roles=("launcher",),
     processes_per_node=True,
     # seen with real Kueue v0.17.0 (tests/e2e/test_kueue_e2e.py): a queued v1 MPIJob gets no Workload
     kueue_unmanaged="Kueue v0.17 manages only the mpi-operator's kubeflow.org/v2beta1 MPIJob",
@@ -68,7 +68,9 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
 def slots_per_worker(spec: TrainJobSpec) -> int:
     if isinstance(spec.processesPerNode, int):
         return spec.processesPerNode
-    return spec.resources.gpu or 1
+    worker = spec.roles.get("worker")  # the workers' own resources replace the job's
+    resources = worker.resources if worker is not None and worker.resources is not None else spec.resources
+    return resources.gpu or 1
 
 
 def job_fields(spec: TrainJobSpec) -> dict[str, Any]:

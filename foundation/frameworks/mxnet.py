@@ -43,6 +43,7 @@ FACTS = Facts(
     port=9091,
     default_restart="Never",
     operator_name="mxjob-controller",
+    fixed_roles=("scheduler",),
     allowed_roles=("server",),
     kueue_unmanaged="Kueue v0.17 has no MXJob integration",
 )

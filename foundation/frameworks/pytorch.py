@@ -47,6 +47,7 @@ FACTS = Facts(
     elastic=True,
     autoscaled=True,
     processes_per_node=True,
+    main_roles=("master", "worker"),
 )
 
 
@@ -61,14 +62,22 @@ def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
 
 def job_fields(spec: TrainJobSpec) -> dict[str, Any]:
     fields: dict[str, Any] = {"nprocPerNode": str(spec.processesPerNode)}
-    if spec.elastic is not None:
+    elastic = spec.elastic
+    if elastic is not None:
+        rendezvous = elastic.rendezvous
         policy: dict[str, Any] = {
-            "minReplicas": spec.elastic.minNodes,
-            "maxReplicas": spec.elastic.maxNodes,
-            "rdzvBackend": "c10d",
+            "minReplicas": elastic.minNodes,
+            "maxReplicas": elastic.maxNodes,
+            "rdzvBackend": rendezvous.backend if rendezvous is not None else "c10d",
         }
-        if spec.elastic.maxRestarts is not None:
-            policy["maxRestarts"] = spec.elastic.maxRestarts
+        if rendezvous is not None and rendezvous.host is not None:
+            policy["rdzvHost"] = rendezvous.host
+        if rendezvous is not None and rendezvous.port is not None:
+            policy["rdzvPort"] = rendezvous.port
+        if elastic.maxRestarts is not None:
+            policy["maxRestarts"] = elastic.maxRestarts
+        if elastic.metrics:  # the operator keeps an HPA from them (Facts.autoscaled)
+            policy["metrics"] = [metric.model_dump(exclude_none=True) for metric in elastic.metrics]
         fields["elasticPolicy"] = policy
     return fields
 

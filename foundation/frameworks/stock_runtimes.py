@@ -24,8 +24,10 @@ TRAINJOB = "TrainJob"  # its kind (and trainforge's spec's, in another group)
 TRAINJOBS = "trainjobs"  # its plural
 NODE = "node"  # the replicated job (and its one container) that runs the program in every runtime
 LAUNCHER = "launcher"  # the MPI runtimes' launcher, which runs the program as a node too
-# the label the Trainer reads to find the trainer step among a runtime's replicated jobs
-ANCESTOR_STEP = {f"{GROUP}/trainjob-ancestor-step": "trainer"}
+# the label the Trainer reads to find a step (the trainer, an initializer) among a runtime's jobs
+ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
+TRAINER_STEP = "trainer"  # its value on the job that runs the program
+ANCESTOR_STEP = {ANCESTOR_LABEL: TRAINER_STEP}
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""TFJob: Chief x1 + Worker x(nodes-1), plus optional `ps` and `evaluator` roles.
+"""TFJob: Chief x1 + Worker x(nodes-1), or Worker x nodes without a Chief; optional `ps` and `evaluator`.
 
 Parameter servers and evaluators run the same program (TF_CONFIG tells each its task)
 but take no GPUs unless their role asks; the controller half builds TF_CONFIG.
@@ -42,14 +42,27 @@ FACTS = Facts(
     port=2222,
     default_restart="Never",
     operator_name="tfjob-controller",
+    main_roles=("chief", "worker"),
     allowed_roles=("ps", "evaluator"),
+    removable_roles=("chief",),
 )
 
 
+def has_chief(spec: TrainJobSpec) -> bool:
+    """`roles.chief: {replicas: 0}` leaves the Chief out: Worker x nodes, worker 0 decides success
+    (the operator's rule for a TFJob without Chief or Master, `StatusRule.early_success`)."""
+    chief = spec.roles.get("chief")
+    return chief is None or chief.replicas != 0
+
+
 def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
-    plans = [ReplicaPlan("Chief", 1)]
-    if spec.nodes > 1:
-        plans.append(ReplicaPlan("Worker", spec.nodes - 1))
+    plans = []
+    workers = spec.nodes
+    if has_chief(spec):
+        plans.append(ReplicaPlan("Chief", 1))
+        workers -= 1
+    if workers > 0:
+        plans.append(ReplicaPlan("Worker", workers))
     for role, replica_type in (("ps", "PS"), ("evaluator", "Evaluator")):
         extra = role_plan(spec, role, replica_type)
         if extra is not None:

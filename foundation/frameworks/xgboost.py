@@ -28,6 +28,7 @@ FACTS = Facts(
     port=9999,
     default_restart="Never",
     operator_name="xgboostjob-controller",
+    main_roles=("master", "worker"),
 )
 
 

@@ -167,6 +167,26 @@ CASES: dict[str, Case] = {
         {"name": "init-pytorch", "image": BUSYBOX}]), spec={"nodes": 2}, frameworks=("pytorch",)),
     "an init container and a sidecar of one name are refused": Case(CROSS, pod(
         initContainers=[{"name": "warm", "image": BUSYBOX}], containers=[sidecar(name="warm")])),
+    # --- resources the spec asks for (compiler/review/resources.py), judged on the pods as created
+    "hugepages in a container without cpu or memory are refused": Case(
+        CROSS, {}, spec={"resources": {"devices": {"hugepages-2Mi": "4Mi"}}}),
+    "hugepages that are not whole pages are refused": Case(
+        CROSS, {}, spec={"resources": {"memory": "1Gi", "devices": {"hugepages-2Mi": "3Mi"}}}),
+    "an extended resource in thousandths is refused": Case(
+        CROSS, {}, spec={"resources": {"devices": {"vpc.amazonaws.com/efa": "500m"}}}),
+    "a cpu limit below the cpu request is refused": Case(
+        CROSS, {}, spec={"resources": {"cpu": "2", "limits": {"cpu": "1"}}}),
+    "a memory limit below the memory request is refused": Case(
+        CROSS, {}, spec={"resources": {"memory": "2Gi", "limits": {"memory": "1Gi"}}}),
+    "a mount in a role's podTemplate of a volume only the job's other role has is refused": Case(
+        CROSS, {}, spec={"nodes": 2, "roles": {
+            "master": {"podTemplate": pod(volumes=[{"name": "cache", "emptyDir": {}}])},
+            "worker": {"podTemplate": main(volumeMounts=[{"name": "cache", "mountPath": "/cache"}])}}},
+        frameworks=("pytorch", "xgboost")),
+    "a role's affinity without a topologyKey is refused": Case(
+        CROSS, {}, spec={"nodes": 2, "roles": {"worker": {"scheduling": {"affinity": {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"a": "b"}}}]}}}}}},
+        frameworks=("pytorch", "jax")),
     # --- conflicts the server takes
     "a volume at /dev/shm beside resources.sharedMemory is refused": Case(
         CONFLICT, pod(volumes=[{"name": "scratch", "emptyDir": {}}],
@@ -184,6 +204,15 @@ CASES: dict[str, Case] = {
         readinessProbe={"httpGet": {"port": "metrics", "path": "/ready"}, "periodSeconds": 5})])),
     "a native sidecar (an init container with restartPolicy Always) is valid": Case(VALID, pod(initContainers=[
         {"name": "log-shipper", "image": BUSYBOX, "restartPolicy": "Always", "command": ["sleep", "infinity"]}])),
+    "requests and limits apart with devices, hugepages and an unsized /dev/shm are valid": Case(VALID, {}, spec={
+        "resources": {"cpu": "1", "memory": "1Gi", "limits": {"cpu": "2", "memory": None}, "sharedMemory": "unsized",
+                      "devices": {"rdma/hca_shared_devices_a": 1, "hugepages-2Mi": "4Mi", "ephemeral-storage": "1Gi"}}}),
+    "a role's own podTemplate, placement and a job affinity are valid": Case(VALID, {}, spec={
+        "nodes": 2, "scheduling": {"affinity": AFFINITY},
+        "roles": {"worker": {"podTemplate": pod(volumes=[{"name": "cache", "emptyDir": {}}], containers=[
+            {"name": MAIN, "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]}]),
+            "scheduling": {"nodeSelector": {"pool": "gpu"}, "tolerations": [{"key": "gpu", "operator": "Exists"}]}}}},
+        frameworks=("pytorch", "jax")),
     "an init container is valid": Case(VALID, pod(initContainers=[{"name": "warm", "image": BUSYBOX, "command": ["true"]}])),
     "a projected volume with a token of the job's account is valid": Case(VALID, volume_and_mount({"projected": {
         "sources": [{"configMap": {"name": "settings"}}, {"serviceAccountToken": {"path": "token",

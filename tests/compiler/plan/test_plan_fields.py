@@ -108,3 +108,31 @@ def test_fields_are_sorted(tmp_path):
     fields = job_of(repo.plan(), "bert", env="prod")["fields"]
 
     assert fields == sorted(fields) == ["spec.image", "spec.storage[0].size"]  # prod overrides nodes
+
+
+ROLES = BASE.replace("  resources: {gpu: 8}\n", """\
+  resources:
+    gpu: 8
+    cpu: "8"
+  roles:
+    worker:
+      image: ghcr.io/acme/worker:1
+""").replace("      nodes: 4\n", "      nodes: 4\n      roles: {worker: {image: ghcr.io/acme/worker:1}}\n")
+
+
+def test_the_fields_for_real_jobs_read_as_the_contract_spells_them(tmp_path):
+    repo = new_repo(tmp_path, project=project(dev={}, prod={}))
+    repo.text("jobs/bert.yaml", ROLES)
+    repo.commit()
+    head = ROLES.replace('    cpu: "8"\n', '    cpu: "8"\n    limits: {cpu: "16"}\n').replace(
+        "      nodes: 4\n      roles: {worker: {image: ghcr.io/acme/worker:1}}\n",
+        "      nodes: 4\n      roles: {worker: {image: ghcr.io/acme/worker:2}}\n")
+    repo.text("jobs/bert.yaml", head)
+
+    plan = repo.plan()
+
+    dev, prod = (job_of(plan, "bert", env=env) for env in ("dev", "prod"))
+    assert dev["fields"] == ["spec.resources.limits.cpu"]
+    assert (prod["fields"], _positions(prod)) == (
+        ["spec.resources.limits.cpu", "spec.roles.worker.image"],
+        {"spec.resources.limits.cpu": (13, 14), "spec.roles.worker.image": (22, 24)})  # at the override that wrote it

@@ -86,14 +86,15 @@ CASES = [
     # --- required fields
     ("a job without image names the missing field at its parent",
      without("  image: ghcr.io/acme/train:1"),
-     "5:1: error: spec.image: is required; add 'image'"),
+     "5:1: error: spec.image: is required: the master pods of a kubeflow.org/v1 job run the image the spec names"
+     " (only a Trainer v2 runtime brings its own); add 'image'"),
     ("a job without framework names the missing field at its parent",
      without("  framework: pytorch"),
      "5:1: error: spec.framework: is required; add 'framework'"),
     ("a misspelled required field is one error, the unknown key's, whose did-you-mean names the field",
      job_text().replace("  framework:", "  framwork:"),
      "6:3: error: spec.framwork: unknown field 'framwork'; did you mean 'framework'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("a misspelled key of a secret reference is one error, at the misspelling",
      job_text("env:\n  HF_TOKEN: {secret: hf, kee: token}\n"),
@@ -105,21 +106,21 @@ CASES = [
     ("an unknown spec field suggests the closest one and lists the allowed ones",
      job_text("nodez: 3\n"),
      "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("a field written one level too high suggests the object it belongs in",
      job_text("queue: team-a\n"),
      "8:3: error: spec.queue: unknown field 'queue'; did you mean 'scheduling.queue'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
      "8:15: error: spec.resources.gpus: unknown field 'gpus'; did you mean 'gpu'?"
-     " allowed here: cpu, gpu, gpuType, memory, sharedMemory"),
+     " allowed here: cpu, devices, gpu, gpuType, limits, memory, sharedMemory"),
     ("an unknown field inside a role suggests the closest one",
      job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
      "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
-     " allowed here: args, command, replicas, resources"),
+     " allowed here: args, command, env, image, podTemplate, replicas, resources, restart, scheduling"),
     ("an unknown framework suggests the closest one",
      job_text(framework="pytorc"),
      "6:14: error: spec.framework: the string 'pytorc' is not allowed; did you mean 'pytorch'?"
@@ -221,14 +222,61 @@ CASES = [
     # --- cross-field rules
     ("a role pytorch does not have is rejected",
      job_text("roles:\n  ps: {replicas: 2}\n"),
-     "9:5: error: spec.roles.ps: pytorch has no role 'ps'; allowed roles for pytorch: none"),
+     "9:5: error: spec.roles.ps: pytorch has no role 'ps'; roles of pytorch: master, worker"),
     ("a role tensorflow does not have lists the ones it has",
      job_text("roles:\n  server: {replicas: 2}\n", framework="tensorflow"),
-     "9:5: error: spec.roles.server: tensorflow has no role 'server'; allowed roles for tensorflow: ps, evaluator"),
-    ("the MPI launcher role takes only resources",
+     "9:5: error: spec.roles.server: tensorflow has no role 'server'; roles of tensorflow: chief, worker, ps,"
+     " evaluator"),
+    ("the MPI launcher role takes no replicas",
      job_text("roles:\n  launcher: {replicas: 2}\n", framework="mpi"),
-     "9:5: error: spec.roles.launcher: the MPI launcher takes only resources;"
-     " drop replicas, command and args; the launcher runs spec.command"),
+     "9:26: error: spec.roles.launcher.replicas: the MPI launcher is one pod of every MPIJob, so it takes no"
+     " replicas; remove replicas"),
+    ("a main role takes no replicas: nodes counts it",
+     job_text("roles:\n  worker: {replicas: 3}\n"),
+     "9:24: error: spec.roles.worker.replicas: worker is a role nodes counts, so it takes no replicas; remove"
+     " replicas and set nodes"),
+    ("a tensorflow chief takes replicas 0 only",
+     job_text("roles:\n  chief: {replicas: 2}\n", framework="tensorflow"),
+     "9:23: error: spec.roles.chief.replicas: chief is a role nodes counts, so it takes no replicas; remove"
+     " replicas (replicas: 0 leaves the chief out), or set nodes"),
+    ("settings for a role the job never has are refused",
+     job_text("elastic: {minNodes: 1, maxNodes: 2}\nroles:\n  master: {image: ghcr.io/acme/master:1}\n"),
+     "10:5: error: spec.roles.master: this PyTorchJob has no master pods, so these settings would apply to none;"
+     " remove roles.master, or set them under roles.worker"),
+    ("a role's podTemplate takes metadata and spec only, named at the role",
+     job_text("roles:\n  worker:\n    podTemplate: {containers: []}\n"),
+     "10:21: error: spec.roles.worker.podTemplate.containers: roles.worker.podTemplate is a pod template "
+     "patch; 'containers' is not one of its fields; put pod fields under roles.worker.podTemplate.spec and "
+     "labels under roles.worker.podTemplate.metadata"),
+    ("a role's podTemplate is checked against Kubernetes' schema at its own line",
+     job_text("roles:\n  worker:\n    podTemplate:\n      spec: {hostNetwrk: true}\n"),
+     "11:16: error: spec.roles.worker.podTemplate.spec.hostNetwrk: unknown field 'hostNetwrk'; did you mean "
+     "'hostNetwork'? see `kubectl explain pod.spec` for the fields"),
+    ("a role's affinity is checked as Kubernetes' Affinity",
+     job_text("roles:\n  worker:\n    scheduling:\n      affinity: {nodeAffinty: {}}\n"),
+     "11:20: error: spec.roles.worker.scheduling.affinity.nodeAffinty: unknown field 'nodeAffinty'; did you "
+     "mean 'nodeAffinity'? allowed here: nodeAffinity, podAffinity, podAntiAffinity"),
+    ("the job's affinity is checked as Kubernetes' Affinity",
+     job_text("scheduling:\n  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+              "        - {labelSelector: {matchLabels: {app: x}}}\n"),
+     "12:13: error: "
+     "spec.scheduling.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: "
+     "is required (the API server refuses a requiredDuringSchedulingIgnoredDuringExecution item without it); "
+     "add topologyKey"),
+    ("a pod restartPolicy in a role's podTemplate points at the role's restart",
+     job_text("roles:\n  worker:\n    restart: OnFailure\n    podTemplate:\n      spec: {restartPolicy: Never}\n"),
+     "12:31: error: spec.roles.worker.podTemplate.spec.restartPolicy: pod restartPolicy Never conflicts with "
+     "roles.worker.restart OnFailure, which the Training Operator writes into every pod (ExitCode as Never); "
+     "remove it from podTemplate and set roles.worker.restart (OnFailure, Never, ExitCode or Always)"),
+    ("a role toleration without a key needs operator Exists",
+     job_text("roles:\n  worker:\n    scheduling:\n      tolerations: [{value: x}]\n"),
+     "11:23: error: spec.roles.worker.scheduling.tolerations[0]: a toleration without a key must have "
+     "operator: Exists; add key: <taint key>, or operator: Exists to tolerate every taint"),
+    ("a role's podTemplate breaking baseline names the role's line",
+     job_text("nodes: 2\nroles:\n  worker:\n    podTemplate:\n      spec: {hostNetwork: true}\n"),
+     "12:16: error: spec.roles.worker.podTemplate.spec.hostNetwork: pod security level 'baseline' forbids "
+     "hostNetwork: true (Host Namespaces); remove hostNetwork, or ask for policy.podSecurity: privileged in "
+     "trainforge.yaml"),
     ("elastic training on tensorflow is rejected",
      job_text("elastic: {minNodes: 1, maxNodes: 4}\n", framework="tensorflow"),
      "8:3: error: spec.elastic: elastic training is pytorch only, not tensorflow;"
@@ -499,6 +547,102 @@ CASES = [
      "12:11: error: spec.environments.default.podTemplate.spec.hostNetwork: pod security level 'baseline' forbids"
      " hostNetwork: true (Host Namespaces); remove hostNetwork, or ask for policy.podSecurity: privileged in"
      " trainforge.yaml"),
+    # --- resources: requests and limits apart, devices, /dev/shm (compiler/review/resources.py)
+    ("a limit below its request is refused at the limit",
+     job_text("resources: {cpu: '8', limits: {cpu: '4'}}\n"),
+     "8:39: error: spec.resources.limits.cpu: the cpu limit 4 is below the request 8, which the API server "
+     "refuses; raise limits.cpu to at least 8, or lower cpu"),
+    ("a memory limit below the memory request is refused",
+     job_text("resources: {memory: 64Gi, limits: {memory: 32Gi}}\n"),
+     "8:46: error: spec.resources.limits.memory: the memory limit 32Gi is below the request 64Gi, which the "
+     "API server refuses; raise limits.memory to at least 64Gi, or lower memory"),
+    ("an unknown limit names the two a spec can set",
+     job_text("resources: {limits: {gpu: 2}}\n"),
+     "8:24: error: spec.resources.limits.gpu: unknown field 'gpu'; did you mean 'cpu'? allowed here: cpu, "
+     "memory"),
+    ("cpu under devices points at its own field",
+     job_text("resources: {devices: {cpu: 2}}\n"),
+     "8:25: error: spec.resources.devices.cpu: cpu has its own field; write resources.cpu (and "
+     "resources.limits.cpu for a limit that differs)"),
+    ("a device name without a domain is not a container resource",
+     job_text("resources: {devices: {efa: 2}}\n"),
+     "8:25: error: spec.resources.devices.efa: 'efa' is not a resource a container can ask for; write "
+     "ephemeral-storage, hugepages-<size> or an extended resource such as vpc.amazonaws.com/efa"),
+    ("a device in the kubernetes.io domain is refused",
+     job_text("resources: {devices: {kubernetes.io/efa: 2}}\n"),
+     "8:25: error: spec.resources.devices.kubernetes.io/efa: 'kubernetes.io/efa' is in the kubernetes.io "
+     "domain, which no extended resource may use; write the device plugin's own name, e.g. "
+     "vpc.amazonaws.com/efa"),
+    ("a hugepages resource without a page size is refused",
+     job_text("resources: {memory: 1Gi, devices: {hugepages-big: 2Mi}}\n"),
+     "8:38: error: spec.resources.devices.hugepages-big: 'hugepages-big' names no page size; write "
+     "hugepages-2Mi or hugepages-1Gi"),
+    ("an extended resource that is not a whole number is refused",
+     job_text("resources: {devices: {vpc.amazonaws.com/efa: 500m}}\n"),
+     "8:48: error: spec.resources.devices.vpc.amazonaws.com/efa: vpc.amazonaws.com/efa is an extended "
+     "resource, which the API server counts in whole units; 500m is not one; write a whole number, e.g. 1"),
+    ("hugepages that are not whole pages are refused with a rounded-up amount",
+     job_text("resources: {memory: 1Gi, devices: {hugepages-2Mi: 5M}}\n"),
+     "8:53: error: spec.resources.devices.hugepages-2Mi: 5M of hugepages-2Mi is not a whole number of 2Mi "
+     "pages, which the API server refuses; write a multiple of 2Mi, e.g. 6Mi"),
+    ("hugepages without cpu or memory are refused as the API server does",
+     job_text("resources: {devices: {hugepages-2Mi: 4Mi}}\n"),
+     "8:25: error: spec.resources.devices.hugepages-2Mi: a container with hugepages-2Mi must also ask for cpu "
+     'or memory (the API server refuses it: "HugePages require cpu or memory"); set memory (the memory the '
+     "program uses beside the huge pages) in the same resources"),
+    ("the environment's gpu resource under devices points at gpu",
+     job_text("resources: {devices: {nvidia.com/gpu: 2}}\n"),
+     "8:25: error: spec.resources.devices.nvidia.com/gpu: nvidia.com/gpu is the GPU resource of environment "
+     "'default'; write gpu: 2 instead (it asks for nvidia.com/gpu and places the pods by gpuType)"),
+    ("a shared memory that is neither a size nor a choice lists both",
+     job_text("resources: {sharedMemory: big}\n"),
+     "8:29: error: spec.resources.sharedMemory: 'big' is not a size; write a quantity such as 64Gi, unsized "
+     "(memory-backed, no size limit) or host (the node's /dev/shm)"),
+    ("the node's dev shm is refused at baseline and names the level that lifts it",
+     job_text("resources: {sharedMemory: host}\n"),
+     "8:29: error: spec.resources.sharedMemory: pod security level 'baseline' forbids a hostPath volume "
+     "(HostPath Volumes): sharedMemory: host mounts the node's /dev/shm; write sharedMemory: unsized "
+     "(memory-backed, no size limit) or a size such as 64Gi, or ask for policy.podSecurity: privileged in "
+     "trainforge.yaml"),
+    # --- elastic rendezvous and metrics (schemas/elastic.py: the HPA's own rules on a MetricSpec)
+    ("an etcd rendezvous without a host is refused: worker 0 is no etcd server",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {backend: etcd}\n"),
+     "11:17: error: spec.elastic.rendezvous: the etcd backend meets at an etcd server, and worker 0 (the "
+     "default host) is none; add host (and port) of your etcd service"),
+    ("an unknown rendezvous backend lists torchrun's",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {backend: zookeeper}\n"),
+     "11:27: error: spec.elastic.rendezvous.backend: the string 'zookeeper' is not allowed; use one of c10d, "
+     "etcd, etcd-v2, static"),
+    ("a rendezvous port beyond 65535 is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  rendezvous: {port: 70000}\n"),
+     "11:24: error: spec.elastic.rendezvous.port: 70000 is too large; use a value <= 65535"),
+    ("a resource metric with a Value target is refused as the HPA does",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Resource, resource: {name: cpu, target: {type: Value, value: 2}}}\n"),
+     "12:9: error: spec.elastic.metrics[0]: a Resource metric's target is Utilization or AverageValue (the HPA "
+     "refuses Value); write target.type: Utilization or AverageValue"),
+    ("a metric target without its value is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Resource, resource: {name: cpu, target: {type: Utilization}}}\n"),
+     "12:56: error: spec.elastic.metrics[0].resource.target: a target of type Utilization needs "
+     "averageUtilization; add averageUtilization, which the HPA scales to"),
+    ("a metric whose type names another source is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: Pods, resource: {name: cpu, target: {type: AverageValue, averageValue: 1}}}\n"),
+     "12:9: error: spec.elastic.metrics[0]: a Pods metric takes pods and no other source (resource given); "
+     "write pods: {...} only"),
+    ("a zero metric target is refused",
+     job_text("elastic:\n  minNodes: 1\n  maxNodes: 4\n  metrics:\n    - {type: External, external: {metric: {name: q}, target: {type: Value, value: 0}}}\n"),
+     "12:64: error: spec.elastic.metrics[0].external.target: value 0 is not above 0, which the HPA refuses; "
+     "give a positive amount"),
+    # --- trainer-v2 fields (the runtime-dependent ones: tests/compiler/targets/test_trainer_v2_runtimes.py)
+    ("an initializer storageUri without a scheme is refused as Trainer's CRD does",
+     job_text("initializer: {dataset: {storageUri: tatsu-lab/alpaca}}\n"),
+     "8:39: error: spec.initializer.dataset.storageUri: 'tatsu-lab/alpaca' is not a URI Trainer takes; write "
+     "scheme://..., e.g. hf://tatsu-lab/alpaca or s3://bucket/path"),
+    ("an initializer under kubeflow-v1 says where the download goes instead",
+     job_text("initializer: {dataset: {storageUri: 'hf://tatsu-lab/alpaca'}}\n"),
+     "8:3: error: spec.initializer: a kubeflow.org/v1 job has no initializer step (environment 'default' "
+     "targets kubeflow-v1); only a Trainer v2 runtime's dataset and model initializers read it; download in an "
+     "init container (podTemplate.spec.initContainers) and unset initializer for this environment with "
+     "environments.default.initializer: null, or set environments.default.target: trainer-v2"),
     # --- environments
     ("environments naming an undeclared environment are rejected",
      job_text("environments:\n  staging: {nodes: 2}\n"),
@@ -522,7 +666,7 @@ CASES = [
     ("an override cannot change the framework",
      job_text("environments:\n  default: {framework: jax}\n"),
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
-     " elastic, env, image, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
+     " elastic, env, image, initializer, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
      " scheduling, serviceAccount, storage, workingDir"),
     # --- the pod template as Kubernetes reviews it: compiler/review/podschema.py, compiler/review/podcheck.py
     ("an env written as a map is refused with the list it should be",

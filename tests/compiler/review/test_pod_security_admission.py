@@ -133,6 +133,24 @@ CASES: dict[str, Case] = {
     "an emptyDir volume is restricted": Case(volume(emptyDir={})),
     "a spec.storage claim is restricted": Case({}, spec={"storage": [{"name": "data", "mountPath": "/data",
                                                                        "claim": "imagenet"}]}),
+    "sharedMemory host is refused: lowering writes the node's /dev/shm as a hostPath": Case(
+        {}, spec={"resources": {"sharedMemory": "host"}}),
+    "sharedMemory unsized is a memory emptyDir, restricted": Case({}, spec={"resources": {"sharedMemory": "unsized"}}),
+    "devices, hugepages beside memory and limits apart pass the server's resource validation": Case(
+        {}, spec={"resources": {"cpu": "1", "memory": "1Gi", "limits": {"cpu": "2", "memory": "2Gi"},
+                                "devices": {"vpc.amazonaws.com/efa": 1, "hugepages-2Mi": "4Mi",
+                                            "ephemeral-storage": "1Gi"}}}),
+    "a worker-only hostNetwork in the role's podTemplate is refused": Case(
+        {}, spec={"nodes": 2, "roles": {"worker": {"podTemplate": {"spec": {"hostNetwork": True}}}}}),
+    "a launcher-only privileged container is refused": Case(
+        {}, framework="mpi", spec={"roles": {"launcher": {"podTemplate": containers(
+            {"name": "mpi", "securityContext": {"privileged": True}})}}}),
+    "affinity per job and per role is allowed": Case({}, spec={"nodes": 2, "scheduling": {"affinity": {
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}}},
+        "roles": {"worker": {"scheduling": {"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}}}}}}),
     # --- host ports
     "a hostPort is refused": Case(containers({"name": "pytorch", "ports": [{"containerPort": 8080, "hostPort": 8080}]})),
     "a hostPort on an init container is refused": Case(containers(

@@ -140,6 +140,6 @@ def test_no_shipped_example_sets_a_ttl_and_none_warns():
         assert done.exit_code == 0 and not warnings_of(done), done.stderr
     specs = [doc for p in EXAMPLES.rglob("*.yaml") for doc in yaml.safe_load_all(p.read_text()) if doc]
     policies = [doc["spec"].get("policy") or {} for doc in specs if doc.get("kind") == "TrainJob"]
-    policies += [env.get("policy") or {} for doc in specs if doc.get("kind") == "TrainJob"
-                 for env in (doc["spec"].get("environments") or {}).values()]
+    policies += [(env or {}).get("policy") or {} for doc in specs if doc.get("kind") == "TrainJob"
+                 for env in (doc["spec"].get("environments") or {}).values()]  # env: null leaves the environment
     assert len(policies) > 20 and not [p for p in policies if "ttlAfterFinished" in p]

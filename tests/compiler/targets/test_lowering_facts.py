@@ -273,6 +273,33 @@ def test_elastic_without_max_restarts_leaves_it_to_the_operator(tmp_path):
     assert "maxRestarts" not in job["spec"]["elasticPolicy"]
 
 
+def test_elastic_rendezvous_and_metrics_are_upstreams_elastic_policy_fields(tmp_path):
+    metrics = [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                          "averageUtilization": 80}}},
+               {"type": "External", "external": {"metric": {"name": "queue", "selector": {"matchLabels": {"q": "a"}}},
+                                                 "target": {"type": "AverageValue", "averageValue": "1.5"}}}]
+    elastic = {"minNodes": 1, "maxNodes": 36, "rendezvous": {"backend": "etcd", "host": "etcd-gpu", "port": 2379},
+               "metrics": metrics}
+
+    job = only_job(tmp_path, job_doc("pytorch", nodes=2, elastic=elastic))
+
+    assert job["spec"]["elasticPolicy"] == {
+        "minReplicas": 1, "maxReplicas": 36, "rdzvBackend": "etcd", "rdzvHost": "etcd-gpu", "rdzvPort": 2379,
+        "metrics": [metrics[0], {"type": "External", "external": {
+            "metric": {"name": "queue", "selector": {"matchLabels": {"q": "a"}}},
+            "target": {"type": "AverageValue", "averageValue": "1500m"}}}],  # as Kueue's webhook stores it
+    }
+
+
+def test_a_rendezvous_without_host_keeps_the_default_endpoint(tmp_path):
+    elastic = {"minNodes": 1, "maxNodes": 2, "rendezvous": {"backend": "static", "port": 29500}}
+
+    job = only_job(tmp_path, job_doc("pytorch", nodes=2, elastic=elastic))
+
+    assert job["spec"]["elasticPolicy"] == {"minReplicas": 1, "maxReplicas": 2, "rdzvBackend": "static",
+                                            "rdzvPort": 29500}
+
+
 def test_mxnet_jobs_are_training_jobs(tmp_path):
     assert only_job(tmp_path, job_doc("mxnet"))["spec"]["jobMode"] == "MXTrain"
 

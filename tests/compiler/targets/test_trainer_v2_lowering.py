@@ -310,6 +310,11 @@ FIX_OWN = "or move it into a runtime of your own and name it with spec.runtime"
             id="a variable the torch runtime reserves"),
         pytest.param("mpi", "roles: {launcher: {resources: {cpu: 1}}}\n", [
             "8:11: spec.roles.launcher: a Trainer v2 TrainJob has no extra roles"], id="an extra role such as the MPI launcher"),
+        pytest.param("pytorch", "roles: {worker: {restart: ExitCode, image: w}}\n", [
+            "8:20: spec.roles.worker.restart: a Trainer v2 TrainJob cannot give a restart policy (runtimePatches set no"
+            " restartPolicy) to its worker pods alone: every node runs one trainer from one replicated job",
+            "8:39: spec.roles.worker.image: a Trainer v2 TrainJob cannot give an image to its worker pods alone"],
+            id="settings for one main role, each at its field"),
         pytest.param("pytorch", "workingDir: /w\n", ["8:3: spec.workingDir: a Trainer v2 TrainJob cannot set the working directory"],
                      id="workingDir"),
         pytest.param("pytorch", "scheduling: {priority: high}\n", [

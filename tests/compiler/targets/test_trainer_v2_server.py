@@ -118,6 +118,30 @@ def test_a_whole_job_restart_runtime_and_its_trainjob_pass_a_dry_run(trainer_pla
     _dry_run(trainer_plane, objects)
 
 
+def test_runtimes_of_the_sources_and_their_trainjobs_pass_a_dry_run(trainer_plane, tmp_path):
+    """A TrainingRuntime and a ClusterTrainingRuntime written beside the jobs (the importer corpus's
+    own), jobs without an image, an initializer, limits and devices: every object the server takes."""
+    from test_trainer_v2_runtimes import ANCESTOR, runtime, step_job, v2_job
+
+    jobs = [step_job("dataset-initializer", "dataset-initializer", "dataset-initializer"),
+            step_job("node", "trainer", "node", "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime")]
+    jobs[1]["dependsOn"] = [{"name": "dataset-initializer", "status": "Complete"}]
+    docs = [runtime("dry-init", jobs=jobs), runtime("dry-team", "ClusterTrainingRuntime"),
+            v2_job("init", namespace="v2-sources", runtime={"name": "dry-init", "kind": "TrainingRuntime"},
+                   initializer={"dataset": {"storageUri": "hf://tatsu-lab/alpaca", "secret": "hf"}},
+                   resources={"cpu": "2", "memory": "4Gi", "limits": {"cpu": "4", "memory": "8Gi"},
+                              "devices": {"vpc.amazonaws.com/efa": 1}}),
+            v2_job("team", namespace="v2-sources", runtime="dry-team")]
+    result = compile_docs(tmp_path, *docs, project=project_doc(defaults={"target": "trainer-v2"}))
+    assert result.ok, [d.text() for d in result.diagnostics]
+    objects = rendered_objects(result, "default")
+    assert sorted(o["kind"] for o in objects) == ["ClusterTrainingRuntime", "Namespace", "TrainJob", "TrainJob",
+                                                  "TrainingRuntime"]
+    assert ANCESTOR in str(objects)
+
+    _dry_run(trainer_plane, objects)
+
+
 def _every_overlay(tmp_path: Path) -> list[dict]:
     doc = job_doc(
         "pytorch", name="everything", namespace="v2-everything",
