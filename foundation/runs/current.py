@@ -9,15 +9,18 @@ group): the kubeflow.org/v1 operator (and train-controller) label each pod with 
 its replica type (lowercased) and index; Kubeflow Trainer's pods come from a JobSet, whose
 labels name the JobSet (the TrainJob's name), the replicated job and the Job's index.
 
-A run begins when the job is created or resumed (`foundation.runs`): the newer of the job's
-`creationTimestamp` and its `Suspended` condition's turn to False. It *started* when the first
-container of its pods started: the earliest `startedAt` among the containers of the run's
-pods, their earlier runs included. Pods are re-created by restarts, so this is as early as
-the pods still show; a job whose pods are gone (cleaned up, or never made) has no start.
-`status` measures "Running for" from the start, not from the newest condition (which moves
-at every restart), and shows only Warning Events of the current run: those last seen at or
-after its start (before it started: its beginning), so an earlier run's, or a typo'd
-image's fixed since, do not stand beside a healthy run.
+A run begins when the job is created or resumed (`foundation.runs`): the job's
+`status.startTime`, which the operator (and train-controller) set at the first pass and reset
+at a resume, else the newer of its creation and its `Suspended` condition's turn to False. It
+*started* when the first container of its pods started: the earliest `startedAt` among the
+containers of the run's pods, their earlier runs included (a container restarted in place
+keeps its last run's start). Pods re-created by restarts take theirs with them, so this is as
+early as the pods still show: after a whole-job restart, the new attempt's first start. A job
+whose pods are gone (cleaned up, or never made) has no start. `status` measures "Running
+for" from the start, not from the newest condition (which moves at every restart), and shows
+only Warning Events of the current run: those last seen at or after its start (before it
+started: its beginning), so an earlier run's, or a typo'd image's fixed since, do not stand
+beside a healthy run.
 
 What the run runs: under train-controller, its run record (`foundation.runs.record`), the
 ControllerRevision its pods name, else the job's newest one; its `data` is the run spec
@@ -101,8 +104,12 @@ class RunView:
 
 
 def began(job: dict[str, Any]) -> Optional[str]:
-    """The job's creation, or its last resume (a `Suspended` condition turned False)."""
+    """When the job's current run began: `status.startTime` (the operator's and train-controller's
+    first pass sets it, a resume resets it; `activeDeadlineSeconds` counts from it), else the
+    newer of its creation and its last resume (a `Suspended` condition turned False)."""
     meta, status = job.get("metadata") or {}, job.get("status") or {}
+    if parse_time(status.get("startTime")) is not None:
+        return str(status["startTime"])
     times = [meta.get("creationTimestamp")]
     times += [c.get("lastTransitionTime") for c in status.get("conditions") or []
               if isinstance(c, dict) and c.get("type") == "Suspended" and c.get("status") == "False"]

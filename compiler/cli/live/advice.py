@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+from compiler.cli.live.terms import field_of
+
 if TYPE_CHECKING:
     from compiler.cli.live.gather import JobReport
 
@@ -44,13 +46,12 @@ class Advice:
     field: Optional[str] = None  # the spec field to change (diagnostics' path syntax), None: no field
     line: Optional[int] = None  # its line in the spec's file
     command: Optional[str] = None  # a command that shows more (the log of a failed program)
+    joiner: str = ": "  # between the text and the field (" " where the text ends "or change")
 
     def said(self, source: str) -> str:
         """One sentence: what is wrong, then the field at its line, or the command to run."""
         where = f"{self.field}, {source}:{self.line}" if self.field else ""
-        if "{where}" in self.text:
-            return self.text.format(where=where)
-        return self.text + (f": {where}" if where else "") + (f": {self.command}" if self.command else "")
+        return self.text + (self.joiner + where if where else "") + (f": {self.command}" if self.command else "")
 
 
 def advise(job: "JobReport", *, largest: Optional[dict[str, float]] = None) -> list[Advice]:
@@ -75,17 +76,15 @@ def advise(job: "JobReport", *, largest: Optional[dict[str, float]] = None) -> l
 
 
 def _pod(job: "JobReport", pod: Any, raw: dict[str, Any], largest: Optional[dict[str, float]]) -> Optional[Advice]:
-    role = _role(job, pod.replica)
-    base: tuple[str, ...] = ("roles", role) if role else ()
     if pod.reason == "Unschedulable":
-        return _unschedulable(job, pod.message, raw, base, largest)
+        return _unschedulable(job, pod.message, raw, pod.replica, largest)
     if pod.reason in _PULL:
         image = next((c.get("image") for c in (raw.get("spec") or {}).get("containers") or []
                       if c.get("name") == pod.container), None)
-        field, line = _field(job, (*base, "image"))
+        field, line = _field(job, field_of(job.spec, pod.replica, "image"))
         return Advice(f"image {image or '?'} cannot be pulled", field, line)
     if pod.reason == "CreateContainerConfigError":
-        return _config(job, pod.message)
+        return _config(job, pod.message, pod.replica)
     if pod.reason in _PROGRAM or pod.phase == "Failed":
         spec = job.spec
         index = f" --index {pod.index}" if pod.index is not None else ""
@@ -94,7 +93,7 @@ def _pod(job: "JobReport", pod: Any, raw: dict[str, Any], largest: Optional[dict
     return None
 
 
-def _unschedulable(job: "JobReport", message: str, raw: dict[str, Any], base: tuple[str, ...],
+def _unschedulable(job: "JobReport", message: str, raw: dict[str, Any], replica: str,
                    largest: Optional[dict[str, float]]) -> Optional[Advice]:
     lacking = _INSUFFICIENT.findall(message)
     for resource in lacking:
@@ -105,7 +104,7 @@ def _unschedulable(job: "JobReport", message: str, raw: dict[str, Any], base: tu
             key, words = _RESOURCES[resource]
         else:
             continue
-        field, line = _field(job, (*base, "resources", key))
+        field, line = _field(job, field_of(job.spec, replica, "resources", key))
         have = (largest or {}).get(resource)
         if asked is None:
             return Advice(f"no node has the {words} asked for free", field, line)
@@ -125,7 +124,7 @@ def _unschedulable(job: "JobReport", message: str, raw: dict[str, Any], base: tu
     return None
 
 
-def _config(job: "JobReport", message: str) -> Optional[Advice]:
+def _config(job: "JobReport", message: str, replica: str) -> Optional[Advice]:
     """A missing Secret or ConfigMap (or key): the env entry that reads it, and what to create."""
     ns = job.spec.namespace
     missing = _MISSING.match(message)
@@ -136,18 +135,25 @@ def _config(job: "JobReport", message: str) -> Optional[Advice]:
         key, kind, name = no_key.group(1), no_key.group(2), no_key.group(4)
     else:
         return None
-    entry = _env_reading(job, kind, name, key)
-    field, line = _field(job, ("env", entry)) if entry else (None, None)
+    entry = _env_reading(job, replica, kind, name, key)
+    field, line = _field(job, entry) if entry else (None, None)
     what = f"{kind} {ns}/{name}" + (f" has no key {key}" if key else " does not exist")
-    return Advice(f"{what}: create it, or change {{where}}", field, line) if field else Advice(what)
+    return Advice(f"{what}: create it, or change", field, line, joiner=" ") if field else Advice(what)
 
 
-def _env_reading(job: "JobReport", kind: str, name: str, key: Optional[str]) -> Optional[str]:
+def _env_reading(job: "JobReport", replica: str, kind: str, name: str,
+                 key: Optional[str]) -> Optional[tuple[str, ...]]:
+    """The env entry (its loc under `spec`) whose value reads the object: the replica type's
+    role's own entries first (they win over spec.env), then the job's."""
     spec = job.spec.target.spec if job.spec.target is not None else None
+    if spec is None:
+        return None
     attr = "secret" if kind == "Secret" else "configMap"
-    for env_name, value in ((spec.env or {}) if spec is not None else {}).items():
-        if getattr(value, attr, None) == name and (key is None or getattr(value, "key", None) == key):
-            return str(env_name)
+    role = (getattr(spec, "roles", None) or {}).get(replica.lower())
+    for base, env in ((("roles", replica.lower()), getattr(role, "env", None)), ((), spec.env)):
+        for env_name, value in (env or {}).items():
+            if getattr(value, attr, None) == name and (key is None or getattr(value, "key", None) == key):
+                return (*base, "env", str(env_name))
     return None
 
 
@@ -176,12 +182,6 @@ def _amount(value: float, resource: str) -> str:
     if resource == "memory":
         return f"{value / 2**30:g}Gi"
     return f"{value:g}"
-
-
-def _role(job: "JobReport", replica: str) -> Optional[str]:
-    from compiler.cli.live.terms import role_of
-
-    return role_of(job.spec, replica)
 
 
 def _field(job: "JobReport", loc: tuple[str, ...]) -> tuple[Optional[str], Optional[int]]:

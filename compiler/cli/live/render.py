@@ -74,7 +74,7 @@ def markdown(report: StatusReport, *, width: Optional[int] = None) -> str:
     for job in report.jobs:
         notes = [f"- {'**stuck** ' if pods[0].stuck else ''}{screen.names(pods, '', shown=5)}: {reason}"
                  + (f": {message}" if message else "") for reason, message, pods in screen.reasons(job)]
-        notes += [f"- fix: {a.text}" + (f": `{a.field}` at `{job.spec.source}:{a.line}`" if a.field else "")
+        notes += [f"- fix: {a.text}" + (f"{a.joiner}`{a.field}` at `{job.spec.source}:{a.line}`" if a.field else "")
                   + (f" (`{a.command}`)" if a.command else "") for a in job.advice]
         notes += [f"- Warning `{e.reason}`" + (f" x{e.count}" if e.count > 1 else "") + f": {e.message}"
                   for e in job.events]

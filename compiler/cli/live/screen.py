@@ -169,7 +169,7 @@ def _events(job: JobReport, page: Page) -> list[str]:
     chosen = [(e, 0) for e in events] if page.width is None else _last_of_each_reason(events)
     out = ["  warning events:"]
     for e, earlier in chosen:
-        said = event_text(e.message, job, page.shown)
+        said = event_text(e.message, job, page.shown, wide=page.width is None)
         count = f" x{e.count}" if e.count > 1 else ""
         more = f" (+{earlier} earlier)" if earlier else ""
         out.append(page.cut(f"    {age(e.last, page.now)} ago  {e.reason}{count}{more}: {said}"))
@@ -183,15 +183,14 @@ def _last_of_each_reason(events: list[EventView]) -> list[tuple[EventView, int]]
     return sorted(latest.values(), key=lambda pair: events.index(pair[0]))
 
 
-def event_text(message: str, job: JobReport, shown: list[str]) -> str:
-    """An Event's message said once: client-go's per-pod repeats folded, and a message a line
-    above already shows left out."""
+def event_text(message: str, job: JobReport, shown: list[str], *, wide: bool = False) -> str:
+    """An Event's message said once: client-go's per-pod repeats folded, a message a line above
+    already shows left out, and (not `wide`) the job's pods named without the job's name."""
     text = message[len(COMBINED):] if message.startswith(COMBINED) else message
     text = _per_pod(text, job)
-    text = re.sub(r"\b" + re.escape(job.spec.name) + r"-(?=[a-z0-9-]*[a-z0-9]\b)", "", text)
     for said in sorted(shown, key=len, reverse=True):
         text = text.replace(f": {said}", "").replace(said, "(above)")
-    return text
+    return text if wide else re.sub(r"\b" + re.escape(job.spec.name) + r"-(?=[a-z0-9-]*[a-z0-9]\b)", "", text)
 
 
 def _per_pod(text: str, job: JobReport) -> str:

@@ -4,12 +4,12 @@ A drift (`compiler.cli.live.drift`) is found in the compiled job's fields; the u
 spec. Each field that the spec's own fields lowered to is said as that spec field, with its
 value on each side and its line in the spec (the environment's override where it sets it):
 
-- a replica count of the types `nodes` makes (the adapter's `plan` marks them `accelerated`;
-  every type that is no `spec.roles` entry) -> `spec.nodes`, the sum of those types' replicas
-  on each side; a role's -> `spec.roles.<role>.replicas`;
-- the program container's image -> `spec.image` (a role's: `spec.roles.<role>.image`);
-- a GPU limit or request (`*/gpu`) -> `spec.resources.gpu`;
-- an env entry -> `spec.env.<NAME>`; `command`, `args` -> `spec.command`, `spec.args`;
+- a replica count of the kind's main roles (the ones `nodes` counts: the adapter's
+  `main_roles`) -> `spec.nodes`, the sum of those types' replicas on each side; an extra
+  role's -> `spec.roles.<role>.replicas`;
+- the program container's image, GPUs (`*/gpu`), env entries, command and args ->
+  `spec.image`, `spec.resources.gpu`, `spec.env.<NAME>`, `spec.command`, `spec.args`, or the
+  replica type's role's own (`spec.roles.<type>.image` ...) where the role sets it;
 - the job's labels and annotations -> `metadata.labels.<key>` and so on.
 
 Fields of several replica types that one spec field makes (the image of Master and Worker)
@@ -76,35 +76,37 @@ def _term(at: Path, adapter: Any, spec: "SpecJob", live: dict[str, Any]) -> Opti
     rs = adapter.facts.replica_specs
     if len(at) < 3 or at[:2] != ("spec", rs):
         return None
-    rtype, rest = at[2], at[3:]
-    role = _role(rtype, adapter, target)
+    rtype, rest = str(at[2]), at[3:]
     if rest in ((), ("replicas",)):
-        return _at(target, ("roles", role, "replicas") if role else ("nodes",))
+        role = rtype.lower()
+        if role in adapter.facts.main_roles:
+            return _at(target, ("nodes",))
+        return _at(target, ("roles", role, "replicas")) if role in adapter.facts.allowed_roles else None
     if len(rest) < 5 or rest[:3] != ("template", "spec", "containers") or not isinstance(rest[3], int):
         return None
     container = _name(live, spec.compiled, at[:7])  # ("spec", rs, type, "template", "spec", "containers", i)
     tail = rest[4:]
-    if tail == ("image",) and container == adapter.facts.container:
-        return _at(target, ("roles", role, "image") if role else ("image",))
+    if container != adapter.facts.container:
+        return None
+    if tail == ("image",) or (tail and tail[0] in ("command", "args")):
+        return _at(target, field_of(spec, rtype, tail[0]))
     if tail[:1] == ("resources",) and len(tail) == 3 and str(tail[2]).endswith("/gpu"):
-        return _at(target, ("roles", role, "resources", "gpu") if role else ("resources", "gpu"))
-    if tail and tail[0] in ("command", "args") and not role:
-        return _at(target, (tail[0],))
+        return _at(target, field_of(spec, rtype, "resources", "gpu"))
     if tail[:1] == ("env",) and len(tail) >= 2 and isinstance(tail[1], int):
         name = _name(live, spec.compiled, (*at[:7], "env", tail[1]))
-        return _at(target, ("env", name)) if name else None
+        return _at(target, field_of(spec, rtype, "env", name)) if name else None
     return None
 
 
-def role_of(spec: "SpecJob", rtype: str) -> Optional[str]:
-    """The `spec.roles` entry a replica type's pods come from (None: `nodes` makes them, or the
-    kind is not a kubeflow.org/v1 one)."""
-    from foundation.frameworks import BY_KIND
-
-    adapter = BY_KIND.get(spec.kind)
-    if adapter is None or spec.target is None:
-        return None
-    return _role(rtype, adapter, spec.target)
+def field_of(spec: "SpecJob", rtype: str, *loc: Any) -> tuple[Any, ...]:
+    """The spec field that sets `loc` for a replica type's pods: its role's (`spec.roles.<type>`,
+    each field given there replaces the job's) where the role sets it, else the job's own."""
+    roles = getattr(spec.target.spec, "roles", None) if spec.target is not None else None
+    role = (roles or {}).get(rtype.lower())
+    value: Any = role
+    for step in loc:
+        value = value.get(step) if isinstance(value, dict) else getattr(value, str(step), None)
+    return ("roles", rtype.lower(), *loc) if role is not None and value is not None else tuple(loc)
 
 
 def locate(spec: "SpecJob", loc: tuple[Any, ...]) -> tuple[Optional[str], Optional[int]]:
@@ -113,14 +115,6 @@ def locate(spec: "SpecJob", loc: tuple[Any, ...]) -> tuple[Optional[str], Option
     if spec.target is None:
         return None, None
     return _at(spec.target, loc)
-
-
-def _role(rtype: str, adapter: Any, target: Any) -> Optional[str]:
-    accelerated = {p.replica_type for p in adapter.plan(target.spec) if p.accelerated}
-    if rtype in accelerated:
-        return None
-    role = rtype.lower()
-    return role if role in adapter.facts.allowed_roles else None
 
 
 def _at(target: Any, loc: tuple[Any, ...]) -> tuple[str, int]:
@@ -148,14 +142,13 @@ def _get(obj: Any, at: Path) -> Any:
 
 
 def _nodes(obj: dict[str, Any], adapter: Any) -> Optional[int]:
-    """The pods `nodes` makes in `obj` (a job, or a run spec under `spec`): its replica counts
-    summed over the types that are no role (a missing count is 1, as upstream defaults it)."""
+    """The pods `nodes` makes in `obj` (a job, or a run spec under `spec`): the replica counts of
+    the kind's main roles, summed (a missing count is 1, as upstream defaults it)."""
     specs = (obj.get("spec") or {}).get(adapter.facts.replica_specs)
     if not isinstance(specs, dict):
         return None
-    roles = set(adapter.facts.allowed_roles)
     return sum(1 if (r or {}).get("replicas") is None else int(r["replicas"])
-               for rtype, r in specs.items() if rtype.lower() not in roles)
+               for rtype, r in specs.items() if rtype.lower() in adapter.facts.main_roles)
 
 
 def _json(value: Any) -> str:
