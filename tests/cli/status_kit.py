@@ -33,7 +33,7 @@ ENV = "test"
 ENGINE = "argocd-controller"  # the field manager the "engine" applies with
 
 
-def project(root: Path, namespace: str, *, target: str = "kubeflow-v1") -> Path:
+def project(root: Path, namespace: str, *, target: str = "kubeflow-v1", controller: str = "train-controller") -> Path:
     """A git repository holding `jobs/trainforge.yaml` for `namespace` (no Namespace objects:
     the test made it); GPU types a100 (in the pod world) and b200 (no such node)."""
     jobs = root / "jobs"
@@ -48,7 +48,7 @@ def project(root: Path, namespace: str, *, target: str = "kubeflow-v1") -> Path:
           target: {target}
         environments:
           {ENV}:
-            {"controller: train-controller" if target == "kubeflow-v1" else ""}
+            {f"controller: {controller}" if target == "kubeflow-v1" else ""}
             gpuTypes:
               a100: {{nodeSelector: {{nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}}}}
               b200: {{nodeSelector: {{nvidia.com/gpu.product: NVIDIA-B200}}}}

@@ -229,8 +229,15 @@ def old_pods(live: dict[str, Any], pods: list[dict[str, Any]], *, replica_specs:
             if image is not None and image != container.get("image"):
                 path = ("spec", replica_specs, rtype, "template", "spec", "containers", i, "image")
                 found.setdefault((path, image), (container.get("image"), image, []))[2].append(str(meta.get("name")))
-    return [Drift(dotted(path), want, want, "old-pods",
-                  f"{'pod' if len(names) == 1 else 'pods'} {', '.join(names)} {'runs' if len(names) == 1 else 'run'} "
-                  f"{image}: the operator builds each pod it creates from the job as it is then, so the next pod "
-                  "created runs the new image beside the running ones (a mixed run)", image, path)
-            for (path, _), (want, image, names) in found.items()]
+    running: dict[Any, list[str]] = {}  # image -> every pod running it (one message for the field's line)
+    for (_, image), (_, _, names) in found.items():
+        running.setdefault(image, []).extend(names)
+    out = []
+    for (path, image), (want, _, _) in found.items():
+        names = sorted(running[image])
+        out.append(Drift(dotted(path), want, want, "old-pods",
+                         f"{'pod' if len(names) == 1 else 'pods'} {', '.join(names)} "
+                         f"{'runs' if len(names) == 1 else 'run'} {image}: the operator builds each pod it creates "
+                         "from the job as it is then, so the next pod created runs the new image beside the running "
+                         "ones (a mixed run)", image, path))
+    return out
