@@ -167,12 +167,12 @@ def _events(job: JobReport, page: Page) -> list[str]:
     if not events:
         return []
     chosen = [(e, 0) for e in events] if page.width is None else _last_of_each_reason(events)
-    out = ["  warning events:"]
+    out = []
     for e, earlier in chosen:
         said = event_text(e.message, job, page.shown, wide=page.width is None)
         count = f" x{e.count}" if e.count > 1 else ""
         more = f" (+{earlier} earlier)" if earlier else ""
-        out.append(page.cut(f"    {age(e.last, page.now)} ago  {e.reason}{count}{more}: {said}"))
+        out.append(page.cut(f"  warning {age(e.last, page.now)} ago: {e.reason}{count}{more}: {said}"))
     return out
 
 
@@ -187,13 +187,13 @@ def event_text(message: str, job: JobReport, shown: list[str], *, wide: bool = F
     """An Event's message said once: client-go's per-pod repeats folded, a message a line above
     already shows left out, and (not `wide`) the job's pods named without the job's name."""
     text = message[len(COMBINED):] if message.startswith(COMBINED) else message
-    text = _per_pod(text, job)
+    text = _per_pod(text, job, wide=wide)
     for said in sorted(shown, key=len, reverse=True):
         text = text.replace(f": {said}", "").replace(said, "(above)")
     return text if wide else re.sub(r"\b" + re.escape(job.spec.name) + r"-(?=[a-z0-9-]*[a-z0-9]\b)", "", text)
 
 
-def _per_pod(text: str, job: JobReport) -> str:
+def _per_pod(text: str, job: JobReport, *, wide: bool) -> str:
     """`Pod a ...: M; Pod b ...: M` -> `Pod a, b ...: M`: one sentence repeated for each pod."""
     pattern = re.compile(re.escape(job.spec.name) + r"-[a-z0-9-]*[a-z0-9]")
     found = pattern.findall(text)
@@ -205,7 +205,7 @@ def _per_pod(text: str, job: JobReport) -> str:
     if rest or part.count("\0") != 1 or "; ".join([part] * len(found)) != template:
         return text
     pods = [PodView(n, "", None, "", False, 0, "") for n in found]
-    return part.replace("\0", names(pods, job.spec.name))
+    return part.replace("\0", names(pods, "" if wide else job.spec.name, shown=len(pods) if wide else SHOWN_PODS))
 
 
 def _drift(job: JobReport, page: Page) -> list[str]:
