@@ -134,10 +134,10 @@ def _refused(reader: "Reader", ref: "JobRef", job: dict[str, Any], pods: list[di
         data = current(job, pods, records).data
         if data is not None:
             shown = {**job, "spec": data["spec"]}
-    refused = refusal(shown, pick, replica_types=_replica_types(ref.kind.kind),
-                      replica_specs=_replica_specs(ref.kind.kind), pods=pods, labels=ref.labels)
-    if refused and shown is not job and refusal(job, pick, replica_types=(), replica_specs=_replica_specs(ref.kind.kind),
-                                                pods=pods, labels=ref.labels) != refused:
+    facts = {"replica_types": _replica_types(ref.kind.kind), "replica_specs": _replica_specs(ref.kind.kind),
+             "pods": pods, "labels": ref.labels}
+    refused = refusal(shown, pick, **facts)
+    if refused and shown is not job and refusal(job, pick, **facts) != refused:
         refused += " in its run (the job object's change of replicas is held for its next run)"
     if refused:
         raise Refused(refused)
