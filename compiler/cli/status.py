@@ -3,8 +3,10 @@
 The specs are compiled offline first (bad specs stop the run with the usual diagnostics,
 before any cluster read) to learn each job's kind, namespace, name and compiled object;
 then the cluster is read once (`compiler.cli.live.gather`) and the report printed in the
-chosen format on stdout. With `--wait`, only the jobs' states are polled until every job
-reaches the condition, one fails, or the timeout passes, and the report is printed then.
+chosen format on stdout: text within the terminal's width (`--wide`: whole), JSON, markdown.
+With `--wait`, only the jobs' states are polled (`compiler.cli.live.waiting`, progress on
+stderr) until every job reaches the condition, one fails, or the timeout passes, and the
+report is printed then.
 
 Exit codes, for scripts:
   0  every spec's job is live and well: none failed, no pod stuck, no drift, no orphan
@@ -16,8 +18,10 @@ Exit codes, for scripts:
      CreateContainerConfigError, Unschedulable ... for --stuck-pod-threshold or longer,
      3 minutes by default, as train-controller's Event): a person is needed. A pod that has
      waited less is shown waiting, with its reason, and does not change the exit code.
-  4  git and the cluster differ: a spec without a live job, drift, or a live job whose
-     spec is gone (and nothing of 3)
+  4  git and the cluster differ: a spec without a live job, drift (a change held for the
+     next run too), or a live job whose spec is gone, and nothing of 3
+3 wins over 4: a stuck pod beside an orphan exits 3, since a person is needed before git and
+the cluster can agree (tests/cli/test_status_held.py).
 """
 
 from __future__ import annotations

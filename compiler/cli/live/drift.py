@@ -18,12 +18,17 @@ atomic list or map above it; status writes are left out):
 - `not-synced`: git changed and the cluster has not (the engine has not synced yet, or
   the sync fails).
 
-Two more say an edit will not run although the cluster took it:
+Three more say an edit will not run although the cluster took it:
+- `held`: train-controller runs a job's run from the spec recorded when it began (its run
+  record, `foundation.runs.current`): a synced change of that spec waits for the next run
+  (a suspend and resume, or a new name). Where git or the job object differ as well, the
+  run's value is said on the same line as theirs (`Drift.run`): one field, one line, three
+  sides; after a `kubectl patch` of a running job, the job object may be the odd one out.
 - `will-not-run`: the job changed after it finished; a finished job never runs again
   until it is deleted and created anew.
-- `old-pods`: a running pod's image is not its replica's template image any more: the
-  kubeflow.org/v1 operator and train-controller leave running pods alone, so the edit
-  reaches a pod only when it is created again.
+- `old-pods`: under the upstream operator (no run record), a running pod's image is not its
+  replica's template image any more: the operator builds each pod from the job as it is
+  when it creates the pod, so the next pod it creates runs the new image beside the old ones.
 """
 
 from __future__ import annotations

@@ -1,11 +1,15 @@
-"""The reads behind `status`: every live job of the kinds trainforge writes, their pods
-and Warning Events, through the CLI's one read-only reader (`compiler.cli.cluster`).
+"""The reads behind `status`: every live job of the kinds trainforge writes, their pods, Warning
+Events and run records, through the CLI's one read-only reader (`compiler.cli.cluster`).
 
 The number of requests does not grow with the jobs: one list per kind across the cluster
 (per namespace of the specs when the credentials may not list cluster-wide), then per
-namespace that holds a spec's live job one list of the pods carrying a job label and one
-of the Warning Events; each is grouped by job here. Everything else is a pure view
-(`state`, `pods`, `drift`) of what was read.
+namespace that holds a spec's live job one list of the pods carrying a job label, one of the
+Warning Events and, for kubeflow.org/v1 jobs, one of train-controller's run records (a
+ControllerRevision per run; credentials that may not read them leave the run's side of drift
+unsaid); the nodes only when a pod waits for a resource no node has free (the largest node's
+allocatable is the fix's figure; skipped when refused). Each is grouped by job here.
+Everything else is a pure view (`state`, `pods`, the run: `foundation.runs.current`, `drift`
+and its spec terms, `advice`) of what was read.
 """
 
 from __future__ import annotations

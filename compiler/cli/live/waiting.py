@@ -2,9 +2,9 @@
 
 The jobs' states are polled once a second (one list per kind, `gather.states`). While some
 are short of the condition a progress line goes to stderr whenever what is short changes,
-and every `EVERY` seconds even when nothing does, then with why each short job's pods wait
-(the scheduler's or the kubelet's reason, read from its pods): a wait in a script's log says
-what it waits for. A job that fails first ends the wait (unless it waits for `Failed`); so
+and every `EVERY` seconds even when nothing does; the first line and those say why each
+short job's pods wait too (the scheduler's or the kubelet's reason, read from its pods): a
+wait in a script's log says what it waits for. A job that fails first ends the wait (unless it waits for `Failed`); so
 does the timeout, whose line names each job still short with the reason its pods wait and
 what to change (`compiler.cli.live.advice`), from the report read at the end.
 """
@@ -79,7 +79,8 @@ def wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition:
                           for s in short[:SHOWN]) + (f" and {len(short) - SHOWN} more" if len(short) > SHOWN else "")
         quiet = time.monotonic() - said_at >= EVERY
         if where != said or quiet:
-            pods = _pods_waiting(reader, [s for s in short if s.key in now]) if quiet else ""
+            first = not said  # the first line and the quiet ones say why pods wait (a few reads more)
+            pods = _pods_waiting(reader, [s for s in short if s.key in now]) if quiet or first else ""
             note(f"waiting for {condition} ({durations.age(elapsed)}): {len(specs) - len(short)}/{len(specs)} there; "
                  f"{where}{pods}")
             said, said_at = where, time.monotonic()
