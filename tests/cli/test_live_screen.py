@@ -129,9 +129,18 @@ def test_long_messages_are_cut_at_the_width_and_our_sentences_folded():
     assert screen.Page(NOW, None).cut("x" * 50) == "x" * 50
 
 
-def test_the_last_event_of_each_reason_counting_those_before_it():
-    events = [EventView("A", "1", 1, "t1"), EventView("B", "2", 1, "t2"), EventView("A", "3", 1, "t3")]
-    assert [(e.message, n) for e, n in screen._last_of_each_reason(events)] == [("2", 0), ("3", 1)]
+def test_events_of_one_reason_about_different_pods_are_one_line_and_the_last_of_each_reason_stays(tmp_path):
+    a = compiled(tmp_path, spec("a", nodes=3))["a"]
+    job = report(a)
+    events = [EventView("PodStuck", "Pod a-master-0 is stuck in Unschedulable for more than 3m", 1, "t1"),
+              EventView("Other", "something else", 2, "t2"),
+              EventView("PodStuck", "Pod a-worker-0 is stuck in Unschedulable for more than 3m", 1, "t3"),
+              EventView("PodStuck", "Pod a-worker-1 is stuck in ImagePullBackOff for more than 3m", 1, "t4")]
+    said = [(s.reason, s.text, s.count, s.last, s.earlier) for s in screen._folded(events, job, [])]
+    assert said == [("Other", "something else", 2, "t2", 0),
+                    ("PodStuck", "Pod worker-1 is stuck in ImagePullBackOff for more than 3m", 1, "t4", 1)]
+    said = [(s.text, s.count) for s in screen._folded(events[:3], job, [])]
+    assert said == [("something else", 2), ("Pod master-0, worker-0 is stuck in Unschedulable for more than 3m", 2)]
 
 
 LIVE = {"kind": "PyTorchJob", "metadata": {"namespace": "ml", "name": "talk"}, "spec": {"pytorchReplicaSpecs": {

@@ -164,38 +164,91 @@ def _advice(job: JobReport, page: Page) -> list[str]:
 def _events(job: JobReport, page: Page) -> list[str]:
     held = job.spec.kind + HELD_REASON  # said by the drift lines above, with more
     events = [e for e in job.events if not (e.reason == held and any(f.why == "held" for f in job.fields))]
-    if not events:
-        return []
-    chosen = [(e, 0) for e in events] if page.width is None else _last_of_each_reason(events)
+    wide = page.width is None
     out = []
-    for e, earlier in chosen:
-        said = event_text(e.message, job, page.shown, wide=page.width is None)
-        count = f" x{e.count}" if e.count > 1 else ""
-        more = f" (+{earlier} earlier)" if earlier else ""
-        out.append(page.cut(f"  warning {age(e.last, page.now)} ago: {e.reason}{count}{more}: {said}"))
+    for said in (_every(events, job, page.shown) if wide else _folded(events, job, page.shown)):
+        count = f" x{said.count}" if said.count > 1 else ""
+        more = f" (+{said.earlier} earlier)" if said.earlier else ""
+        out.append(page.cut(f"  warning {age(said.last, page.now)} ago: {said.reason}{count}{more}: {said.text}"))
     return out
 
 
-def _last_of_each_reason(events: list[EventView]) -> list[tuple[EventView, int]]:
-    latest: dict[str, tuple[EventView, int]] = {}
-    for e in events:  # oldest first: the last one of a reason stays, counting those before it
-        latest[e.reason] = (e, latest[e.reason][1] + 1 if e.reason in latest else 0)
-    return sorted(latest.values(), key=lambda pair: events.index(pair[0]))
+@dataclass
+class _Said:
+    """One Warning Event line: one Event, or (not --wide) those of one reason saying one sentence."""
+
+    reason: str
+    text: str  # with "\0" where the pods' names go, when `pods`
+    count: int
+    last: Optional[str]
+    pods: list[str] = field(default_factory=list)
+    earlier: int = 0  # Events of the same reason before it, not shown
+
+
+def _every(events: list[EventView], job: JobReport, shown: list[str]) -> list[_Said]:
+    return [_Said(e.reason, event_text(e.message, job, shown, wide=True), e.count, e.last) for e in events]
+
+
+def _folded(events: list[EventView], job: JobReport, shown: list[str]) -> list[_Said]:
+    """Events of one reason saying one sentence about different pods are one line naming the pods;
+    of each reason the last line stays, counting those before it."""
+    names_list = _names_list(job)
+    groups: dict[tuple[str, str], _Said] = {}
+    for e in events:  # oldest first
+        text = _said(e.message, job, shown, wide=False)
+        found = names_list.findall(text)
+        template = names_list.sub("\0", text) if len(found) == 1 else text
+        pods = found[0].split(", ") if len(found) == 1 else []
+        group = groups.pop((e.reason, template), None) or _Said(e.reason, template, 0, e.last)
+        group.count += e.count
+        group.last = e.last
+        group.pods += [p for p in pods if p not in group.pods]
+        groups[(e.reason, template)] = group  # popped and put back: ordered by last seen
+    latest: dict[str, _Said] = {}
+    for group in groups.values():
+        group.earlier = latest[group.reason].earlier + 1 if group.reason in latest else 0
+        latest.pop(group.reason, None)
+        latest[group.reason] = group
+    for group in latest.values():
+        pods = [PodView(n, "", None, "", False, 0, "") for n in group.pods]
+        text = group.text.replace("\0", ", ".join(group.pods)) if pods else group.text
+        group.text = _short(text, job) if not pods else group.text.replace("\0", names(pods, job.spec.name))
+    return list(latest.values())
 
 
 def event_text(message: str, job: JobReport, shown: list[str], *, wide: bool = False) -> str:
     """An Event's message said once: client-go's per-pod repeats folded, a message a line above
     already shows left out, and (not `wide`) the job's pods named without the job's name."""
+    text = _said(message, job, shown, wide=wide)
+    return text if wide else _short(text, job)
+
+
+def _short(text: str, job: JobReport) -> str:
+    """The job's pods named without the job's name in front (`master-0`)."""
+    return re.sub(r"\b" + re.escape(job.spec.name) + r"-(?=[a-z0-9-]*[a-z0-9]\b)", "", text)
+
+
+def _said(message: str, job: JobReport, shown: list[str], *, wide: bool) -> str:
     text = message[len(COMBINED):] if message.startswith(COMBINED) else message
     text = _per_pod(text, job, wide=wide)
     for said in sorted(shown, key=len, reverse=True):
         text = text.replace(f": {said}", "").replace(said, "(above)")
-    return text if wide else re.sub(r"\b" + re.escape(job.spec.name) + r"-(?=[a-z0-9-]*[a-z0-9]\b)", "", text)
+    return text
+
+
+def _pod_name(job: JobReport) -> str:
+    """A regex of the job's pods' names (`{job}-master-0`, a Trainer pod's `{job}-node-0-0-x1y2z`)."""
+    return re.escape(job.spec.name) + r"-[a-z0-9-]*[a-z0-9]"
+
+
+def _names_list(job: JobReport) -> re.Pattern[str]:
+    name = _pod_name(job)
+    return re.compile(rf"{name}(?:, {name})*")
 
 
 def _per_pod(text: str, job: JobReport, *, wide: bool) -> str:
     """`Pod a ...: M; Pod b ...: M` -> `Pod a, b ...: M`: one sentence repeated for each pod."""
-    pattern = re.compile(re.escape(job.spec.name) + r"-[a-z0-9-]*[a-z0-9]")
+    pattern = re.compile(_pod_name(job))
     found = pattern.findall(text)
     if len(found) < 2:
         return text
@@ -205,7 +258,9 @@ def _per_pod(text: str, job: JobReport, *, wide: bool) -> str:
     if rest or part.count("\0") != 1 or "; ".join([part] * len(found)) != template:
         return text
     pods = [PodView(n, "", None, "", False, 0, "") for n in found]
-    return part.replace("\0", names(pods, "" if wide else job.spec.name, shown=len(pods) if wide else SHOWN_PODS))
+    if wide:
+        return part.replace("\0", names(pods, "", shown=len(pods)))
+    return part.replace("\0", ", ".join(found))  # whole names: folded with other Events', shortened after
 
 
 def _drift(job: JobReport, page: Page) -> list[str]:
