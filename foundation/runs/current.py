@@ -13,8 +13,8 @@ A run begins when the job is created or resumed (`foundation.runs`): the job's
 `status.startTime`, which the operator (and train-controller) set at the first pass and reset
 at a resume, else the newer of its creation and its `Suspended` condition's turn to False. It
 *started* when the first container of its pods started: the earliest `startedAt` among the
-containers of the run's pods, their earlier runs included (a container restarted in place
-keeps its last run's start). Pods re-created by restarts take theirs with them, so this is as
+pods' own containers (init containers are set-up), their earlier runs included (a container
+restarted in place keeps its last run's start). Pods re-created by restarts take theirs with them, so this is as
 early as the pods still show: after a whole-job restart, the new attempt's first start. A job
 whose pods are gone (cleaned up, or never made) has no start. `status` measures "Running
 for" from the start, not from the newest condition (which moves at every restart), and shows
@@ -23,7 +23,7 @@ started: its beginning), so an earlier run's, or a typo'd image's fixed since, d
 beside a healthy run.
 
 What the run runs: under train-controller, its run record (`foundation.runs.record`), the
-ControllerRevision its pods name, else the job's newest one; its `data` is the run spec
+ControllerRevision of the job with the highest number (its pods name it); its `data` is the run spec
 (`foundation.runs.spec`). Under the upstream operator (or before any pod exists) there is no
 record: the operator builds each pod from the job as it is when it makes the pod.
 """
@@ -122,7 +122,7 @@ def started(pods: list[dict[str, Any]], *, since: Optional[str]) -> Optional[str
     found = []
     for pod in pods:
         status = pod.get("status") or {}
-        for c in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        for c in status.get("containerStatuses") or []:  # the pod's own: init containers are set-up
             for state in (c.get("state") or {}, c.get("lastState") or {}):
                 for phase in ("running", "terminated"):
                     at = (state.get(phase) or {}).get("startedAt")
@@ -136,12 +136,8 @@ def current(job: dict[str, Any], pods: list[dict[str, Any]], records: list[dict[
     """The job's current run from its pods and the run records read in its namespace."""
     begin = began(job)
     uid = (job.get("metadata") or {}).get("uid")
-    mine = [r for r in records if owned_by(r, uid)]
-    named = {record_of(p) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")} - {None}
-    by_name = {r["metadata"]["name"]: r for r in mine}
-    record = next((by_name[n] for n in sorted(named) if n in by_name), None)
-    if record is None:
-        record = max(mine, key=number, default=None)
+    mine = [r for r in records if owned_by(r, uid) and not (r.get("metadata") or {}).get("deletionTimestamp")]
+    record = max(mine, key=number, default=None)  # the controller's rule: the highest number is the run's
     run_pods = [p for p in pods if record is None or record_of(p) in (None, record["metadata"]["name"])]
     return RunView(begin, started(run_pods, since=begin), record)
 

@@ -59,9 +59,11 @@ def test_a_run_started_with_its_first_container_in_place_restarts_keeping_theirs
     assert current.started([pod("bert-master-0")], since=T0) is None
 
 
-def test_the_runs_record_is_the_one_its_pods_name_else_the_newest_and_an_ended_one_runs_nothing():
+def test_the_runs_record_is_the_jobs_highest_numbered_and_an_ended_one_runs_nothing():
     old, new = record("bert-a", 1, {"spec": {}}), record("bert-b", 2, {"spec": {}})
-    assert current.current(job(), [pod("bert-master-0", record="bert-a")], [new, old]).name == "bert-a"
+    assert current.current(job(), [pod("bert-master-0", record="bert-b")], [new, old]).name == "bert-b"
+    gone = {**new, "metadata": {**new["metadata"], "deletionTimestamp": T3}}
+    assert current.current(job(), [], [gone, old]).name == "bert-a"  # a superseded one being deleted
     run = current.current(job(start=T1), [], [old, new])
     assert (run.name, run.number, run.began, run.started) == ("bert-b", 2, T1, None)
     ended = record("bert-c", 3, {"spec": {}}, **{ENDED: "suspended"})
