@@ -34,4 +34,5 @@ def number(record: dict[str, Any]) -> int:
 
 def owned_by(record: dict[str, Any], uid: Optional[str]) -> bool:
     """Whether `record` is controlled by the job with `uid`."""
-    return any(r.get("controller") and r.get("uid") == uid for r in (record.get("metadata") or {}).get("ownerReferences") or [])
+    owners = (record.get("metadata") or {}).get("ownerReferences") or []
+    return any(r.get("controller") and r.get("uid") == uid for r in owners)

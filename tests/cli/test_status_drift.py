@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from status_kit import apply, cli, project, spec, train_controller, write
+from status_kit import apply, cli, fields_of, project, spec, train_controller, write
 
 from testworld import stages
 
@@ -17,10 +17,6 @@ def drift_of(outcome: Any, name: str) -> list[tuple[str, Any, Any, str]]:
     return [(d["path"], d["git"], d["cluster"], d["why"]) for d in entry["drift"]]
 
 
-def fields_of(outcome: Any, name: str) -> list[tuple[str, Any, Any, Any, str]]:
-    """The drift as the spec's fields: (field, git, the job object, the run, why)."""
-    entry = next(j for j in outcome.json["jobs"] if j["name"] == name)
-    return [(f["field"], f["git"], f["job"], f["run"], f["why"]) for f in entry["fields"]]
 
 
 def test_a_field_another_manager_changed_is_drift_in_the_cluster_naming_that_manager(pod_world, pod_namespace,

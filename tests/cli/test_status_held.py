@@ -1,10 +1,10 @@
 """`status` on a change the cluster took and the run does not run: held for the next run by
 train-controller (its run record, a ControllerRevision named on the pods, keeps the run's
-spec), or taken by the next pod the upstream operator creates (a mixed run). Each field is one
-line with its three sides (git, the job object, the run), in the spec's terms at its line, and
-the way to take a held change; a `kubectl patch` that makes the job object the odd one out is
-still one line. And which exit code wins when a stuck pod and an orphan meet (3: a person is
-needed, before git and the cluster differ).
+spec; the upstream operator's mixed run is tests/e2e/test_status_upstream.py). Each field is
+one line with its three sides (git, the job object, the run), in the spec's terms at its
+line, and the way to take a held change; a `kubectl patch` that makes the job object the odd
+one out is still one line. And which exit code wins when a stuck pod and an orphan meet (3: a
+person is needed, before git and the cluster differ).
 """
 
 from __future__ import annotations
@@ -13,26 +13,17 @@ import json
 import re
 from typing import Any
 
-from status_kit import apply, cli, project, spec, train_controller, write
+from status_kit import apply, cli, fields_of, job_of, project, spec, spec_line, train_controller, write
 
 from testworld import stages
 
 FOREVER = {stages.RUN_SECONDS: "forever"}
 
 
-def job_of(outcome: Any, name: str) -> dict[str, Any]:
-    return next(j for j in outcome.json["jobs"] if j["name"] == name)
 
 
-def fields_of(outcome: Any, name: str) -> list[tuple[str, Any, Any, Any, str]]:
-    return [(f["field"], f["git"], f["job"], f["run"], f["why"]) for f in job_of(outcome, name)["fields"]]
 
 
-def _line(jobs: Any, filename: str, *loc: str) -> int:
-    from schemas.loader import load_file
-
-    [doc], _ = load_file(jobs / filename)
-    return doc.position(("spec", *loc))[0]
 
 
 def _until(world: Any, jobs: Any, check: Any, what: str, *args: str) -> Any:
@@ -62,12 +53,12 @@ def test_a_synced_change_of_nodes_is_held_drift_with_git_the_job_and_the_run_on_
     pods = json.loads(pod_world.kubectl("get", "pods", "-n", pod_namespace, "-o", "json").stdout)["items"]
     assert {p["metadata"]["annotations"]["train-controller.trainforge.dev/revision"] for p in pods} == {record}
     assert (entry["fields"][0]["line"], entry["fields"][0]["paths"]) == (
-        _line(jobs, "bert.yaml", "nodes"), ["spec.pytorchReplicaSpecs.Worker.replicas"])
+        spec_line(jobs / "bert.yaml", "nodes"), ["spec.pytorchReplicaSpecs.Worker.replicas"])
     lines = text.stdout.splitlines()
     block = lines[lines.index(next(line for line in lines if line.startswith(f"{pod_namespace}/bert  "))):]
     assert block[1:3] == [
         "  pods: Master 1 Running; Worker 1 Running",
-        f"  drift: spec.nodes, jobs/bert.yaml:{_line(jobs, 'bert.yaml', 'nodes')}: git 3, job 3, run 2: held"]
+        f"  drift: spec.nodes, jobs/bert.yaml:{spec_line(jobs / 'bert.yaml', 'nodes')}: git 3, job 3, run 2: held"]
     assert " ".join(line.strip() for line in block[3:]) == (  # folded at 80; the controller's Event says it: not twice
         f"held for the next run by its record {record}; to run it now: suspend and resume the job, or give it a new name")
     assert len(block) == 5 and max(map(len, block[1:])) <= 80, block
@@ -97,38 +88,9 @@ def test_after_a_kubectl_patch_the_job_object_is_the_odd_one_and_each_field_stay
                                                "example.com/train:1", "changed-in-cluster")]
         text = cli(pod_world, "status", jobs, "--wide").stdout.splitlines()
     drift = [line for line in text if line.startswith("  drift: ")]
-    assert drift == [f"  drift: spec.image, jobs/bert.yaml:{_line(jobs, 'bert.yaml', 'image')}: git example.com/train:2, "
+    assert drift == [f"  drift: spec.image, jobs/bert.yaml:{spec_line(jobs / 'bert.yaml', 'image')}: git example.com/train:2, "
                      "job example.com/train:hotfix, run example.com/train:1: "
                      + job_of(outcome, "bert")["fields"][0]["message"]]
-
-
-def test_under_the_upstream_operator_a_synced_image_reaches_the_next_pod_created(pod_world, pod_namespace, tmp_path):
-    """No run record: the operator builds each pod from the job as it is when it creates the pod
-    (semantics: a mixed run). Started here beside the session world (engines lock when run)."""
-    from testworld.upstream import Operator
-
-    jobs = project(tmp_path, pod_namespace, controller="training-operator")
-    write(jobs, "bert.yaml", spec("bert", nodes=2, pod=FOREVER))
-    operator = Operator(pod_namespace, schemes=["pytorchjob"], threads=2)
-    operator.start(pod_world)
-    try:
-        apply(pod_world, jobs)
-        assert cli(pod_world, "status", jobs, "--wait", "Running", "--timeout", "3m").code == 0
-        write(jobs, "bert.yaml", spec("bert", nodes=2, image="example.com/train:2", pod=FOREVER))
-        apply(pod_world, jobs)
-        outcome = cli(pod_world, "status", jobs, "--format", "json")
-        text = cli(pod_world, "status", jobs, "--wide").stdout
-    finally:
-        operator.stop()
-    assert outcome.code == 4
-    assert fields_of(outcome, "bert") == [("spec.image", "example.com/train:2", "example.com/train:2",
-                                           "example.com/train:1", "old-pods")]
-    assert job_of(outcome, "bert")["run"]["record"] is None
-    [message] = [f["message"] for f in job_of(outcome, "bert")["fields"]]
-    assert message.startswith("pods bert-master-0, bert-worker-0 run example.com/train:1: the operator builds each pod")
-    assert f"drift: spec.image, jobs/bert.yaml:{_line(jobs, 'bert.yaml', 'image')}: git example.com/train:2, job " \
-           "example.com/train:2, pods example.com/train:1: the next pod created takes it (a mixed run)" in text
-    assert "held for the next run" not in text
 
 
 def test_a_stuck_pod_beside_an_orphan_exits_3_a_person_is_needed_first(pod_world, pod_namespace, tmp_path):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from six_jobs import STUCK, build
-from status_kit import cli, train_controller
+from status_kit import cli, spec_line, train_controller
 
 WIDTH = 80
 
@@ -41,11 +41,6 @@ def _blocks(text: str) -> dict[str, list[str]]:
     return out
 
 
-def _line(jobs: Any, filename: str, *loc: str) -> int:
-    from schemas.loader import load_file
-
-    docs, _ = load_file(jobs / filename)
-    return next(d for d in docs if d.data["metadata"]["name"] == loc[0]).position(("spec", *loc[1:]))[0]
 
 
 def test_the_six_jobs_fit_one_screen_of_80_columns(screen):
@@ -79,7 +74,7 @@ def test_each_stuck_or_failed_job_says_what_to_change_and_where(screen, job, sai
     jobs, ns, text, _, _, _ = screen
     loc = {"llama-pretrain": ("llama.yaml", "resources", "gpu"), "t5-finetune": ("t5.yaml", "image"),
            "tokenize": ("tokens.yaml", "env", "HF_TOKEN")}.get(job)
-    line = _line(jobs, loc[0], job, *loc[1:]) if loc else 0
+    line = spec_line(jobs / loc[0], *loc[1:], name=job) if loc else 0
     block = _blocks(text.stdout)[job]
     start = next(i for i, row in enumerate(block) if row.startswith("  fix: "))
     folded = [block[start]] + [row for row in block[start + 1:start + 2] if row.startswith("    ")]
@@ -89,7 +84,7 @@ def test_each_stuck_or_failed_job_says_what_to_change_and_where(screen, job, sai
 def test_a_held_change_is_one_line_with_git_the_job_and_the_run(screen):
     jobs, _, text, doc, _, _ = screen
     block = _blocks(text.stdout)["bert-finetune"]
-    assert block[2] == f"  drift: spec.nodes, jobs/bert.yaml:{_line(jobs, 'bert.yaml', 'bert-finetune', 'nodes')}: " \
+    assert block[2] == f"  drift: spec.nodes, jobs/bert.yaml:{spec_line(jobs / 'bert.yaml', 'nodes')}: " \
                        "git 3, job 3, run 2: held"
     assert " ".join(row.strip() for row in block[3:]).startswith("held for the next run by its record bert-finetune-")
     entry = next(j for j in doc["jobs"] if j["name"] == "bert-finetune")

@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 import pytest
-from status_kit import ENV, apply, cli, project, spec, train_controller, write
+from status_kit import ENV, apply, cli, project, spec, spec_line, train_controller, write
 
 from testworld import stages
 
@@ -112,12 +112,6 @@ def test_each_stuck_pod_says_why_with_the_kubelets_or_the_schedulers_message(stu
         assert waiting["phase"] == "Pending"
 
 
-def _line(jobs: Any, name: str, field: tuple[str, ...]) -> int:
-    """The line of `spec.<field>` in the job's spec file, as the user wrote it."""
-    from schemas.loader import load_file
-
-    [doc], _ = load_file(jobs / f"{name}.yaml")
-    return doc.position(("spec", *field))[0]
 
 
 @pytest.mark.parametrize(("name", "fix", "field"), [
@@ -130,7 +124,7 @@ def _line(jobs: Any, name: str, field: tuple[str, ...]) -> int:
 def test_a_stuck_job_points_at_the_spec_field_and_line_to_change(stuck, name, fix, field):
     jobs, ns, outcome = stuck
     [advice] = job(outcome.json, name)["fix"]
-    line = _line(jobs, name, field)
+    line = spec_line(jobs / f"{name}.yaml", *field)
     assert (advice["message"], advice["field"], advice["line"]) == (fix.format(ns=ns), "spec." + ".".join(field), line)
 
 
@@ -161,7 +155,7 @@ def test_stuck_pods_make_the_exit_code_3_and_the_text_names_each(pod_world, stuc
     assert re.fullmatch(r"  ! master-0: Pending, (ErrImagePull: rpc error|ImagePullBackOff: Back-off pulling).*\.\.\.",
                         block[2]) and len(block[2]) == 80, block
     fix = " ".join(line.strip() for line in block[3:5])  # folded at the width
-    assert fix == f"fix: image {PULLED} cannot be pulled: spec.image, jobs/pulls.yaml:{_line(jobs, 'pulls', ('image',))}"
+    assert fix == f"fix: image {PULLED} cannot be pulled: spec.image, jobs/pulls.yaml:{spec_line(jobs / 'pulls.yaml', 'image')}"
     assert block[4].startswith("    ")
     assert max(len(line) for line in lines) <= 80
     wide = status(pod_world, jobs, "--wide").stdout.splitlines()
@@ -177,7 +171,7 @@ def test_a_job_whose_pods_the_api_server_refuses_shows_the_controllers_warning_e
     assert event["message"].startswith("Error creating: ") and event["message"].endswith(
         'pods "unclassed-master-0" is forbidden: no PriorityClass with name no-such-class was found')
     block = _block(status(pod_world, jobs, "--wide").stdout.splitlines(), f"{ns}/unclassed")
-    line = _line(jobs, "unclassed", ("scheduling", "priority"))
+    line = spec_line(jobs / 'unclassed.yaml', "scheduling", "priority")
     assert block[1:3] == ["  pods: no pods", f"  fix: PriorityClass no-such-class does not exist: "
                           f"spec.scheduling.priority, jobs/unclassed.yaml:{line}"]
     assert re.fullmatch(r"  warning \S+ ago: FailedCreatePod( x\d+)?: " + re.escape(event["message"]), block[3]), block
@@ -189,7 +183,7 @@ def test_markdown_marks_the_stuck_pods(pod_world, stuck):
     assert outcome.code == 3
     assert f"| `{ns}/secretless` | PyTorchJob |" in outcome.stdout
     assert '- **stuck** secretless-master-0: CreateContainerConfigError: secret "hf-token" not found' in outcome.stdout
-    line = _line(jobs, "secretless", ("env", "HF_TOKEN"))
+    line = spec_line(jobs / 'secretless.yaml', "env", "HF_TOKEN")
     assert (f"- fix: Secret {ns}/hf-token does not exist: create it, or change `spec.env.HF_TOKEN` at "
             f"`jobs/secretless.yaml:{line}`") in outcome.stdout
 

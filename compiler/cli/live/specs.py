@@ -44,7 +44,8 @@ class SpecJob:
     source: str  # the spec's path from the repository's root (what trainforge.dev/source holds)
     line: int
     compiled: dict[str, Any] = field(compare=False, repr=False)
-    target: Any = field(default=None, compare=False, repr=False)  # compiler.reading.resolve.Target: the spec's positions
+    # compiler.reading.resolve.Target: the spec's fields and their positions (a fix's line)
+    target: Any = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
