@@ -14,6 +14,8 @@ field of the spec. Each rule reads one known cause and names the field a person 
   exist: the `spec.env` entry that reads it, and the object to create;
 - the API server refusing the pods for a PriorityClass that does not exist (the job's
   Warning Event): `spec.scheduling.priority`;
+- Kueue not admitting a queued job (its Workload says why): a LocalQueue that does not
+  exist, or the queue's quota: `spec.scheduling.queue`;
 - a program that exited non-zero (a failed pod, a crash loop): no field, the log to read.
 
 Pure: the job's report and the largest node's allocatable per resource in, advice out.
@@ -34,6 +36,7 @@ _INSUFFICIENT = re.compile(r"Insufficient ([\w./-]+)")
 _MISSING = re.compile(r'^(secret|configmap) "([^"]+)" not found')
 _NO_KEY = re.compile(r"^couldn't find key (\S+) in (Secret|ConfigMap) ([^/\s]+)/(\S+)")
 _PRIORITY = re.compile(r"no PriorityClass with name (\S+) was found")
+_NO_QUEUE = re.compile(r"LocalQueue \S+ doesn't exist")
 _PULL = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
 _PROGRAM = ("CrashLoopBackOff", "Error", "OOMKilled")
 # a resource the scheduler lacks -> (the spec's field under resources, its name in a sentence)
@@ -65,6 +68,10 @@ def advise(job: "JobReport", *, largest: Optional[dict[str, float]] = None) -> l
         found = _pod(job, pod, raw.get(pod.name) or {}, largest)
         if found is not None and found not in out:
             out.append(found)
+    if job.queue is not None:
+        found = _queue(job)
+        if found not in out:
+            out.append(found)
     for event in job.events:
         match = _PRIORITY.search(event.message)
         if match:
@@ -91,6 +98,17 @@ def _pod(job: "JobReport", pod: Any, raw: dict[str, Any], largest: Optional[dict
         command = f"train-compile logs {spec.namespace}/{spec.name} --replica {pod.replica.lower()}{index}"
         return Advice(f"the program {_exit(pod.message)}", command=command)
     return None
+
+
+def _queue(job: "JobReport") -> Advice:
+    """Kueue has not admitted the job: a LocalQueue that does not exist, else the queue's quota."""
+    assert job.queue is not None
+    field, line = _field(job, ("scheduling", "queue"))
+    if _NO_QUEUE.search(job.queue.message):
+        return Advice(f"LocalQueue {job.spec.namespace}/{job.queue.queue} does not exist: create it, or change",
+                      field, line, joiner=" ")
+    return Advice(f"Kueue has not admitted it to queue {job.queue.queue} (above): its quota, or another queue",
+                  field, line)
 
 
 def _unschedulable(job: "JobReport", message: str, raw: dict[str, Any], replica: str,

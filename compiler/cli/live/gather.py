@@ -26,12 +26,12 @@ from foundation.runs import current as runs
 from compiler.cli.live.advice import Advice, advise, allocatable
 from compiler.cli.live.specs import Orphan, Scope, SpecJob, job_kinds, live_key, match
 from compiler.cli.live.terms import FieldDrift, in_spec_terms
-from foundation.cluster.resource import CONTROLLERREVISIONS, NODES
+from foundation.cluster.resource import CONTROLLERREVISIONS, NODES, WORKLOADS
 from foundation.runs.clock import parse_time
 from foundation.runs.record import record_of
 from foundation.runs.state import JobState, job_state
 from foundation.runs.stuck import STUCK_AFTER
-from schemas.upstream import JOB_NAME_LABEL
+from schemas.upstream import JOB_NAME_LABEL, QUEUE_LABEL
 
 EVENTS_SHOWN = 5
 
@@ -42,6 +42,15 @@ class EventView:
     message: str
     count: int
     last: Optional[str]  # RFC 3339
+
+
+@dataclass(frozen=True)
+class QueueWait:
+    """A queued job Kueue has not admitted: its queue, and its Workload's reason and message."""
+
+    queue: str
+    reason: str
+    message: str
 
 
 @dataclass
@@ -57,6 +66,7 @@ class JobReport:
     fields: list[FieldDrift] = field(default_factory=list)  # `drift` in the spec's terms, one per line
     raw_pods: list[dict[str, Any]] = field(default_factory=list, repr=False)
     advice: list[Advice] = field(default_factory=list)  # what to change when stuck or failed
+    queue: Optional[QueueWait] = None  # Kueue has not admitted it (its Workload says why)
 
     @property
     def stuck(self) -> list[pod_views.PodView]:
@@ -139,13 +149,15 @@ Children = dict[Any, list[dict[str, Any]]]
 
 
 def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[Children, Children, Children]:
-    """Pods by (namespace, label key, job name), Warning Events by (namespace, kind, name) and
-    train-controller's run records by namespace (kubeflow.org/v1 jobs' namespaces only; none
-    when the credentials may not read them: drift then says nothing of the run)."""
+    """Pods by (namespace, label key, job name), Warning Events by (namespace, kind, name) and, by
+    namespace, train-controller's run records (kubeflow.org/v1 jobs' namespaces; none when the
+    credentials may not read them: drift then says nothing of the run) with Kueue's Workloads
+    (where a job is queued; tagged with their kind, run records have none)."""
     pods: Children = {}
     events: Children = {}
     records: Children = {}
     wanted: dict[str, set[str]] = {}
+    queued = {live_key(obj)[1] for obj in jobs if QUEUE_LABEL in ((obj.get("metadata") or {}).get("labels") or {})}
     for obj in jobs:
         wanted.setdefault(live_key(obj)[1], set()).add(pod_views.labels_for(obj["apiVersion"]).job)
     for ns, keys in sorted(wanted.items()):
@@ -161,7 +173,21 @@ def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[Child
                 records[ns] = reader.list(CONTROLLERREVISIONS, namespace=ns, label_selector=JOB_NAME_LABEL) or []
             except cluster.ClusterForbidden:
                 records[ns] = []
+        if ns in queued:
+            records[ns] = records.get(ns, []) + _workloads(reader, ns)
     return pods, events, records
+
+
+def _workloads(reader: cluster.Reader, ns: str) -> list[dict[str, Any]]:
+    """Kueue's Workloads in `ns` (none when Kueue is not installed or they may not be read)."""
+    for res in WORKLOADS:
+        try:
+            found = reader.list(res, namespace=ns)
+        except cluster.ClusterForbidden:
+            return []
+        if found is not None:
+            return [{**w, "kind": res.kind} for w in found]
+    return []
 
 
 def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Children, records: Optional[Children] = None,
@@ -174,7 +200,8 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Child
     types = adapter.facts.replica_types if adapter else ()
     own = pods.get((ns, labels.job, name), [])
     state = job_state(live)
-    run = runs.current(live, own, (records or {}).get(ns, []))
+    near = (records or {}).get(ns, [])
+    run = runs.current(live, own, [r for r in near if r.get("kind") != "Workload"])
     data = run.data if adapter is not None and not state.finished and state.state != "Suspended" else None
     held = runs.held(data, live, adapter) if data is not None else None
     found = drifts.drift(spec.compiled, live, state=state, run=held, record=run.name)
@@ -184,7 +211,27 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Child
     mine = [e for e in events.get((ns, kind, name), []) if (e.get("involvedObject") or {}).get("uid") in (None, uid)]
     views = [pod_views.pod_view(p, labels, replica_types=types, now=now, stuck_after=stuck_after) for p in own]
     return JobReport(spec, live, state, types, pod_views.ordered(views, types), _last(mine, since=run.since), found,
-                     run, in_spec_terms(found, spec, live=live, record=data), own)
+                     run, in_spec_terms(found, spec, live=live, record=data), own,
+                     queue=_queue(live, [w for w in near if w.get("kind") == "Workload"]))
+
+
+def _queue(live: dict[str, Any], workloads: list[dict[str, Any]]) -> Optional[QueueWait]:
+    """Why Kueue has not admitted the job: its Workload's false QuotaReserved (or Admitted) condition."""
+    queue = ((live.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    uid = (live.get("metadata") or {}).get("uid")
+    if not queue:
+        return None
+    for w in workloads:
+        if not any(r.get("uid") == uid for r in (w.get("metadata") or {}).get("ownerReferences") or []):
+            continue
+        conditions = {c.get("type"): c for c in (w.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+        if (conditions.get("Admitted") or {}).get("status") == "True":
+            return None
+        said = next((conditions[t] for t in ("QuotaReserved", "Admitted") if t in conditions
+                     and conditions[t].get("status") == "False"), None)
+        if said is not None:
+            return QueueWait(str(queue), str(said.get("reason") or ""), " ".join(str(said.get("message") or "").split()))
+    return None
 
 
 def _last(events: list[dict[str, Any]], *, since: Optional[str]) -> list[EventView]:

@@ -47,6 +47,8 @@ def as_json(report: StatusReport, *, width: Optional[int] = None) -> str:
                 "waiting": [{"pod": p.name, "replicaType": p.replica, "index": p.index, "phase": p.phase,
                              "reason": p.reason, "message": p.message, "container": p.container, "stuck": p.stuck}
                             for p in job.pods if p.reason],
+                "queue": ({"name": job.queue.queue, "reason": job.queue.reason, "message": job.queue.message}
+                          if job.queue else None),
                 "fix": [{"message": a.text, "field": a.field, "line": a.line, "command": a.command}
                         for a in job.advice],
                 "events": [{"reason": e.reason, "message": e.message, "count": e.count, "last": e.last}

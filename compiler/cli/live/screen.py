@@ -157,6 +157,13 @@ def _waiting(job: JobReport, page: Page) -> list[str]:
     return out
 
 
+def _queue(job: JobReport, page: Page) -> list[str]:
+    if job.queue is None:
+        return []
+    page.once(job.queue.message)
+    return [page.cut(f"  - queued in {job.queue.queue}, not admitted: {job.queue.reason}: {job.queue.message}")]
+
+
 def _advice(job: JobReport, page: Page) -> list[str]:
     return [line for a in job.advice for line in page.fold(f"fix: {a.said(job.spec.source)}", indent="  ")]
 
@@ -291,4 +298,4 @@ def _value(value: Any) -> str:
 
 
 Section = Callable[[JobReport, Page], list[str]]
-SECTIONS: list[Section] = [_head, _failure, _pods, _waiting, _advice, _drift, _events]
+SECTIONS: list[Section] = [_head, _failure, _pods, _waiting, _queue, _advice, _drift, _events]
