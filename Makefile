@@ -14,7 +14,7 @@ export TRAINFORGE_UV := $(UV)
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: venv lock install-check demo docs docs-build demo-gitops e2e e2e-assets test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale bench-curve parity parity-assets clean
+.PHONY: venv lock install-check demo docs docs-build demo-gitops e2e e2e-assets test test-fast k8s-assets world-assets cluster controller schema fault bench-compiler bench-controller bench-scale bench-progress bench-curve parity parity-assets clean
 
 $(UV):
 	@$(PYTHON) -m venv $(CACHE)/tools/uv-$(UV_VERSION)
@@ -122,6 +122,11 @@ bench-controller: $(STAMP) k8s-assets
 # (ours, the upstream operator v1.9.4); --jobs/--pods-per-job/--nodes via ARGS="..."
 bench-scale: $(STAMP) k8s-assets
 	$(BIN)/python -m bench.scale_bench $(ARGS)
+
+# what progress reports cost train-controller: 1,000 jobs x 8 pods, each pod reporting every 10 s for 10 minutes,
+# against the same 10 minutes without reports, in one run (bench/progress_bench.py; ARGS="--jobs 100 --seconds 120")
+bench-progress: $(STAMP) k8s-assets
+	$(BIN)/python -m bench.progress_bench $(ARGS)
 
 # ours alone at 250, 1,000, 2,000, 5,000 and 10,000 jobs x 8 pods (sizes that would not fit in memory are
 # reported, not run); SIZES=250,1000 and ARGS="--bind ..." to choose; the 10,000-job curve of bench/README.md

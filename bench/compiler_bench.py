@@ -109,6 +109,8 @@ class Size:
     instructions: Optional[int] = None  # executed by one build, counted by callgrind
     plan: Optional[Run] = None  # `plan --base HEAD` of the tree with PLAN_CHANGED specs edited
     plan_build: Optional[Run] = None  # one build of that head, measured beside it
+    imported: Optional[Run] = None  # `import` of IMPORTED manifests
+    imported_build: Optional[Run] = None  # one build of the specs it wrote, measured beside it
 
 
 PLAN_CHANGED = 50  # specs a pull request changes in the plan row (the issue's 1,000-spec repository)
@@ -140,6 +142,44 @@ def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: O
         plans.append(run([*tc, "plan", str(repo / "jobs"), "--base", "HEAD", "--format", "json"],
                          stdout=work / "plan.json", cpu=cpu))
     size.plan, size.plan_build = _median(plans), _median(builds)
+
+
+IMPORTED = 1000  # manifests the import row imports
+
+
+def import_manifests(root: Path, n: int) -> Path:
+    """`n` job manifests, one file each, cycling through the corpus's published jobs that import
+    under target kubeflow-v1 (tests/importer/corpus: real manifests, not ours), each renamed
+    job-NNNNN; what a team bringing its jobs in has."""
+    import yaml
+
+    from compiler.importing import run as importing
+
+    corpus = Path(__file__).resolve().parents[1] / "tests" / "importer" / "corpus"
+    found = []
+    for path in sorted(corpus.glob("[0-9]*.yaml")):
+        outcome = importing.import_sources([str(path)])
+        project = outcome.project or {}
+        if outcome.ok and "target" not in project.get("defaults", {}) and "environments" not in project:
+            found += [job.manifest.data for job in outcome.jobs if job.ok]
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        doc = {**found[i % len(found)]}
+        doc["metadata"] = {**doc["metadata"], "name": f"job-{i:05d}"}
+        (root / f"job-{i:05d}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def measure_import(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: Optional[int]) -> None:
+    """`train-compile import` of IMPORTED manifests against one `build` of the specs it wrote,
+    interleaved repeat by repeat (the target: import CPU at most 2x build's)."""
+    manifests = import_manifests(work / "manifests", IMPORTED)
+    imports, builds = [], []
+    for r in range(repeat):
+        imported = work / f"imported-{r}"
+        imports.append(run([*tc, "import", str(manifests), "-o", str(imported)], cpu=cpu))
+        builds.append(run([*tc, "build", str(imported), "-o", str(work / f"imported-out-{r}")], cpu=cpu))
+    size.imported, size.imported_build = _median(imports), _median(builds)
 
 
 def _same_objects(ours: Path, theirs: Path) -> bool:
@@ -242,6 +282,10 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
                      big.plan.cpu, big.plan_build.cpu, "s", "<= 2.0x"))
         out.append(R(f"plan wall, N={big.n} with {PLAN_CHANGED} changed specs (s)", big.plan.wall,
                      big.plan_build.wall, "s"))
+    if big.imported and big.imported_build:
+        out.append(R(f"import CPU, {IMPORTED} published manifests (s; baseline: one build of the specs it wrote)",
+                     big.imported.cpu, big.imported_build.cpu, "s", "<= 2.0x"))
+        out.append(R(f"import wall, {IMPORTED} published manifests (s)", big.imported.wall, big.imported_build.wall, "s"))
     if big.instructions:
         out.append(R(f"build instructions per spec, N={big.n} (callgrind; the same on any load)",
                      big.instructions / big.n / 1e6, None, "M"))
@@ -260,6 +304,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--cpu", type=int, default=0, help="CPU to pin every command to; -1 to not pin")
     parser.add_argument("--no-reference", action="store_true", help="skip the before/after row")
     parser.add_argument("--no-plan", action="store_true", help="skip the plan row")
+    parser.add_argument("--no-import", action="store_true", help="skip the import row")
     parser.add_argument("--workdir", type=Path, default=None, help="where specs and trees go (default /dev/shm)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--python", default=None,
@@ -295,6 +340,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"compiler bench: plan, N={measured[-1].n} with {PLAN_CHANGED} changed specs ...",
                   file=sys.stderr, flush=True)
             measure_plan(measured[-1], work, tc=tc, repeat=args.repeat, cpu=cpu)
+        if not args.no_import:
+            print(f"compiler bench: import of {IMPORTED} manifests ...", file=sys.stderr, flush=True)
+            measure_import(measured[-1], work, tc=tc, repeat=args.repeat, cpu=cpu)
         valgrind = shutil.which("valgrind") if args.instructions else None
         if valgrind:
             big = measured[-1]

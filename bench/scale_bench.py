@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from bench import audit_count, report, server_cost
+from bench import audit_count, baseline, report, server_cost
 from bench import kube_tools as kt
 from bench.scale_controllers import (
     WORKERS,
@@ -362,7 +362,8 @@ class ScaleWorld:
 
 
 def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Controller], jobs: int, *,
-                 bind: bool = False, after: Optional[Callable[[ScaleWorld, Run], None]] = None) -> Run:
+                 bind: bool = False, after: Optional[Callable[[ScaleWorld, Run], None]] = None,
+                 tag: str = "") -> Run:
     """`make`'s controller at `jobs` jobs in a world of its own (`bind`: pods bound by their template,
     `measure`); `after(world, run)` reads the world before it stops."""
     started = time.monotonic()
@@ -370,7 +371,7 @@ def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Cont
         say(f"world with {args.nodes} nodes ready in {time.monotonic() - started:.0f} s")
         timeout = args.timeout or 300 + jobs * args.pods_per_job / 20
         spy_dir = getattr(args, "py_spy", None)  # only make bench-scale has --py-spy
-        profile = spy_dir / f"train-controller-{jobs}-jobs.txt" if spy_dir else None
+        profile = spy_dir / f"train-controller{tag}-{jobs}-jobs.txt" if spy_dir else None
         run = measure(world, make, jobs=jobs, pods_per_job=args.pods_per_job, run_seconds=args.run_seconds,
                       timeout=timeout, profile=profile, bind=args.nodes if bind else 0)
         if after is not None:
@@ -379,8 +380,35 @@ def run_in_world(args: argparse.Namespace, make: Callable[[Any, Path, str], Cont
     return run
 
 
-def ours() -> Callable[[Any, Path, str], Controller]:
-    return lambda world, kubeconfig, namespace: Ours(kubeconfig, namespace)
+def ours(repo: Optional[Path] = None, label: str = "") -> Callable[[Any, Path, str], Controller]:
+    """train-controller from this checkout, or from `repo` (another commit's checkout)."""
+    if repo is None:
+        return lambda world, kubeconfig, namespace: Ours(kubeconfig, namespace)
+    return lambda world, kubeconfig, namespace: Ours(kubeconfig, namespace, repo=repo, label=label)
+
+
+GUARDED = (  # (key, what the row's figure says, lower is better): the ratios `bench.baseline` keeps
+    ("pods-created", "pods created", True),
+    ("jobs-running", "jobs Running", True),
+    ("jobs-succeeded", "jobs Succeeded", True),
+    ("requests", "API requests per job, audit log", True),
+    ("requests-not-events", "API requests per job other than Events", True),
+    ("distinct-events", "distinct Events recorded per job", False),
+    ("cpu-per-pod", "controller CPU per 1,000 pods", True),
+    ("peak-rss", "controller peak RSS", True),
+    ("server-cpu-per-pod", "kube-apiserver + etcd CPU per 1,000 pods", True),
+)
+
+
+def guarded(run: Run, rows: list[report.Row]) -> list[baseline.Guarded]:
+    """The ratios of one pair's rows that the record keeps, keyed by the run's size."""
+    out = []
+    for key, says, lower in GUARDED:
+        row = next((r for r in rows if says in r.figure and r.ratio is not None), None)
+        if row is not None and row.ratio is not None:
+            out.append(baseline.Guarded(f"{run.jobs}x{run.pods // run.jobs}:{key}", row.figure.split(" (")[0],
+                                        row.ratio, lower))
+    return out
 
 
 def upstream(qps: Optional[int]) -> Callable[[Any, Path, str], Controller]:
@@ -406,6 +434,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                         help="record train-controller with py-spy (collapsed stacks) into DIR; py-spy from PyPI")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
+    parser.add_argument("--also", type=Path, default=None, metavar="CHECKOUT",
+                        help="also run train-controller from this checkout (e.g. `git worktree add` of the commit "
+                        "before a change), against the same upstream run: a before/after pair in one run")
+    parser.add_argument("--record", action="store_true",
+                        help="write this run's ratios as the project's recorded figures (bench/recorded/scale.json)")
     args = parser.parse_args(argv)
 
     binary = upstream_binary() if args.upstream == "build" else None
@@ -415,10 +448,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows: list[report.Row] = []
     mine = run_in_world(args, ours(), args.jobs)
     runs.append(mine)
+    also = None
+    if args.also is not None:
+        label = f"train-controller at {baseline.commit(args.also)}"
+        also = run_in_world(args, ours(args.also.resolve(), label), args.jobs, tag="-also")
+        runs.append(also)
+    guard: list[baseline.Guarded] = []
     if binary is not None:
         raised = run_in_world(args, upstream(args.upstream_qps), args.jobs)
         runs.append(raised)
-        rows += _ratio_rows(mine, raised, f"baseline: upstream {raised.label.split(' ', 1)[1]}")
+        mine_rows = _ratio_rows(mine, raised, f"baseline: upstream {raised.label.split(' ', 1)[1]}")
+        rows += mine_rows
+        guard = guarded(mine, mine_rows)
+        if also is not None:
+            rows += _ratio_rows(also, raised, f"{also.label}; baseline: the same upstream run")
         if args.default_limit_jobs:
             small = run_in_world(args, ours(), args.default_limit_jobs)
             limited = run_in_world(args, upstream(None), args.default_limit_jobs)
@@ -429,6 +472,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         rows += _alone_rows(mine)
     report.emit("trainforge scale benchmark: a real pod lifecycle", rows, machine_line=machine, notes=_notes(runs),
                 markdown=args.markdown)
+    if guard:  # the ratios against the project's last recorded ones (bench.baseline)
+        for line in baseline.report_against("scale", guard, machine=machine, write=args.record):
+            print(line)
     return 0
 
 

@@ -61,13 +61,15 @@ class Ours:
     label = "train-controller"
 
     def __init__(self, kubeconfig: Path, namespace: str, *, workers: int = WORKERS,
-                 ready_timeout: float = 120.0) -> None:
+                 ready_timeout: float = 120.0, repo: Path = REPO, label: str = "") -> None:
+        """`repo`: the checkout whose controller runs (another commit's, for a before/after pair)."""
         from testworld.controlplane import ManagedProcess
 
+        self.label = label or self.label
         self.dir = Path(tempfile.mkdtemp(prefix="trainforge-scale-ours-"))
         argv = [sys.executable, "-m", "controller", f"--kubeconfig={kubeconfig}", f"--namespace={namespace}",
                 f"--workers={workers}"]
-        self.process = ManagedProcess("train-controller", argv, self.dir / "controller.log", REPO)
+        self.process = ManagedProcess("train-controller", argv, self.dir / "controller.log", repo)
         self.ready_timeout = ready_timeout
 
     @property

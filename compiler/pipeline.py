@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from compiler.diagnostics import Diagnostic, has_errors, ordered
 from compiler.reading.resolve import Target, targets_for
 from compiler.reading.runtimes import read as read_runtimes
-from compiler.reading.sources import collect
+from compiler.reading.sources import Sources, collect
 from compiler.reading.validation import diagnostics_from
 from compiler.review import policy, rules
 from compiler.targets import api
@@ -127,9 +127,18 @@ def _shared_objects(bundles: list[Bundle]) -> list[Diagnostic]:
 
 def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs: bool = True) -> Result:
     """Validate (and, with `lower_jobs`, lower) every job under `paths`."""
-    sources = collect(paths)
+    return compile_documents(collect(paths), env=env, lower_jobs=lower_jobs)
+
+
+def compile_documents(sources: Sources, *, env: Optional[str] = None, lower_jobs: bool = True,
+                      review: bool = True, project: Optional[Project] = None) -> Result:
+    """`compile_sources` on documents already read: what `train-compile import` compiles its
+    specs with in memory, before anything is written. `review=False` leaves the cross-field
+    rules out (the importer's first lowering of a spec it will change, reviewed once final);
+    `project` is the sources' project document, validated already."""
     result = Result(diagnostics=list(sources.diagnostics))
-    project = _project(sources.project, result.diagnostics)
+    if project is None:
+        project = _project(sources.project, result.diagnostics)
     if project is None:
         result.diagnostics = ordered(result.diagnostics)
         return result
@@ -149,8 +158,9 @@ def compile_sources(paths: list[Path], *, env: Optional[str] = None, lower_jobs:
             continue
         found, problems = targets_for(doc, job, project, result.environments, tuple(runtimes))
         result.diagnostics.extend(problems)
-        for target in found:
-            result.diagnostics.extend(rules.check(target))
+        if review:
+            for target in found:
+                result.diagnostics.extend(rules.check(target))
         targets.extend(found)
     if lower_jobs and not has_errors(result.diagnostics):
         for env_name in result.environments:

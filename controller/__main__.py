@@ -30,6 +30,9 @@ from schemas import durations
 
 if TYPE_CHECKING:
     from controller.manager import Manager
+    from controller.progress.certs import ServingCert
+    from controller.progress.service import ProgressOptions
+    from foundation.cluster.kube import Client
     from controller.runtime.leader import LeaderElector
     from controller.runtime.metrics import Metrics
 
@@ -149,13 +152,24 @@ def _lease_namespace(flag: str | None) -> str:
               help="host:port for Prometheus /metrics (':8080' all interfaces; '0' disables).")
 @click.option("--health-probe-bind-address", default="0", show_default=True,
               help="host:port for /healthz and /readyz (':8081' all interfaces; '0' disables).")
+@click.option("--progress-bind-address", default="0", show_default=True,
+              help="host:port of the HTTPS endpoint where training pods report progress, ETA and metrics "
+                   "(Kubeflow Trainer's protocol; ':10443' all interfaces; '0' disables). Stored in the job's "
+                   "status.trainerStatus.")
+@click.option("--progress-interval", "progress_interval", default="30s", show_default=True, type=duration,
+              help="At most one progress write per job per this interval, whatever its pods send (later reports "
+                   "within it are coalesced).")
+@click.option("--progress-cert-dir", default="", show_default=True,
+              help="Directory with tls.crt, tls.key (and ca.crt) for the progress endpoint; default: a CA and "
+                   "certificate the controller keeps in the Secret train-controller-progress-certs of its namespace.")
 def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace: str | None, workers: int,
          watch_timeout: int, pytorch_init_container_image: str, pytorch_init_container_max_tries: int,
          pytorch_init_container_template_file: str | None, mpi_kubectl_delivery_image: str,
          upstream_init_containers: bool, log_level: str, leader_elect: bool, leader_election_namespace: str | None,
          leader_election_id: str, lease_duration: float, renew_deadline: float, retry_period: float,
          metrics_bind_address: str, health_probe_bind_address: str, gang_scheduler_name: str,
-         pods_first: bool, stuck_pod_threshold: float) -> None:
+         pods_first: bool, stuck_pod_threshold: float, progress_bind_address: str, progress_interval: float,
+         progress_cert_dir: str) -> None:
     """Reconcile kubeflow.org/v1 training jobs into pods and services, like the Training Operator."""
     from controller import preflight
     from controller.jobs import kinds as kind_table
@@ -187,6 +201,7 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
             raise click.BadParameter(str(exc), param_hint="--pytorch-init-container-template-file") from exc
     metrics_at = _bind(metrics_bind_address, "--metrics-bind-address")
     probes_at = _bind(health_probe_bind_address, "--health-probe-bind-address")
+    progress_at = _bind(progress_bind_address, "--progress-bind-address")
     lease = None
     if leader_elect:
         try:
@@ -208,9 +223,13 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         log.warning("could not check which APIs are served (%s); starting anyway", exc)
     metrics = Metrics(process=True)
     client.observer = metrics.api_request
+    cert = None
+    if progress_at is not None:
+        cert = _progress_cert(client, progress_cert_dir, leader_election_namespace)
     manager = Manager(client, enabled, namespace=namespace, workers=workers, options=options, watch_timeout=watch_timeout,
                       gang_scheduler_name=gang_scheduler_name, pods_first=pods_first,
-                      metrics=metrics, stuck_after=stuck_pod_threshold)
+                      metrics=metrics, stuck_after=stuck_pod_threshold,
+                      progress=_progress_options(cert, progress_interval))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -225,8 +244,14 @@ def main(kubeconfig: str | None, context: str | None, frameworks: str, namespace
         metrics.leading(lease.name, False)
     try:
         closers = _serve(metrics, manager, elector, stop, metrics_at=metrics_at, probes_at=probes_at)
+        if progress_at is not None and cert is not None and manager.progress is not None:
+            from controller.progress.server import serve as serve_progress
+
+            server, bound = serve_progress(manager.progress.endpoint, progress_at, cert.context())
+            log.info("serving progress reports on https://%s:%d", *bound)
+            closers.append(server.shutdown)
     except OSError as exc:
-        raise click.ClickException(f"cannot serve metrics or probes: {exc}") from exc
+        raise click.ClickException(f"cannot serve metrics, probes or progress: {exc}") from exc
     started = False
     try:
         if elector is not None:
@@ -272,6 +297,33 @@ def _serve(metrics: Metrics, manager: Manager, elector: LeaderElector | None, st
         probes.serve(probes_at)
         closers.append(probes.close)
     return closers
+
+
+def _progress_cert(client: Client, cert_dir: str, lease_namespace: str | None) -> ServingCert:
+    """The progress endpoint's certificate: the directory's, else the self-managed Secret's."""
+    from controller.progress import certs
+    from foundation.cluster import errors
+
+    if cert_dir:
+        found = certs.from_dir(Path(cert_dir))
+        if found is None:
+            raise click.BadParameter(f"{cert_dir} has no tls.crt and tls.key", param_hint="--progress-cert-dir")
+        return found
+    try:
+        own = _lease_namespace(lease_namespace)
+    except click.BadParameter:
+        raise click.BadParameter("not running in-cluster: give --progress-cert-dir, or the namespace of the "
+                                 "certificate Secret with --leader-election-namespace", param_hint="--progress-cert-dir") from None
+    try:
+        return certs.self_managed(client, own)
+    except errors.ApiError as exc:
+        raise click.ClickException(f"cannot read or create the progress certificate Secret: {exc}") from exc
+
+
+def _progress_options(cert: ServingCert | None, interval: float) -> ProgressOptions | None:
+    from controller.progress.service import ProgressOptions
+
+    return None if cert is None else ProgressOptions(interval=interval, ca_pem=cert.ca_pem)
 
 
 def _exit_lost() -> None:

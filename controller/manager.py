@@ -36,6 +36,8 @@ from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
 from controller.jobs.restarts import ends_attempt
 from controller.jobs.run_record import CONTROLLERREVISIONS
 from controller.jobs.run_records import RunRecords
+from controller.progress.service import Progress, ProgressOptions
+from controller.progress.store import only_progress_changed
 from controller.runtime import bugs
 from foundation.cluster import errors
 from foundation import jsondata
@@ -88,7 +90,7 @@ class Manager:
                  clock: Callable[[], datetime] | None = None, metrics: Metrics | None = None,
                  gang_scheduler_name: str | None = None,
                  pods_first: bool = True, pod_update_batch: float = POD_UPDATE_BATCH,
-                 stuck_after: float = STUCK_AFTER) -> None:
+                 stuck_after: float = STUCK_AFTER, progress: ProgressOptions | None = None) -> None:
         self.client, self.namespace, self.workers = client, namespace, workers
         self.pod_update_batch = pod_update_batch
         self.kinds = {k.name: k for k in kinds}
@@ -123,8 +125,9 @@ class Manager:
         job_steps: dict[str, JobStep] = {name: hpa for name in autoscaled if hpa is not None}
         gang = self._gang(scheduler_for(gang_scheduler_name), watch_timeout)
         # each run's record and whole-job attempt (controller.jobs.run_records): labelled like the pods
-        records = RunRecords(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout))
         self.creates = CreatePool(client, size=CREATES_IN_FLIGHT, held=self.held)
+        # (a run's record is created beside its first pods, through the same pool)
+        records = RunRecords(self._child_informer(CONTROLLERREVISIONS, selector, watch_timeout), pool=self.creates)
         self.reconciler = Reconciler(
             client=client, kinds=self.kinds, jobs=self.job_informers, pods=self.pod_informer,
             services=self.service_informer, expectations=self.expectations, recorder=self.recorder,
@@ -142,6 +145,12 @@ class Manager:
         self.bugs = bugs.Bugs()
         self.metrics.watch_informers(self.informers)
         self.metrics.watch_stuck(self.reconciler.stuck.counts)
+        self.metrics.watch_progress(self._jobs)
+        # the progress endpoint (controller.progress): reports from the jobs' pods into their status
+        self.progress = Progress(self, progress) if progress is not None else None
+
+    def _jobs(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(kind, job) for kind, informer in self.job_informers.items() for job in informer.items()]
 
     # ------------------------------------------------------------------ informers
     def informers(self) -> list[Informer]:
@@ -188,6 +197,10 @@ class Manager:
     def _job_handler(self, kind: Kind) -> Callable[[str, Any, Any], None]:
         def handle(etype: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             obj = new or old
+            if obj is not None and self.progress is not None and etype == "ADDED":
+                self.progress.saw_namespace(obj["metadata"].get("namespace", ""))
+            if etype == "MODIFIED" and only_progress_changed(old, new):
+                return  # a progress write (controller.progress): the pass would change nothing
             if obj is not None:
                 self.queue.add(job_key(kind.name, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
         return handle
@@ -266,6 +279,8 @@ class Manager:
                     return
                 if time.monotonic() >= deadline:
                     raise TimeoutError(f"informer for {informer.resource.plural} did not sync in {sync_timeout}s")
+        if self.progress is not None:
+            self.progress.start()
         for i in range(self.workers):
             thread = threading.Thread(target=self._work, name=f"reconcile-{i}", daemon=True)
             thread.start()
@@ -291,6 +306,8 @@ class Manager:
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
+        if self.progress is not None:
+            self.progress.stop()
         self.creates.shutdown()
         if self.held is not None:
             self.held.close()  # sends the held Service creates (and their Events); held statuses are recomputed by the next leader

@@ -21,7 +21,10 @@ can exist before the job (Argo CD syncs it one wave earlier: `overlays.waves`). 
 spec is what the operator would compute, and `minResources` is also pinned in
 `schedulingPolicy`, so an operator that does manage PodGroups finds ours equal and never
 rewrites it. The price: such an operator deletes the PodGroup when the job finishes and
-a self-healing sync puts it back, empty, until the job leaves git.
+a self-healing sync puts it back, empty, until the job leaves git. The mpi-operator is
+another: started with `--gang-scheduling` it makes the PodGroup and decorates the pods itself
+and refuses to run a job whose PodGroup it does not own, so under its target
+(`TargetApi.pod_group_in_git` false) only `schedulingPolicy` is written.
 """
 
 from __future__ import annotations
@@ -205,7 +208,8 @@ def _affinity(bundle: Bundle, spec_path: str, asked: Optional[JsonObject],
 
 def apply(bundle: Bundle) -> Bundle:
     gang = gang_of(bundle)
-    scheduler = gang[0] if gang else None
+    # an operator that makes the PodGroup itself decorates the pods too (mpi-operator)
+    scheduler = gang[0] if gang and bundle.api.pod_group_in_git else None
     policy = _scheduling_policy(bundle, gang)
     patches = merge_ops(bundle.job, "", _job_fragment(bundle, policy))
     placements = _placements(bundle)

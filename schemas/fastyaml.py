@@ -13,8 +13,9 @@ that has one.
 The fast path must never change what a document means, so it takes only what it is
 sure of and gives up (`Fallback`) on everything else, and the caller then runs the
 ruamel loader on the whole file, which keeps its exact values, errors and messages:
-any libyaml error, anchors (alias expansion and its size limit stay ruamel's), tags,
-tabs (ruamel rejects some that libyaml takes), NEL/LS/PS characters (line breaks in
+any libyaml error, anchors and aliases (alias expansion and its size limit stay ruamel's)
+and tags (all three seen in libyaml's events, so a shell script's `&&` or a `!` in a
+message stays on the fast path), tabs (ruamel rejects some that libyaml takes), NEL/LS/PS characters (line breaks in
 YAML 1.1, not in 1.2), `%` directives (a `%YAML 1.1` would change the schema), duplicate keys, non-scalar
 keys, non-mapping documents, and any plain scalar that ruamel's YAML 1.2 resolver would
 not read as a string unless it is one of the plain forms below (`true`, `null`, `42`,
@@ -68,9 +69,10 @@ _RUAMEL_NOT_STR = re.compile(
     re.VERBOSE,
 )
 _MAYBE_NOT_STR = frozenset("-+.0123456789~nNtTfF<=")
-# Anchors, tags, tabs (ruamel rejects some that libyaml takes), NEL/LS/PS (line breaks
-# in YAML 1.1 only) and directives: the whole file goes to ruamel.
-_RUAMEL_ONLY = re.compile("[&!\t\x85\u2028\u2029]")
+# Tabs (ruamel rejects some that libyaml takes), NEL/LS/PS (line breaks in YAML 1.1 only)
+# and directives: the whole file goes to ruamel. (Anchors, aliases and tags are caught in the
+# events: `_scalar`, `_opened`, `_node`.)
+_RUAMEL_ONLY = re.compile("[\t\x85\u2028\u2029]")
 
 
 def _ruamel_only(text: str) -> bool:
@@ -79,7 +81,7 @@ def _ruamel_only(text: str) -> bool:
     if text.startswith("%") or "\n%" in text:
         return True
     if text.isascii():
-        return "&" in text or "!" in text or "\t" in text
+        return "\t" in text
     return _RUAMEL_ONLY.search(text) is not None
 
 
@@ -223,27 +225,34 @@ def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]
     """(index, plain data, 1-based start) per non-empty document; raises `Fallback`."""
     if _ruamel_only(text):
         raise Fallback
-    parser = CParser(text)
     out = []
+
+    def take(parser: Any, first: Any, index: int) -> None:
+        if first.__class__ is MappingStartEvent:
+            mark = first.start_mark
+            out.append((index, _build(parser, first, max_nodes), (mark.line + 1, mark.column + 1)))
+        elif not (first.__class__ is ScalarEvent and _scalar(first) is None):  # an empty one is skipped, index kept
+            raise Fallback  # ruamel positions non-mapping documents its own way
+
+    _each_document(text, take)
+    return out
+
+
+def _each_document(text: str, take: Callable[[Any, Any, int], None]) -> None:
+    """`take(parser, first event, index)` for each document of `text` (a mapping's events up to
+    its end are take's to read); libyaml's errors raise `Fallback`."""
+    parser = CParser(text)
     index = 0
     try:
         while True:
             event = parser.get_event()
             kind = event.__class__
             if kind is DocumentStartEvent:
-                first = parser.get_event()
-                if first.__class__ is not MappingStartEvent:
-                    if first.__class__ is ScalarEvent and _scalar(first) is None:
-                        index += 1  # an empty document: skipped, but it keeps its index
-                        parser.get_event()  # its DocumentEndEvent
-                        continue
-                    raise Fallback  # ruamel positions non-mapping documents its own way
-                mark = first.start_mark
-                out.append((index, _build(parser, first, max_nodes), (mark.line + 1, mark.column + 1)))
-                index += 1
+                take(parser, parser.get_event(), index)
                 parser.get_event()  # DocumentEndEvent
+                index += 1
             elif kind is StreamEndEvent or event is None:
-                return out
+                return
     except YAMLError as exc:
         raise Fallback from exc
     finally:
@@ -303,3 +312,75 @@ class LazyTable(dict):
     def __repr__(self) -> str:
         self._ready()
         return super().__repr__()
+
+
+# --- positions from libyaml's marks ---------------------------------------------------------
+
+
+def positions(text: str) -> dict[int, tuple[dict[Any, tuple[int, int]], dict[Any, tuple[int, int]]]]:
+    """Document index -> (key positions, value positions), 1-based, for a text `documents`
+    took: the marks libyaml gives every event are the ones ruamel's composer keeps for each
+    node (it is a port of the same scanner), so the tables equal the ruamel loader's (the
+    parity tests hold them to it), for a tenth of its time. A key's position is the key's,
+    a value's its node's start; an item is both."""
+    out: dict[int, tuple[dict[Any, tuple[int, int]], dict[Any, tuple[int, int]]]] = {}
+
+    def take(parser: Any, first: Any, index: int) -> None:
+        if first.__class__ is MappingStartEvent:
+            marks = _Marks(parser.get_event)
+            _marked(first, marks, ())
+            out[index] = (marks.keys, marks.values)
+        elif first.__class__ is not ScalarEvent:
+            raise Fallback
+
+    _each_document(text, take)
+    return out
+
+
+def _at(event: Any) -> tuple[int, int]:
+    mark = event.start_mark
+    return mark.line + 1, mark.column + 1
+
+
+class _Marks:
+    """The events of one document and the tables their positions go to. An empty plain scalar
+    (`k:` with nothing after it) is placed by ruamel where some following token starts, by
+    rules that differ between block and flow context: such a document's tables are ruamel's
+    (`Fallback`), so they always equal the reference loader's."""
+
+    def __init__(self, next_event: Callable[[], Any]) -> None:
+        self.event = next_event
+        self.keys: dict[Any, tuple[int, int]] = {}
+        self.values: dict[Any, tuple[int, int]] = {}
+
+    def record(self, tables: tuple[dict[Any, tuple[int, int]], ...], loc: Any, event: Any) -> None:
+        if event.__class__ is ScalarEvent and event.value == "" and event.implicit[0]:
+            raise Fallback
+        for table in tables:
+            table[loc] = _at(event)
+
+
+def _marked(start: Any, marks: _Marks, loc: tuple[Any, ...]) -> None:
+    """Record the positions under the collection that `start` opens (its events consumed)."""
+    if start.__class__ is MappingStartEvent:
+        while True:
+            key = marks.event()
+            if key.__class__ is MappingEndEvent:
+                return
+            child = loc + (_scalar(key),)
+            marks.record((marks.keys,), child, key)
+            value = marks.event()
+            marks.record((marks.values,), child, value)
+            if value.__class__ in (MappingStartEvent, SequenceStartEvent):
+                _marked(value, marks, child)
+    else:
+        i = 0
+        while True:
+            item = marks.event()
+            if item.__class__ is SequenceEndEvent:
+                return
+            child = loc + (i,)
+            marks.record((marks.keys, marks.values), child, item)
+            if item.__class__ in (MappingStartEvent, SequenceStartEvent):
+                _marked(item, marks, child)
+            i += 1

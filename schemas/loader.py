@@ -151,22 +151,29 @@ def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
 
 
 class _Positions:
-    """The position tables of one file's documents: the ruamel loader runs once, on the
-    first read of any of them. It holds the text, never the documents, so a document
-    and its tables are freed with the last reference to them (no reference cycle
-    through a closure, which only a garbage collection would free, at the end of a large
-    build: bench/README.md)."""
+    """The position tables of one file's documents, made once, on the first read of any of
+    them, from libyaml's marks (`fastyaml.positions`: the file took the fast path, so it
+    parses there again; the ruamel loader only if it somehow does not, which costs ten times
+    more: `train-compile import` paid it for every manifest with a warning). It holds the
+    text, never the documents, so a document and its tables are freed with the last
+    reference to them (no reference cycle through a closure, which only a garbage
+    collection would free, at the end of a large build: bench/README.md)."""
 
     def __init__(self, text: str, file: str) -> None:
         self._text = text
         self._file = file
-        self._twins: Optional[dict[int, Document]] = None
+        self._tables: Optional[dict[int, tuple[dict[Loc, Pos], dict[Loc, Pos]]]] = None
 
     def table(self, index: int, name: str) -> dict[Loc, Pos]:
-        if self._twins is None:
-            self._twins = {d.index: d for d in load_text_ruamel(self._text, self._file)[0]}
-        twin = self._twins.get(index)
-        return getattr(twin, name) if twin is not None else {}
+        if self._tables is None:
+            from schemas import fastyaml
+
+            try:
+                self._tables = fastyaml.positions(self._text)
+            except fastyaml.Fallback:
+                self._tables = {d.index: (d.key_pos, d.value_pos) for d in load_text_ruamel(self._text, self._file)[0]}
+        found = self._tables.get(index)
+        return ({} if found is None else found[0 if name == "key_pos" else 1])
 
 
 def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:

@@ -21,7 +21,7 @@ PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
 DEFAULT_POD_SECURITY = "baseline"
 TtlSeverity = Literal["warning", "error"]
 DEFAULT_TTL_SEVERITY = "warning"
-TargetName = Literal["kubeflow-v1", "trainer-v2"]
+TargetName = Literal["kubeflow-v1", "trainer-v2", "mpi-operator"]
 DEFAULT_TARGET = "kubeflow-v1"
 # foundation/frameworks/base.py INIT_SECURITY_CONTEXT says how each one's init containers are secured
 ControllerName = Literal["training-operator", "train-controller"]
@@ -31,7 +31,8 @@ CONTROLLER_HELP = (
     " makes: training-operator (upstream: its init-pytorch and kubectl-delivery init containers have no"
     " securityContext, so policy.podSecurity: restricted refuses multi-node PyTorch and MPI jobs) or"
     " train-controller (its init containers meet restricted). Under target trainer-v2 the Trainer makes"
-    " the pods: a default here does not apply there, and an environment's own controller is an error."
+    " the pods, under mpi-operator the mpi-operator: a default here does not apply there, and an"
+    " environment's own controller is an error."
 )
 
 
@@ -144,7 +145,9 @@ class ProjectDefaults(StrictModel):
         " Trainer v2 TrainJobs on (Cluster)TrainingRuntimes, for pytorch, mpi, jax and xgboost. Under"
         " trainer-v2 these are errors at their field: policy restart and backoffLimit (unless restartScope:"
         " job), ttlAfterFinished and cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime"
-        " without podGroupPolicy (docs/migration-trainer-v2.md).",
+        " without podGroupPolicy (docs/migration-trainer-v2.md). mpi-operator: the mpi-operator's"
+        " kubeflow.org/v2beta1 MPI job, for mpi only (spec.mpi; restart ExitCode and Always, restartScope:"
+        " job are errors; docs/mpi-operator.md).",
     )
     controller: ControllerName = Field(DEFAULT_CONTROLLER, description=CONTROLLER_HELP)
 

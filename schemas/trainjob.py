@@ -26,6 +26,7 @@ from schemas.placement import Gang, GangChoice, RoleScheduling, Scheduling, Tole
 from schemas.resources import ResourceLimits, Resources  # noqa: F401
 from schemas.strict import ConfigMapRef, EnvValue, SecretRef, StrictModel  # noqa: F401
 from schemas.types import (
+    ContainerName,
     EnvName,
     LabelKey,
     LabelValue,
@@ -94,6 +95,10 @@ class Role(StrictModel):
         " (tensorflow's chief takes 0: no chief pod)."
     )
     image: Optional[NonEmptyStr] = Field(None, description="Overrides spec.image for this role.")
+    container: Optional[ContainerName] = Field(
+        None, description="The name of this role's program container (framework mpi only: the MPI operators run"
+        " the first container whatever its name; the others find it by the framework's name)."
+    )
     command: Optional[list[NonEmptyStr]] = Field(
         None, description="Overrides spec.command for this role; [] runs the image's entrypoint."
     )
@@ -146,6 +151,21 @@ class Policy(StrictModel):
     suspend: Optional[bool] = Field(
         None, description="Only true is written out (Kueue flips it in the cluster)."
     )
+
+
+class Mpi(StrictModel):
+    """The mpi-operator's own MPIJob settings (`kubeflow.org/v2beta1`, target mpi-operator); each is written
+    only when set, so the operator's defaults apply otherwise (OpenMPI, /root/.ssh, AtStartup)."""
+
+    implementation: Optional[Literal["OpenMPI", "Intel", "MPICH"]] = Field(
+        None, description="mpiImplementation: the MPI the image runs (the hostfile's format follows it); default OpenMPI.")
+    sshAuthMountPath: Optional[NonEmptyStr] = Field(
+        None, description="Where the SSH keys are mounted; default /root/.ssh, root's (a non-root user, as restricted"
+        " pod security needs, reads its own, e.g. /home/mpiuser/.ssh).")
+    runLauncherAsWorker: Optional[bool] = Field(
+        None, description="The launcher also runs MPI processes: it is one of the nodes; default false.")
+    launcherCreationPolicy: Optional[Literal["AtStartup", "WaitForWorkersReady"]] = Field(
+        None, description="WaitForWorkersReady: the launcher starts once every worker is Ready; default AtStartup.")
 
 
 class PolicyRule(StrictModel):
@@ -269,6 +289,10 @@ class TrainJobSpec(StrictModel):
     podTemplate: dict[str, Any] = Field(
         default_factory=dict, description="Strategic-merge patch onto every pod template, checked against"
         " Kubernetes v1.32's PodTemplateSpec (null deletes a field; $patch, $retainKeys allowed)."
+    )
+    mpi: Optional[Mpi] = Field(
+        None, description="framework mpi under target mpi-operator only: the MPI implementation, where the SSH keys"
+        " are mounted, whether the launcher is also a worker, when the launcher starts."
     )
     runtime: Optional[RuntimeChoice] = Field(
         None,

@@ -178,6 +178,9 @@ Name = Annotated[
 Namespace = Annotated[str, *_matching(
     DNS1123_LABEL, "is not a valid namespace; use at most 63 lower-case letters, digits and '-', starting and ending"
     " with a letter or digit", most=63)]
+ContainerName = Annotated[str, *_matching(
+    DNS1123_LABEL, "is not a valid container name; use at most 63 lower-case letters, digits and '-', starting and"
+    " ending with a letter or digit", most=63)]
 ObjectName = Annotated[str, *_matching(
     DNS1123_SUBDOMAIN, "is not a valid object name; use lower-case letters, digits, '-' and '.', starting and ending"
     " with a letter or digit", most=253)]

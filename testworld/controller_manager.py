@@ -11,8 +11,14 @@ election, HTTPS on a free loopback port; ready when ``/healthz`` answers 200.
 A world that runs JobSet (the ``trainer`` part) needs more: JobSet makes batch/v1 Jobs,
 and only kube-controller-manager's ``job-controller`` turns those into pods and marks
 them Complete or Failed; ``persistentvolume-binder-controller`` binds claims to
-volumes, so pods whose claims a test backs with PersistentVolumes are scheduled.
-``TRAINER_CONTROLLERS`` adds both; the default stays without them.
+volumes, so pods whose claims a test backs with PersistentVolumes are scheduled; and, since
+the Trainer's TrainJobStatus gives every trainer pod a projected ServiceAccount token, which
+the API server refuses for a pod that names no account unless its ServiceAccount admission
+fills in `default` (as in any cluster), such a world runs that admission (``World`` turns it on
+for a part with ``service_accounts``) and the two controllers it relies on: the
+``serviceaccount-controller`` (each namespace's `default` account) and the
+``root-ca-certificate-publisher-controller`` (`kube-root-ca.crt`, which the admitted pods
+mount). ``TRAINER_CONTROLLERS`` adds all four; the default stays without them.
 
 API: ``ControllerManager(controllers=("garbage-collector-controller",
 "namespace-controller"))`` is a ``Part`` named ``gc`` (``World(parts=["gc"])``).
@@ -30,7 +36,10 @@ if TYPE_CHECKING:
 
 DEFAULT_CONTROLLERS = ("garbage-collector-controller", "namespace-controller")
 JOB_CONTROLLER, PV_BINDER = "job-controller", "persistentvolume-binder-controller"
-TRAINER_CONTROLLERS = (*DEFAULT_CONTROLLERS, JOB_CONTROLLER, PV_BINDER)
+# every namespace's `default` ServiceAccount and its `kube-root-ca.crt` ConfigMap, which the
+# API server's ServiceAccount admission (on in a Trainer world) needs for every pod
+ACCOUNTS = ("serviceaccount-controller", "root-ca-certificate-publisher-controller")
+TRAINER_CONTROLLERS = (*DEFAULT_CONTROLLERS, JOB_CONTROLLER, PV_BINDER, *ACCOUNTS)
 
 
 class ControllerManager(ProcessPart):

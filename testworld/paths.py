@@ -13,6 +13,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # trainer-v2.3.0: the Kubeflow Trainer v2 CRDs (TrainJob and both runtime kinds; its
 # runtimes/ subfolder holds objects, not CRDs, and is not read), for the trainer-v2 target
 UPSTREAM_CRD_DIRS = ("reference/crds/kubeflow-v1", "reference/crds/scheduling", "reference/crds/trainer-v2.3.0")
+# the mpi-operator v0.8.0's v2beta1 MPIJob CRD (target mpi-operator), a copy kept in the repository
+# (its SOURCES.md says from where): it shares the name mpijobs.kubeflow.org with the v1 CRD above, so
+# no plane installs both; tests validate compiled objects against its schema
+MPI_OPERATOR_CRD = REPO_ROOT / "tests" / "reference" / "crds" / "mpi-operator-v0.8.0" / "kubeflow.org_mpijobs.yaml"
 
 
 def shared_dir(repo_root: Path | None = None) -> Path:

@@ -1,4 +1,4 @@
-"""Kubeflow Trainer v2.3.0 and JobSet v0.12.0 as one part of the test world (``trainer``).
+"""Kubeflow Trainer v2.3.0 and JobSet v0.12.0 as one part of the test world (``trainer``), TrainJobStatus on.
 
 Why it is shaped so: the trainer-v2 target's TrainJobs only mean something when the real
 Trainer admits them (its mutating and validating webhooks), turns them into a JobSet,
@@ -22,6 +22,9 @@ so ``TMPDIR`` points into the world's dir. The webhook configurations are the mo
 own, rendered by ``kubectl kustomize`` (JobSet's pod webhooks keep their objectSelector
 on the JobSet label, so no other pod reaches them) and rewritten to ``clientConfig.url``
 + ``caBundle`` with 30 s timeouts; JobSet's generic names get a ``jobset-`` prefix.
+
+The ``TrainJobStatus`` feature gate is on, so pods report progress to the Trainer's status
+server (``trainer.status_port`` on all interfaces; what it needs: ``status_server_inputs``).
 
 Start order: CRDs, JobSet (ready when a server-side dry run of a JobSet passes its
 webhooks), Trainer, the stock runtimes (their validating webhook is Trainer's, so they
@@ -148,6 +151,7 @@ class _Trainer(_Manager):
     def __init__(self) -> None:
         # controller-runtime's default cert dir: $TMPDIR/k8s-webhook-server/serving-certs
         super().__init__("trainer", TRAINER, "trainer-tmp/k8s-webhook-server/serving-certs")
+        self.status_port = 0
 
     def config(self, world: World) -> dict[str, Any]:
         return {"apiVersion": "config.trainer.kubeflow.org/v1alpha1", "kind": "Configuration",
@@ -156,7 +160,64 @@ class _Trainer(_Manager):
                 "metrics": {"bindAddress": "0"},
                 "webhook": {"host": LOOPBACK, "port": self.port},
                 "leaderElection": {"leaderElect": False},
-                "certManagement": {"enable": False}}
+                "certManagement": {"enable": False},
+                "featureGates": {STATUS_GATE: True},
+                "statusServer": {"port": self.status_port}}
+
+    def before(self, world: World) -> None:
+        first = not self.port
+        super().before(world)
+        if first:
+            self.status_port = free_port()
+            status_server_inputs(world)
+
+    def argv(self, world: World) -> list[str]:
+        """In a mount namespace of its own: the status server reads two paths it hard-codes
+        (see ``status_server_inputs``), each bind-mounted from the world's dir."""
+        argv = super().argv(world)
+        certs, account = world.dir / self.cert_dir, world.dir / SA_DIR
+        FIXED_CERT_DIR.mkdir(parents=True, exist_ok=True)  # a mount point, empty outside (as testworld.upstream's)
+        # The account's folder must not exist outside: the Kubeflow SDK (and other clients) take
+        # /var/run/secrets/kubernetes.io/serviceaccount for being in a pod. So inside the namespace
+        # a tmpfs covers /run (the Trainer uses nothing there) and the folder is made in it.
+        script = (f'mount --bind "$0" {FIXED_CERT_DIR} && mount -t tmpfs tmpfs /run && mkdir -p {FIXED_SA_DIR} '
+                  f'&& mount --bind "$1" {FIXED_SA_DIR} && shift && exec "$@"')
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(certs), str(account), *argv]
+
+
+# TrainJobStatus (the progress endpoint, issue 49) is on. Its status server, unlike the webhook
+# server, takes its certificate from a fixed /tmp/k8s-webhook-server/serving-certs, finds the
+# token issuer (for OIDC discovery of the keys it verifies tokens with) and its own namespace
+# in the in-cluster ServiceAccount files, and copies the CA for each TrainJob's pods from the
+# Secret kubeflow-trainer-webhook-cert of that namespace. So the world gives it a token the
+# API server issued (a ServiceAccount of the Trainer's namespace), the namespace's name, the
+# webhook's certificate (which names 127.0.0.1) and that Secret with the world's CA.
+STATUS_GATE = "TrainJobStatus"
+FIXED_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+FIXED_SA_DIR = Path("/run/secrets/kubernetes.io/serviceaccount")  # /var/run is /run
+SA_DIR = "trainer-serviceaccount"
+TRAINER_NAMESPACE = "kubeflow-system"  # the Trainer's default operator namespace
+TRAINER_ACCOUNT = "kubeflow-trainer-controller-manager"
+CA_SECRET = "kubeflow-trainer-webhook-cert"
+
+
+def status_server_inputs(world: World) -> None:
+    world.kubectl("create", "namespace", TRAINER_NAMESPACE, check=False)
+    world.kubectl("create", "serviceaccount", TRAINER_ACCOUNT, "-n", TRAINER_NAMESPACE, check=False)
+    world.kubectl("create", "secret", "generic", CA_SECRET, "-n", TRAINER_NAMESPACE,
+                  f"--from-file=ca.crt={world.plane.ca_file}", check=False)
+    token = world.kubectl("create", "token", TRAINER_ACCOUNT, "-n", TRAINER_NAMESPACE, "--duration=24h").stdout.strip()
+    folder = world.dir / SA_DIR
+    folder.mkdir(exist_ok=True)
+    (folder / "token").write_text(token)
+    (folder / "namespace").write_text(TRAINER_NAMESPACE)
+
+
+def status_url(trainer: Any, url: str) -> str:
+    """The URL a TrainJob's pod was given, as this machine reaches it (127.0.0.1, the status port)."""
+    from urllib.parse import urlsplit
+
+    return f"https://{LOOPBACK}:{trainer.status_port}{urlsplit(url).path}"
 
 
 def _dry_run(world: World, body: dict[str, Any]) -> dict[str, Any] | None:
@@ -184,10 +245,13 @@ class Trainer(Composite):
 
     name = "trainer"
     builds = (JOBSET, TRAINER)
+    # TrainJobStatus gives each trainer pod a projected token: the world runs ServiceAccount admission
+    service_accounts = True
 
     def __init__(self) -> None:
         super().__init__()
         self.world: World | None = None
+        self.status_port = 0  # the status server's (TrainJobStatus), on all interfaces
 
     @staticmethod
     def crd_files() -> list[Path]:
@@ -212,6 +276,7 @@ class Trainer(Composite):
         runtimes = webhooks.rendered(world, manifests(TRAINER, RUNTIMES))
         trainer.wait(lambda: self._applied(runtimes), "the stock ClusterTrainingRuntimes admitted", timeout=120)
         trainer.wait(self._stamped, "Trainer's TrainJob webhooks serving", timeout=120)
+        self.status_port = trainer.status_port
 
     def _applied(self, docs: list[dict[str, Any]]) -> bool:
         assert self.world is not None

@@ -104,7 +104,10 @@ class World:
             self.parts[part.name] = part
         self.crds = [Path(p) for p in crds]
         self.upstream_crds = upstream_crds
-        self.plane = plane or ControlPlane(use_existing=False)
+        # a part that makes pods with projected ServiceAccount tokens (the Trainer's TrainJobStatus)
+        # needs the API server's ServiceAccount admission, as a cluster has it
+        accounts = any(getattr(p, "service_accounts", False) for p in self.parts.values())
+        self.plane = plane or ControlPlane(use_existing=False, service_account_admission=accounts)
         self.started: list[Part] = []
         self.timings: dict[str, float] = {}  # seconds each start step took: "control plane", "crds", part names
         self.failed_logs_dir: Path | None = None

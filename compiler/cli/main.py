@@ -197,6 +197,7 @@ from compiler.cli.gitops import (
 
 register(main)
 
+from compiler.cli.importer import import_command  # noqa: E402  (train-compile import)
 from compiler.cli.logs import logs  # noqa: E402
 from compiler.cli.plan import plan  # noqa: E402  (train-compile plan)
 from compiler.cli.status import status  # noqa: E402
@@ -204,6 +205,7 @@ from compiler.cli.status import status  # noqa: E402
 main.add_command(plan)
 main.add_command(status)
 main.add_command(logs)
+main.add_command(import_command)
 
 
 if __name__ == "__main__":

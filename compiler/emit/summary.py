@@ -2,7 +2,8 @@
 
 One row per job: kind, pods per role as the target lays them out (replica specs or
 numNodes), GPUs in all, memory per node, each volume (a new PVC's size or the claim it
-mounts) and the overlay components; each column as wide as its widest cell. Text for a
+mounts) and the overlay components; each column as wide as its widest cell; and a line
+naming the Kueue integrations the queued jobs need (`kueue_note`). Text for a
 terminal, on stderr beside the command's other messages, so a CI log shows what a build
 wrote without anyone opening the tree.
 """
@@ -44,11 +45,15 @@ def table(rows: list[tuple[str, ...]], indent: str = "    ") -> list[str]:
 
 
 def environment_lines(result: "Result", *, name: str = "", note: dict[str, str] | None = None) -> list[str]:
-    """Per environment of `result`: a heading (`name/env: N job(s)`, plus `note[env]`) and its table."""
+    """Per environment of `result`: a heading (`name/env: N job(s)`, plus `note[env]`) and its table;
+    then, when queued jobs need Kueue integrations its v0.19 leaves out, the line that names them."""
+    from compiler.emit import kueue_note
+
     lines = []
     for env, bundles in result.bundles.items():
         heading = f"{name}/{env}" if name else env
         lines.append(f"  {heading}: {len(bundles)} job(s){(note or {}).get(env, '')}")
         if bundles:
             lines.extend(table([job_row(bundle) for bundle in bundles]))
-    return lines
+    kueue = kueue_note.line([b for bundles in result.bundles.values() for b in bundles])
+    return lines + ([kueue] if kueue else [])

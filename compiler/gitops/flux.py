@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from compiler.emit.prerequisites import FOLDER as PREREQUISITES
-from foundation.frameworks import BY_KIND
 from compiler.gitops import health, kueue
 from compiler.targets import api
 from compiler.targets.base import JobRuntime
@@ -63,19 +62,22 @@ class Target:
 
 
 def health_check_exprs() -> list[dict[str, str]]:
-    return [health.cel_expressions(kind) for _, kind in health.kinds()]
+    return [health.cel_expressions(kind) for _, kind in health.kinds()]  # one per GroupKind: Flux refuses more
 
 
 def job_patches() -> list[dict[str, Any]]:
     """One strategic-merge patch per job kind (Trainer v2's TrainJob too) that marks its jobs create-only."""
     return [_patch({"apiVersion": api_version, "kind": kind,
                     "metadata": {"name": "any", "annotations": {SSA_ANNOTATION: "IfNotPresent"}}})
-            for api_version, kind in health.kinds()]
+            for api_version, kind in health.api_versions()]
 
 
 def ignore_rules() -> list[dict[str, Any]]:
     """`.spec.ignore`: the Kueue-managed fields of each kind's queued jobs, for drift and apply."""
-    return [{"paths": kueue.json_pointers(kind), "target": kueue.queued_target(kind)} for kind in BY_KIND] + [
+    versions = [(api_version.rpartition("/")[2], kind) for api_version, kind in health.api_versions()
+                if api_version.startswith(f"{health.GROUP}/")]
+    return [{"paths": kueue.json_pointers(kind), "target": kueue.queued_target(kind, version)}
+            for version, kind in versions] + [
         {"paths": list(kueue.TRAINJOB_POINTERS), "target": dict(kueue.TRAINJOB_QUEUED)}]
 
 

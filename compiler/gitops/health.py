@@ -8,8 +8,14 @@ the rule in the semantics doc (section 11): `Failed`=True -> Degraded, `Succeede
 when its status is the string "True".
 
 The Lua script is package data (`lua/kubeflow_health.lua`) and serves all seven kinds,
-which share one condition algorithm. The CEL expressions say the same thing in Flux's
-vocabulary (Current / Failed / InProgress; Flux has no "Suspended", so a suspended job
+which share one condition algorithm; the mpi-operator's `kubeflow.org/v2beta1` MPIJob (the
+mpi-operator target) writes the same condition types (Created, Running, Suspended,
+Succeeded, Failed; v0.8.0 declares Restarting but never sets it) in the same way, and both
+engines key a check by group and kind, so one check serves both MPIJob versions (Flux
+refuses a second `healthCheckExprs` entry for a GroupKind, "duplicate custom health check",
+and then reconciles nothing; seen with kustomize-controller v1.9.6). `api_versions()` lists
+every version for what does name one (the cluster's reads, kustomize patch and ignore
+targets). The CEL expressions say the same thing in Flux's vocabulary (Current / Failed / InProgress; Flux has no "Suspended", so a suspended job
 is in progress). The tests run the shipped text in a real Lua runtime and a real CEL
 evaluator (tests/gitops/health_eval.py), and the real Argo CD and Flux in tests/e2e.
 """
@@ -21,6 +27,7 @@ from functools import lru_cache
 from importlib import resources
 
 from foundation.frameworks import BY_KIND
+from foundation.frameworks import mpi_operator
 from foundation.frameworks import stock_runtimes as trainer
 from foundation.frameworks.base import GROUP  # the kubeflow.org/v1 kinds' (health.GROUP to callers)
 from foundation.runs.state import ENDINGS
@@ -37,10 +44,15 @@ class Rule:
     failed: str = "Failed"
     succeeded: str = "Succeeded"
     suspended: str = "Suspended"
+    also: tuple[str, ...] = ()  # other apiVersions of the kind that report the same way
 
     @property
     def group(self) -> str:
         return self.api_version.rpartition("/")[0]
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        return (self.api_version, *self.also)
 
 
 # One row per kind with a health check, in the order the generated objects list them.
@@ -52,6 +64,9 @@ RULES: dict[str, Rule] = {kind: Rule(adapter.facts.api_version, **ENDINGS[kind].
 # Kubeflow Trainer v2 (the trainer-v2 target): a TrainJob ends Complete (its JobSet's
 # Completed) or Failed, and is Suspended while Kueue holds it (Trainer v2.3.0 API).
 RULES[trainer.TRAINJOB] = Rule(trainer.API_VERSION, **ENDINGS[trainer.TRAINJOB].as_dict())
+# the mpi-operator's v2beta1 MPIJob (the mpi-operator target): the same conditions as v1's
+RULES[mpi_operator.KIND] = Rule(RULES[mpi_operator.KIND].api_version, **ENDINGS[mpi_operator.KIND].as_dict(),
+                                also=(mpi_operator.API_VERSION,))
 
 # Flux (fluxcd/pkg runtime/cel) evaluates inProgress, then failed, then current; the first
 # true one wins, none true is InProgress, and an evaluation error is Unknown with the
@@ -80,8 +95,14 @@ def _cel(rule: Rule) -> dict[str, str]:
 
 
 def kinds() -> list[tuple[str, str]]:
-    """(apiVersion, kind) of every kind with a health check, in the table's order."""
+    """(apiVersion, kind) of every kind with a health check, once per kind (its first apiVersion:
+    the engines key a check by group and kind), in the table's order."""
     return [(rule.api_version, kind) for kind, rule in RULES.items()]
+
+
+def api_versions() -> list[tuple[str, str]]:
+    """(apiVersion, kind) of every kind, each of its versions (MPIJob: v1 and the mpi-operator's v2beta1)."""
+    return [(api_version, kind) for kind, rule in RULES.items() for api_version in rule.api_versions]
 
 
 def _check_kind(kind: str) -> None:
@@ -108,7 +129,10 @@ def lua_script(kind: str | None = None) -> str:
     return text.replace(_LUA_NAMES, names, 1)
 
 
-def cel_expressions(kind: str) -> dict[str, str]:
-    """One Flux `healthCheckExprs` entry for `kind`."""
+def cel_expressions(kind: str, api_version: str | None = None) -> dict[str, str]:
+    """One Flux `healthCheckExprs` entry for `kind` (at `api_version`, else its first)."""
     _check_kind(kind)
-    return {"apiVersion": RULES[kind].api_version, "kind": kind, **_cel(RULES[kind])}
+    rule = RULES[kind]
+    if api_version is not None and api_version not in rule.api_versions:
+        raise ValueError(f"{kind} has no health check at {api_version}; expected one of {', '.join(rule.api_versions)}")
+    return {"apiVersion": api_version or rule.api_version, "kind": kind, **_cel(rule)}

@@ -61,9 +61,10 @@ TRAINJOB_JQ = (
 )
 
 
-def queued_target(kind: str) -> dict[str, Any]:
-    """A Flux ignore rule's target: the queued jobs of a kubeflow.org/v1 `kind`."""
-    return {"group": GROUP, "version": "v1", "kind": kind, "labelSelector": QUEUE_LABEL}
+def queued_target(kind: str, version: str = "v1") -> dict[str, Any]:
+    """A Flux ignore rule's target: the queued jobs of a kubeflow.org `kind` at `version` (v1; the
+    mpi-operator's MPIJob is v2beta1, with the same fields Kueue manages)."""
+    return {"group": GROUP, "version": version, "kind": kind, "labelSelector": QUEUE_LABEL}
 
 
 def jq_paths(kind: str) -> list[str]:

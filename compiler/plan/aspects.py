@@ -147,9 +147,17 @@ def _trainer(old: dict[str, Any], new: dict[str, Any], out: Aspects, target: Pla
         out.containers = True
 
 
+def _replica_specs_as_written(old: dict[str, Any], new: dict[str, Any], out: Aspects, target: PlanFacts) -> None:
+    """Replica specs another operator reads (the mpi-operator's MPIJob): what its pods are made from
+    is what is written (a count, a template, a spec field), without the Training Operator's defaulting."""
+    _replica_specs(old, new, out, target)
+    out.run_spec = False  # train-controller's, which does not run these
+    out.pod_spec = bool(out.replicas or out.templates or out.job_fields)
+
+
 # how each layout of job is read (a target's PlanFacts.reader names its own)
 READERS: dict[str, Callable[[dict[str, Any], dict[str, Any], Aspects, PlanFacts], None]] = {
-    "replica-specs": _replica_specs, "trainer": _trainer}
+    "replica-specs": _replica_specs, "replica-specs-as-written": _replica_specs_as_written, "trainer": _trainer}
 
 
 def job_aspects(old: dict[str, Any], new: dict[str, Any], target: PlanFacts) -> Aspects:

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from compiler.plan import fields as fieldsmod
 from compiler.plan import gpus as gpumod
-from compiler.plan import judge, live, revision, words
+from compiler.plan import adoption, judge, live, revision, words
 from compiler.plan import sides as sidesmod
 from compiler.plan.aspects import job_aspects, other_objects
 from compiler.plan.hazards import ENGINE_ASSUMPTIONS, REFUSED_SYNC, setting
@@ -29,10 +29,10 @@ from compiler.plan.model import EnvironmentPlan, Gpus, JobPlan, Plan, Position
 from compiler.plan.sides import Job, Side
 from compiler.targets import api
 from compiler.targets.base import at_path
-from foundation.frameworks.base import GROUP as V1_GROUP
+from foundation.frameworks.base import API_VERSION as KUBEFLOW_V1
 from foundation.runs import current as runs
 
-LiveIndex = dict[tuple[str, str, str], live.Live]
+LiveIndex = live.LiveIndex
 
 
 @dataclass(frozen=True, order=True)
@@ -86,17 +86,18 @@ def environments(both: Sides) -> list[str]:
 
 
 def wanted(both: Sides) -> list[Wanted]:
-    """The lists that find every job either side names (one per kind and namespace): what --live reads."""
+    """The lists that find every job either side names (one per kind and namespace): what --live reads;
+    and the run of each job: its pods (the GPUs they hold, whether its run has started) and, where
+    kubeflow.org/v1 jobs are, train-controller's run records."""
     out = set()
     for side in (both.head, both.base):
         for jobs in side.jobs.values():
             for job in jobs.values():
                 group, _, version = job.bundle.job["apiVersion"].rpartition("/")
                 out.add(Wanted(group, version, job.plan_facts.plural(job.kind) or "", job.kind, job.namespace))
-                # the run of each job: its pods (the GPUs they hold) and train-controller's run records
                 selector = runs.labels_for(job.bundle.job["apiVersion"]).job
                 out.add(Wanted("", "v1", "pods", live.PODS, job.namespace, selector))
-                if group == V1_GROUP:
+                if job.bundle.job["apiVersion"] == KUBEFLOW_V1:  # train-controller's records
                     out.add(Wanted("apps", "v1", "controllerrevisions", live.RECORDS, job.namespace, selector))
     return sorted(out, key=lambda w: (w.group, w.version, w.plural, w.kind, w.namespace, w.selector or ""))
 
@@ -146,15 +147,18 @@ def _fields(pair: Pair, both: Sides, env: str) -> list[Position]:
 
 def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states: Optional[LiveIndex],
          now: datetime) -> tuple[JobPlan, gpumod.Row]:
+    running = adoption.live_job(pair, states)
+    pair, adopting = adoption.adopted(pair, running) if running is not None else (pair, [])
     old, new = pair.old, pair.new
     shown = new or old
     assert shown is not None
     watched = old if pair.change in ("rename", "delete") else new
     assert watched is not None
-    found = states.get((watched.kind, watched.namespace, watched.name), live.ABSENT) if states is not None else None
+    found = live.state_of(states.get((watched.kind, watched.namespace, watched.name)), states) \
+        if states is not None else None
     state = found.state if found else "unknown"
     judged = "Suspended" if state == "unknown" and _git_suspended(old) else state
-    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new))
+    ctx = judge.Context(env_setting, judged, _queued(new or old), _ttl(new), found.started if found else None)
     if pair.change == "update":
         assert old is not None and new is not None
         aspects = job_aspects(old.rendered, new.rendered, new.plan_facts)
@@ -177,17 +181,30 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         namespace=shown.namespace, name=shown.name, kind=shown.kind, change=pair.change,
         renamed_from=f"{old.namespace}/{old.name}" if pair.change == "rename" and old else None,
         source=shown.origin, line=shown.doc.start[0], fields=positions,
-        gpus=Gpus(old.gpus if old else 0, new.gpus if new else 0), state=state,
+        gpus=Gpus(old.gpus if old else new.gpus if running is not None and new else 0, new.gpus if new else 0),
+        state=state,
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
         live=found.to_json() if found is not None else None,
     )
+    verdict.clauses += adopting
     if found is not None and found.source and found.source != watched.origin:
         verdict.clauses.append(f"the cluster's {watched.name} was compiled from {found.source}, not from"
                                f" {watched.origin}: another spec owns that job")
     plan.summary = words.summary(pair.change, lead, verdict.clauses, unchanged_fields=bool(positions))
+    plan.throws_away = _throws_away(plan, found, (old or watched).gpus, now)
     row = gpumod.Row(plan.key, plan.namespace, plan.queue, pair.change, old, new, tuple(plan.hazards))
     return plan, row
+
+
+STOPS = (("kills-run", "kills"), ("restarts-run", "restarts"), ("suspends-run", "suspends"))
+
+
+def _throws_away(plan: JobPlan, found: Optional[live.Live], gpus: int, now: datetime) -> Optional[str]:
+    """`kills nlp/bert at 62%, 3 h 10 min left, 96 GPU-hours of progress` (the plan's headline)."""
+    verb = next((v for hazard, v in STOPS if hazard in plan.hazards), None)
+    price = found.price(gpus, now) if found is not None and verb else None
+    return f"{verb} {plan.renamed_from or plan.key} {price}" if price else None
 
 
 def _anchor(new: Optional[Job], positions: list[Position]) -> Optional[Position]:

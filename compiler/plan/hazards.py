@@ -1,8 +1,10 @@
 """The hazard table: what the named controller and engine really do with each kind of change.
 
-One table, keyed by the environment's setting (its `target` and `controller`; under
-`trainer-v2` the Trainer makes the pods) and the aspect of the change (`compiler.plan.
-aspects`), gives the hazards and the sentence a reviewer reads. Each entry was observed on
+One table, keyed by the environment's setting (its `target` and `controller`; where the
+target fixes who makes the pods, `PlanFacts.pod_maker`, that one: the Trainer under
+`trainer-v2`, the mpi-operator under `mpi-operator`) and the aspect of the change
+(`compiler.plan.aspects`), gives the hazards and the sentence a reviewer reads. An effect
+about some run-policy fields or replica types only names them (`Effect.only`). Each entry was observed on
 the real engines (tests/e2e/test_plan_engines.py and test_plan_kueue.py prove them; where an engine disagreed
 with the issue or the contract, the entry follows the engine). The engine settings are the
 ones `train-compile argocd` and `flux` write (prune on, Argo CD's self-heal off, Kueue's
@@ -18,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.gitops import argocd, flux
-from compiler.targets import api, kubeflow_v1, trainer_v2
+from compiler.targets import api, kubeflow_v1, mpi_operator, trainer_v2
+from foundation.frameworks import mpi_operator as mpi_facts
 
 ACTIVE = frozenset({"unknown", "Created", "Running", "Restarting"})
 SUSPENDED = frozenset({"unknown", "Suspended"})
@@ -29,8 +32,9 @@ ANY = frozenset({"unknown", "absent", "Created", "Running", "Restarting", "Suspe
 FLUX_INTERVAL = flux.Target(path=".").interval  # what `train-compile flux` writes unless told otherwise
 ARGOCD_SELF_HEAL = argocd.Target(repo_url="", path=".").self_heal
 
-V1, V2 = kubeflow_v1.API.name, trainer_v2.API.name  # the target table's names: a row per (target, controller)
-UPSTREAM, OURS, TRAINER = "training-operator", "train-controller", trainer_v2.API.plan.pod_maker
+V1, V2, MPI = kubeflow_v1.API.name, trainer_v2.API.name, mpi_operator.API.name  # a row per (target, controller)
+UPSTREAM, OURS = "training-operator", "train-controller"
+TRAINER, MPI_OPERATOR = trainer_v2.API.plan.pod_maker, mpi_operator.API.plan.pod_maker
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class Effect:
     hazards: tuple[str, ...]
     says: str  # a clause; {placeholders} are filled by compiler.plan.judge
     when: frozenset[str] = ANY
+    only: frozenset[str] = frozenset()  # the run-policy fields or replica types it is about (empty: all)
 
 
 _MIXED = Effect(("mixed-run",), "the upstream operator adds pods from the new spec beside the running ones, deletes"
@@ -48,6 +53,10 @@ _MIXED = Effect(("mixed-run",), "the upstream operator adds pods from the new sp
 _DEFERRED = Effect(("ignored-until-next-run",), "train-controller holds the change while the run lasts (its pods,"
                " re-created ones too, keep the run's shape); a suspend and resume, or a delete and create, starts"
                " a new run from the new spec", ACTIVE)
+# the same change to a run that has not started (`plan --live`: no container of its pods ran yet,
+# foundation.runs.started): nothing is held, as nothing of the run would be lost
+_NOT_STARTED = Effect((), "its run has not started (no container of its pods has run): train-controller creates"
+                      " its pods again from the new spec", ACTIVE)
 _SCALE = Effect((), "the elastic run scales to {workers} workers (minNodes..maxNodes) and torchrun re-forms its"
                 " rendezvous", ACTIVE)
 _SUSPEND = Effect(("suspends-run",), "{controller} deletes its pods: the run stops; removing suspend later starts"
@@ -88,6 +97,7 @@ RULES: dict[tuple[str, str], dict[str, Effect]] = {
         "suspended": _SUSPENDED, "run-policy": _RUN_POLICY, "ttl": _TTL, "metadata": _METADATA,
         "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM, "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE,
         "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED, "restart-scope": _SCOPE_OURS,
+        "not-started": _NOT_STARTED,
     },
     (V2, TRAINER): {
         "immutable": Effect(("sync-refused",), "Trainer v2.3 holds spec.{immutable} immutable: the API server refuses"
@@ -109,9 +119,37 @@ RULES: dict[tuple[str, str], dict[str, Effect]] = {
     },
 }
 
+# The mpi-operator v0.8.0 (testworld/FACTS-mpi-operator.md, proven by tests/e2e): it makes
+# workers once, never updates them, makes a deleted one again from the current spec; its
+# launcher is a batch Job made once from the launcher's template and runPolicy, never updated.
+_MPI_LAUNCHER_JOB = "the mpi-operator made the launcher Job once"
+RULES[(MPI, MPI_OPERATOR)] = {
+    "pod-spec": Effect(("mixed-run",), "the mpi-operator makes added workers, and any worker it makes again, from the"
+                       " new spec beside the running ones (a running mpirun does not use added hosts), deletes the"
+                       " highest-indexed workers on a scale-down (the run loses their ranks) and rewrites the"
+                       " hostfile; running workers keep their old pods: one run, pods of two specs", ACTIVE),
+    "pod-spec-held": Effect(("ignored-until-next-run",), f"{_MPI_LAUNCHER_JOB}, from the launcher's template, and"
+                            " never updates it, not even on a resume (which brings only its labels, annotations, node"
+                            f" selector, tolerations and scheduling gates): this {mpi_facts.KIND}'s launcher keeps its"
+                            " old pod template; a new name runs the new one", PRESENT, frozenset({mpi_facts.LAUNCHER})),
+    "suspend": Effect(("suspends-run",), "the mpi-operator deletes the workers and suspends the launcher Job, whose pod"
+                      " is deleted: the run stops; removing suspend later starts it again from the beginning", ACTIVE),
+    "resume": Effect(("restarts-run",), "a resume: the mpi-operator makes the workers from the head spec and lets the"
+                     " launcher Job run again: the run starts again from the beginning", SUSPENDED),
+    "run-policy": Effect((), f"the mpi-operator reads {{fields}} from the {mpi_facts.KIND} itself, as it goes"),
+    "run-policy-held": Effect(("ignored-until-next-run",), f"{_MPI_LAUNCHER_JOB} with {{fields}} and never updates"
+                              f" it: no run of this {mpi_facts.KIND} uses the change (a new name does)", PRESENT,
+                              frozenset(mpi_facts.LAUNCHER_JOB_POLICY)),
+    "ttl": Effect((), "ttlAfterFinished is the launcher Job's: {ttl} after the run it and its pod (and the log) are"
+                  f" deleted and the {mpi_facts.KIND} stays, so nothing runs again"),
+    "suspended": _SUSPENDED, "metadata": _METADATA, "moved": _MOVED, "others": _OTHERS, "claim": _CLAIM,
+    "queue": _QUEUE, "kueue-reshape": _KUEUE_RESHAPE, "kueue-suspend": _KUEUE_SUSPEND, "finished": _FINISHED,
+}
+
 KILLS = Effect(("kills-run",), "the engine prunes {old} with its pods: a run in progress is killed", PRESENT)
 RESTARTS = Effect(("restarts-run",), "{new} starts a new run from the beginning")
-CONTROLLER_NAMES = {UPSTREAM: "the upstream operator", OURS: "train-controller", TRAINER: "the Trainer"}
+CONTROLLER_NAMES = {UPSTREAM: "the upstream operator", OURS: "train-controller", TRAINER: "the Trainer",
+                    MPI_OPERATOR: "the mpi-operator"}
 
 ENGINE_ASSUMPTIONS = (
     "engines as train-compile argocd and flux configure them: prune on, Argo CD's self-heal "

@@ -8,7 +8,9 @@ spec); on a queued job a change of pod counts or containers is Kueue's to act on
 re-queues the job) before the controller's; a finished job runs nothing of an edit. Under
 train-controller an edit is deferred to the next run exactly when the run spec changes
 (`Aspects.run_spec`, foundation.runs.spec: the controller's own rule); under the upstream
-operator the pods mix when what it builds pods from changes (`Aspects.pod_spec`).
+operator the pods mix when what it builds pods from changes (`Aspects.pod_spec`). A run that
+`--live` shows has not started takes the change instead (foundation.runs.started, the
+controller's rule too).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Context:
     state: str = "unknown"  # the old job's state (the job's own for a create or an update)
     queued: bool = False  # Kueue manages the job (a queue label on a kind it integrates)
     ttl: Optional[int] = None  # the head's ttlSecondsAfterFinished
+    started: Optional[bool] = None  # its run has started (foundation.runs.started; None: not known, offline)
 
     @property
     def rules(self) -> dict[str, Effect]:
@@ -90,8 +93,7 @@ def update(a: Aspects, ctx: Context) -> Verdict:
         v.add(rules["resume"], state, **fill)
     if a.changes_pods:
         _pods(v, a, ctx, suspended=before and after, changes_suspend=before != after)
-    if a.run_policy and "run-policy" in rules:
-        v.add(rules["run-policy"], state, fields=", ".join(f"runPolicy.{f}" for f in a.run_policy), **fill)
+    _run_policy(v, a, ctx)
     if a.queue is not None and a.queue[1] is not None:
         v.add(rules["queue"], state)
     if a.runtime and "runtime" in rules:
@@ -109,12 +111,29 @@ def update(a: Aspects, ctx: Context) -> Verdict:
     return v
 
 
+def _run_policy(v: Verdict, a: Aspects, ctx: Context) -> None:
+    """The run policy the controller reads live, and the fields it took once (`run-policy-held`)."""
+    held = ctx.rules.get("run-policy-held")
+    kept = [f for f in a.run_policy if held is not None and f in held.only]
+    live = [f for f in a.run_policy if f not in kept]
+    for effect, fields in ((ctx.rules.get("run-policy"), live), (held, kept)):
+        if effect is not None and fields:
+            v.add(effect, ctx.state, fields=", ".join(f"runPolicy.{f}" for f in fields), controller=ctx.controller)
+
+
 def _pods(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_suspend: bool) -> None:
     """A change of the pods of a run: what the setting's controller does with it."""
     rules, state = ctx.rules, ctx.state
+    held = rules.get("pod-spec-held")  # replica types the controller made once (the mpi-operator's launcher)
+    kept = [t for t in a.templates if held is not None and t in held.only]
+    if kept:
+        v.add(held, state)  # no resume brings the change to them
     if ctx.queued and a.containers and "kueue-reshape" in rules and not changes_suspend:
         v.add(rules["kueue-reshape"], state)
         return
+    if kept and not (a.replicas or set(a.templates) - set(kept) or a.job_fields or a.scheduling_policy
+                     or a.restart_scope):
+        return  # only what the controller holds changed
     if suspended:
         v.add(rules["suspended"], state)
         return
@@ -130,7 +149,8 @@ def _pods(v: Verdict, a: Aspects, ctx: Context, *, suspended: bool, changes_susp
         v.add(rules["restart-scope"], state, scope=f"{a.restart_scope[0]} -> {scope}", scope_does=SCOPE_DOES.get(
             scope, SCOPE_DOES["pod"]))
     if "pod-spec" in rules and (a.run_spec if ours else a.pod_spec):
-        v.add(rules["pod-spec"], state)
+        # train-controller holds a change of a started run only; one that has not started takes it
+        v.add(rules["not-started"] if ours and ctx.started is False else rules["pod-spec"], state)
     elif a.scheduling_policy and not ours and "run-policy" in rules:  # upstream: its PodGroup follows
         v.add(rules["run-policy"], state, fields="runPolicy.schedulingPolicy", controller=ctx.controller)
 

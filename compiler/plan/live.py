@@ -10,18 +10,23 @@ when it has none); `absent` when the cluster has no such job. The run is
 its run record (train-controller's ControllerRevision, with its number) and the GPUs its pods
 hold now: the pods placed on a node, not the compiled figure (a job whose pods never
 scheduled holds none). A running job's age is its run's, to the second (`Running for 25s`),
-as `status` says it. The live job's `trainforge.dev/source` says which spec it was compiled
-from: a job of the same name from another spec (another folder or repository) is named as
-such, not taken for this one's run.
+as `status` says it. Whether the run has started is read as train-controller reads it
+(`foundation.runs.started`: its current run record and its pods), so the plan holds a change of
+a started run only. A running job that reported progress (`foundation.progress`) also prices
+its run: how far it got and the GPU-hours of progress a kill or restart throws away. The live
+job's `trainforge.dev/source` says which spec it was compiled from: a job of the same name from
+another spec (another folder or repository) is named as such, not taken for this one's run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
 
+from foundation.progress.reading import price
 from foundation.runs import current as runs
+from foundation.runs import started as runstart
 from foundation.runs.clock import parse_time
 from foundation.runs.state import job_state
 from schemas.durations import age
@@ -35,15 +40,24 @@ class Live:
     state: str
     since: Optional[datetime] = None  # when that condition became true
     source: Optional[str] = None  # the live job's trainforge.dev/source: the spec it was compiled from
-    started: Optional[datetime] = None  # its run's first container start (None: not started, or not read)
+    started: Optional[bool] = None  # its run has started (train-controller's record and pods); None: no record
+    obj: Optional[dict[str, Any]] = field(default=None, compare=False, repr=False)  # the live job as read
+    start: Optional[datetime] = None  # its run's first container start (None: not started, or not read)
     record: Optional[str] = None  # train-controller's run record of the current run
     revision: Optional[int] = None  # the record's number
     gpus: Optional[int] = None  # GPUs its pods placed on a node hold now (None: its pods were not read)
 
+    def price(self, gpus: int, now: datetime) -> Optional[str]:
+        """What stopping its run throws away, from the progress it reported (`at 62%, 3 h 10 min
+        left, 96 GPU-hours of progress`); None when the job reported none or is not running."""
+        if self.obj is None or self.state in ("absent", "Succeeded", "Failed", "Suspended"):
+            return None
+        return price(self.obj, gpus, now, since=self.since)
+
     def fact(self, now: datetime) -> str:
         """`Running for 3h12m`, the age as `status` says it: a running job's from its run's start,
         another state's from its condition (or the bare state when the cluster gives no time)."""
-        since = self.started if self.state == "Running" and self.started else self.since
+        since = self.start if self.state == "Running" and self.start else self.since
         if since is None or self.state == "absent":
             return self.state
         return f"{self.state} for {age(max(0.0, (now - since).total_seconds()))}"
@@ -53,8 +67,8 @@ class Live:
         parts = []
         if self.record:
             parts.append(f"run {self.record}" + (f" (revision {self.revision})" if self.revision else ""))
-        if self.started is not None:
-            parts.append(f"started {age(max(0.0, (now - self.started).total_seconds()))} ago")
+        if self.start is not None:
+            parts.append(f"started {age(max(0.0, (now - self.start).total_seconds()))} ago")
         if self.gpus is not None:
             parts.append(f"{self.gpus} GPUs in use")
         return ", ".join(parts)
@@ -68,45 +82,62 @@ class Live:
         return f"; {self.fact(now)}" + (f" ({run})" if run else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.state, "since": _stamp(self.since), "started": _stamp(self.started),
-                "record": self.record, "revision": self.revision, "gpus": self.gpus}
+        return {"state": self.state, "since": _stamp(self.since), "started": _stamp(self.start),
+                "runStarted": self.started, "record": self.record, "revision": self.revision, "gpus": self.gpus}
 
 
 ABSENT = Live("absent")
 
 
-def state_of(obj: Optional[dict[str, Any]], pods: Optional[list[dict[str, Any]]] = None,
-             records: Optional[list[dict[str, Any]]] = None) -> Live:
-    """The state of one live job object (None: absent) and, given its pods and its namespace's
-    run records (None: not read), its run."""
+class LiveIndex(dict[tuple[str, str, str], dict[str, Any]]):
+    """(kind, namespace, name) -> live job; `children`: job uid -> (its pods, its namespace's run
+    records); `unread`: the namespaces whose pods or records the credentials may not list."""
+
+    children: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+    unread: set[str]
+
+
+def state_of(obj: Optional[dict[str, Any]], states: Optional[LiveIndex] = None) -> Live:
+    """The state of one live job object (None: absent); with the index it came from, its run:
+    whether it has started, as train-controller decides it (foundation.runs.started), its start,
+    record and the GPUs its pods hold (none where they could not be read)."""
     if obj is None:
         return ABSENT
     found = job_state(obj)
-    source = ((obj.get("metadata") or {}).get("annotations") or {}).get(SOURCE)
-    if pods is None:
-        return Live(found.state, found.since_time, source)
-    run = runs.current(obj, pods, records or [])
-    return Live(found.state, found.since_time, source, parse_time(run.started), run.name, run.number,
-                runs.gpus_held(pods))
+    meta = obj.get("metadata") or {}
+    source = (meta.get("annotations") or {}).get(SOURCE)
+    if states is None or meta.get("namespace", "") in states.unread:
+        return Live(found.state, found.since_time, source, None, obj)
+    pods, records = states.children.get(str(meta.get("uid")), ([], []))
+    run = runs.current(obj, pods, records)
+    started = None if run.record is None else runstart.started(pods, run.record)
+    return Live(found.state, found.since_time, source, started, obj, parse_time(run.started), run.name,
+                run.number, runs.gpus_held(pods))
 
 
-def index(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], Live]:
-    """(kind, namespace, name) -> the live job's state and run, from the jobs, pods and records
-    read (a namespace whose pods could not be read, `unread`, gives no run facts)."""
+def index(objects: list[dict[str, Any]]) -> LiveIndex:
+    """The live jobs by (kind, namespace, name), with each one's pods (those it controls, or that
+    carry its name in the label its maker puts on them: a TrainJob's come through a JobSet) and
+    the run records it controls; a namespace whose pods or records could not be read (`unread`)
+    gives no run facts."""
+    out = LiveIndex()
+    out.children, out.unread = {}, set()
     jobs = [o for o in objects if o.get("kind") not in (RECORDS, PODS)]
-    pods = [o for o in objects if o.get("kind") == PODS and not o.get(UNREAD)]
-    read = {o["metadata"].get("namespace") for o in objects if o.get("kind") == PODS and o.get(UNREAD)}
-    out = {}
+    children = [o for o in objects if o.get("kind") in (RECORDS, PODS) and not o.get(UNREAD)]
+    out.unread = {o["metadata"].get("namespace", "") for o in objects if o.get(UNREAD)}
     for job in jobs:
         meta = job["metadata"]
         key = (job.get("kind", ""), meta.get("namespace", ""), meta["name"])
-        label = runs.labels_for(str(job.get("apiVersion") or "kubeflow.org/v1")).job
-        own = [p for p in pods if (p["metadata"].get("namespace") == key[1]
-                                   and (p["metadata"].get("labels") or {}).get(label) == key[2])]
-        records = [r for r in objects if r.get("kind") == RECORDS and r["metadata"].get("namespace") == key[1]
-                   and not r.get(UNREAD)]
-        out[key] = state_of(job, own if key[1] not in read else None, records)
+        out[key] = job
+        label, uid = runs.labels_for(str(job.get("apiVersion") or "kubeflow.org/v1")).job, str(meta.get("uid"))
+        own = [p for p in children if p.get("kind") == PODS and (_controller(p) == uid or (
+            p["metadata"].get("namespace", "") == key[1] and (p["metadata"].get("labels") or {}).get(label) == key[2]))]
+        out.children[uid] = (own, [r for r in children if r.get("kind") == RECORDS and _controller(r) == uid])
     return out
+
+
+def _controller(obj: dict[str, Any]) -> Optional[str]:
+    return next((str(r.get("uid")) for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
 
 
 UNREAD = "trainforge.dev/unread"  # on the stand-in for a list the credentials may not read

@@ -25,6 +25,9 @@ def markdown(plan: Plan) -> str:
     hazards = sorted(plan.hazards())
     lines = [MARKER, f"### train-compile plan against `{plan.base}`{' (live)' if plan.live else ''}", ""]
     lines.append(f"**Hazards:** {', '.join(f'`{h}`' for h in hazards)}" if hazards else "**No hazards.**")
+    lost = [j.throws_away for env in plan.environments for j in env.jobs if j.throws_away]
+    if lost:
+        lines += ["", "**Throws away:** " + "; ".join(lost)]
     lines += ["", "| environment | changes | hazards | GPUs | GPU-hours added at most |", "|---|---|---|---|---|"]
     for env in plan.environments:
         counts = Counter(j.change for j in env.changed())

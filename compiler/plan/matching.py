@@ -1,8 +1,9 @@
 """Pairing base and head jobs of one environment: create, delete, rename, update, unchanged.
 
 As the contract says: jobs are matched by namespace and name first; the same namespace and
-name under another kind is a rename by kind (a framework or `target` switch: the old job is
-deleted and a new one created). Of what is left, an old job and a new job from the same spec
+name under another kind, or another apiVersion of it, is a rename by kind (a framework or
+`target` switch, kubeflow-v1 to mpi-operator's MPIJob too: the old job is deleted and a new
+one created). Of what is left, an old job and a new job from the same spec
 document (the same file, the same position among that file's unmatched documents) are a
 rename; the rest are deletes and creates. `update` and `unchanged` are judged on the job's
 compiled objects; a head job that is the base's own object (its file did not change) is
@@ -49,7 +50,7 @@ def pairs(base: dict[tuple[str, str], Job], head: dict[tuple[str, str], Job]) ->
             out.append(Pair("create", None, job))
         else:
             old = base[key]
-            if old.kind != job.kind:
+            if (old.bundle.job["apiVersion"], old.kind) != (job.bundle.job["apiVersion"], job.kind):
                 out.append(Pair("rename", old, job))
             elif old is job or old.objects == job.objects:
                 out.append(Pair("unchanged", old, job))

@@ -61,6 +61,7 @@ class JobPlan:
     queue: Optional[str] = None
     anchor: Optional[Position] = None  # where a GitHub annotation goes (None: no head spec)
     live: Optional[dict[str, Any]] = None  # under --live: the job's state and run (compiler.plan.live.Live.to_json)
+    throws_away: Optional[str] = None  # --live: `kills nlp/bert at 62%, ...` when the change stops a reporting run
 
     @property
     def key(self) -> str:
@@ -77,6 +78,7 @@ class JobPlan:
             "positions": [{"field": p.path, "file": p.file, "line": p.line, "col": p.col} for p in self.fields],
             "queue": self.queue,
             **({"live": self.live} if self.live is not None else {}),
+            "throwsAway": self.throws_away,
         }
 
 

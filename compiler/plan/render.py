@@ -55,6 +55,7 @@ def text(plan: Plan) -> str:
     hazards = sorted(plan.hazards())
     lines = [f"train-compile plan against {plan.base}{' (live)' if plan.live else ''}: {changed} change(s)"
              f" in {len(plan.environments)} environment(s); hazards: {', '.join(hazards) or 'none'}"]
+    lines += [f"throws away: {j.throws_away}" for env in plan.environments for j in env.jobs if j.throws_away]
     for env in plan.environments:
         lines += ["", heading(env)]
         jobs = env.changed()

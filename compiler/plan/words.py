@@ -3,7 +3,8 @@
 A lead names the change (`new job: 1 Master, 3 Worker (32 GPUs)`, `renamed from nlp/bert`,
 `Worker replicas 2 -> 3, image a:1 -> a:2`); the hazard table's clauses follow it; with
 `--live`, a job that is killed is named with its state and how long it has been in it
-(`kills bert-finetune, Running for 3 h 12 min`). Accepted hazards are parsed here too: the
+(`kills bert-finetune, Running for 3 h 12 min`), and with the progress it reported, what
+the kill throws away (`kills bert-finetune at 62%, 3 h 10 min left, 96 GPU-hours of progress`). Accepted hazards are parsed here too: the
 same `[ENV:]NAMESPACE/NAME=HAZARD[,HAZARD]` from `--accept` and from `Trainforge-Accept:`
 commit trailers (where a space may stand for the `=`).
 """
@@ -43,7 +44,8 @@ def _killed(old: Job, found: Optional[Live], now: datetime) -> str:
         return f"; {old.name} is not in the cluster"
     if found.state in ("Succeeded", "Failed"):
         return f"; {old.name} has finished ({found.fact(now)}): no run is killed"
-    return f"; kills {old.name}, {found.fact(now)}"
+    price = found.price(old.gpus, now)
+    return f"; kills {old.name} {price} ({found.fact(now)})" if price else f"; kills {old.name}, {found.fact(now)}"
 
 
 def delete_lead(old: Job, found: Optional[Live], now: datetime) -> str:
@@ -107,6 +109,9 @@ def _replicas(a: Aspects, old: Optional[Job], new: Optional[Job]) -> list[str]:
 
 def summary(change: str, lead: str, clauses: list[str], *, unchanged_fields: bool) -> str:
     if change == "unchanged":
+        if clauses:  # a job git adopts from the cluster (compiler.plan.adoption)
+            text = "; ".join(clauses)
+            return text[:1].upper() + text[1:] + "."
         return "the spec edit compiles to the same objects: nothing changes" if unchanged_fields else ""
     text = "; ".join(part for part in (lead, "; ".join(clauses)) if part) if not (lead and clauses) else (
         lead + ": " + "; ".join(clauses))

@@ -86,7 +86,7 @@ def _build(target: Target) -> list[tuple["ReplicaPlan", dict[str, Any]]]:
             template = {**template, "spec": spec}
         else:
             spec = {}  # as before: what is added to no pod spec is dropped
-        _add_storage(spec, target, fw.facts.container)
+        _add_storage(spec, target, roles.container(target.spec, plan, fw.facts.container))
         inits = fw.operator_init.containers(plan.replica_type, types) if fw.operator_init else []
         if inits:  # the operator puts its own first; only names matter to the rules here
             spec["initContainers"] = [{"name": name, "x-added-by": "operator"} for name in inits] + \
@@ -177,6 +177,7 @@ def _container_names(target: Target, plan: "ReplicaPlan", template: dict[str, An
 
 def _mounts(target: Target, plan: "ReplicaPlan", template: dict[str, Any], pod: dict[str, Any]) -> Iterator[Diagnostic]:
     volumes = [v.get("name") for v in as_list(pod.get("volumes")) if isinstance(v, dict)]
+    volumes += api(target.api).added_volumes(plan.replica_type)  # the operator's own: mountable
     for loc, container in _containers(pod):
         for j, mount in enumerate(as_list(container.get("volumeMounts"))):
             if not isinstance(mount, dict):

@@ -131,11 +131,13 @@ def _containers(target: Target) -> Iterator[Diagnostic]:
     if not api(target.api).whole_pod_templates:
         return  # a runtime has its own containers; the target's check says what may patch them
     own = _framework_container(target)
+    named = {own, *(role.container for role in target.spec.roles.values() if role.container)}  # an MPI role's own
     for site, pod in _sites(target):
-        yield from _site_containers(target, site, pod, own)
+        yield from _site_containers(target, site, pod, own, named)
 
 
-def _site_containers(target: Target, site: Loc, pod: dict[str, Any], own: str) -> Iterator[Diagnostic]:
+def _site_containers(target: Target, site: Loc, pod: dict[str, Any], own: str,
+                     named: set[str]) -> Iterator[Diagnostic]:
     for kind in CONTAINER_KINDS:
         for i, container in enumerate(as_list(pod.get(kind))):
             if not isinstance(container, dict):
@@ -144,7 +146,7 @@ def _site_containers(target: Target, site: Loc, pod: dict[str, Any], own: str) -
             name = container.get("name")
             if not isinstance(name, str) or not DNS1123_LABEL.match(name) or len(name) > 63:
                 continue  # compiler/review/podschema.py: a name is required and a DNS label
-            if container.get("image") or (kind == "containers" and name == own):
+            if container.get("image") or (kind == "containers" and name in named):
                 continue
             if kind == "containers":  # most likely meant to patch the framework's container by another name
                 yield target.view.error(at, f"container '{name}' is not the framework's container '{own}' and has no"

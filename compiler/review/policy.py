@@ -312,7 +312,8 @@ def _operator_refusal(target: Target, init: OperatorInit, replica_type: str, inj
 
 def project_diagnostics(project: Project, doc: Document) -> Iterator[Diagnostic]:
     """The deprecated `allowPrivileged`, wherever a policy sets it: a warning, or an error when
-    it contradicts the same policy's podSecurity; an environment's `controller` under trainer-v2."""
+    it contradicts the same policy's podSecurity; an environment's `controller` under a target
+    whose pods one controller always makes."""
     yield from _controller_diagnostics(project, doc)
     policies = [(("policy",), project.policy)] + [
         (("environments", name, "policy"), env.policy) for name, env in project.environments.items()
@@ -335,18 +336,24 @@ def project_diagnostics(project: Project, doc: Document) -> Iterator[Diagnostic]
 
 
 def _controller_diagnostics(project: Project, doc: Document) -> Iterator[Diagnostic]:
-    """An environment that names its own `controller` while lowering to trainer-v2: neither
-    controller runs Trainer v2 TrainJobs (the Trainer's JobSet makes those pods), so the
-    setting cannot say what it promises. `defaults.controller` is simply not applied there."""
+    """An environment that names its own `controller` while lowering to a target whose jobs one
+    controller always runs (trainer-v2: the Trainer's JobSet makes the pods; mpi-operator: the
+    mpi-operator, as train-controller reconciles no v2beta1 MPIJob), so the setting cannot say
+    what it promises. `defaults.controller` is simply not applied there."""
+    from compiler.targets import TARGETS
+
+    takes = [name for name, target in TARGETS.items() if target.plan.pod_maker is None]
     for name, env in project.environments.items():
-        if env.controller is None or project.target_for(name) == "kubeflow-v1":
+        maker = api(project.target_for(name)).maker_title
+        if env.controller is None or maker is None:
             continue
         at = ("environments", name, "controller")
         line, col = doc.position(at, prefer_key=True)
         yield Diagnostic(doc.file, line, col, ".".join(at),
-                         f"controller: {env.controller} says who makes the pods of kubeflow-v1 jobs; environment"
-                         f" '{name}' lowers to target {project.target_for(name)}, whose pods Kubeflow Trainer makes",
-                         f"remove controller from environment '{name}', or set its target: kubeflow-v1")
+                         f"controller: {env.controller} says who makes the pods of {' and '.join(takes)} jobs;"
+                         f" environment '{name}' lowers to target {project.target_for(name)}, whose pods"
+                         f" {maker} makes",
+                         f"remove controller from environment '{name}', or set its target: {' or '.join(takes)}")
 
 
 def check(target: Target) -> Iterator[Diagnostic]:

@@ -21,6 +21,7 @@ from compiler.targets import api, roles
 from compiler.targets.lowering import SHM_PATH, SHM_VOLUME
 from schemas.loader import Loc
 from schemas.marks import RESTART_SCOPE
+from schemas.trainjob import FRAMEWORKS
 
 NAME_LIMIT = 63
 POD_TEMPLATE_KEYS = ("metadata", "spec")
@@ -43,6 +44,11 @@ def _roles(target: Target) -> Iterator[Diagnostic]:
             yield target.view.error(
                 ("roles", role), f"this {facts.kind} has no {role} pods, so these settings would apply to none",
                 f"remove roles.{role}, or set them under roles.{_possible_roles(target)[0]}", prefer_key=True)
+        if entry.container is not None and facts.container_by_name and entry.container != facts.container:
+            yield target.view.error(
+                ("roles", role, "container"),
+                f"the operator of {facts.kind} finds the program container by its name, {facts.container}",
+                "remove container (only an MPI job's operator runs its first container whatever its name)")
 
 
 def _role_replicas(target: Target, role: str, replicas: int) -> Iterator[Diagnostic]:
@@ -186,6 +192,29 @@ def _target_api(target: Target) -> Iterator[Diagnostic]:
     yield from api(target.api).check(target)
 
 
+def _target_fields(target: Target) -> Iterator[Diagnostic]:
+    """A spec field that only other targets read (`mpi`: the mpi-operator's MPIJob) would be
+    dropped here without a word, so it is an error with the target that takes it."""
+    from compiler.targets import TARGETS, supporting
+
+    own = api(target.api).own_fields
+    framework, env = target.spec.framework, target.env_name
+    for name, other in TARGETS.items():
+        for field in other.own_fields:
+            if field in own or getattr(target.spec, field) is None:
+                continue
+            runs = name in supporting(framework)
+            yield target.view.error(
+                (field,),
+                f"{field} sets the {name} target's job, and environment '{env}' targets {target.api}"
+                if runs else f"{field} sets the {name} target's job, which runs framework"
+                f" {', '.join(f for f in FRAMEWORKS if other.supports(f))} only, not {framework}",
+                (f"set environments.{env}.target: {name} in trainforge.yaml, or remove {field} (or unset it for this"
+                 f" environment with environments.{env}.{field}: null)") if runs else f"remove {field}",
+                prefer_key=True,
+            )
+
+
 def generated_names(target: Target) -> list[str]:
     """Every object name the operator (or, under trainer-v2, JobSet) will derive from the job name."""
     # a new PVC's name `{job}-{volume}` is a DNS subdomain (253 characters): never over
@@ -220,6 +249,7 @@ RULES: tuple[Callable[[Target], Iterator[Diagnostic]], ...] = (
     podcheck.check,
     admission_review.check,
     _target_api,
+    _target_fields,
     policy.check,
 )
 

@@ -7,10 +7,10 @@ differs between targets goes through `api(name)`, never through `if target == ..
 
 from __future__ import annotations
 
-from compiler.targets import kubeflow_v1, trainer_v2
+from compiler.targets import kubeflow_v1, mpi_operator, trainer_v2
 from compiler.targets.base import TargetApi
 
-TARGETS: dict[str, TargetApi] = {module.API.name: module.API for module in (kubeflow_v1, trainer_v2)}
+TARGETS: dict[str, TargetApi] = {module.API.name: module.API for module in (kubeflow_v1, trainer_v2, mpi_operator)}
 
 
 def api(name: str) -> TargetApi:

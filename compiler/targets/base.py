@@ -1,7 +1,8 @@
 """The one small interface every output API ("target") implements.
 
 A target is what an environment's jobs are lowered to: `kubeflow-v1` (the Training
-Operator's `kubeflow.org/v1` kinds) or `trainer-v2` (Kubeflow Trainer v2 TrainJobs). The
+Operator's `kubeflow.org/v1` kinds), `trainer-v2` (Kubeflow Trainer v2 TrainJobs) or
+`mpi-operator` (the mpi-operator's `kubeflow.org/v2beta1` MPIJob). The
 rest of the compiler asks the target, through this table entry, instead of testing its
 name: which frameworks it can run, what it cannot express (positioned diagnostics), how
 a resolved job is lowered, where the lowered object keeps its pod templates (the
@@ -73,7 +74,7 @@ def at_path(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
 
 @dataclass(frozen=True)
 class TargetApi:
-    name: str  # as written in trainforge.yaml: kubeflow-v1 | trainer-v2
+    name: str  # as written in trainforge.yaml: kubeflow-v1 | trainer-v2 | mpi-operator
     supports: Callable[[str], bool]  # framework name -> can this target run it
     check: Callable[["Target"], Iterator["Diagnostic"]]  # what the target cannot express
     lower: Callable[["Target"], "Bundle"]
@@ -103,9 +104,20 @@ class TargetApi:
     scheduling_policy: bool = True
     # a job may bring its own runtime that must exist before the job (trainer-v2: restartScope: job)
     job_runtime: Optional[JobRuntime] = None
+    # how messages name the controller that makes the pods when the target fixes it (plan.pod_maker)
+    maker_title: Optional[str] = None
+    # the PodGroup of a gang is written beside the job and the pods carry its decoration (the
+    # Training Operator finds it equal to its own); False: the operator makes the PodGroup itself
+    # and refuses one it does not own (mpi-operator), so only runPolicy.schedulingPolicy is written
+    pod_group_in_git: bool = True
+    # top-level spec fields only this target reads (mpi-operator: `mpi`); elsewhere an error
+    own_fields: tuple[str, ...] = ()
     # pod template key (as in pod_templates) -> its spec.roles entry, whose placement replaces the
     # job's there (overlays/scheduling.py); {}: the target takes no per-role settings (trainer-v2)
     role_entries: Callable[["Bundle"], dict[str, Optional["Role"]]] = lambda bundle: {}
+    # replica type -> the volumes the operator adds to its pods, which a template's containers
+    # may mount though the template does not have them (the mpi-operator's hostfile and SSH keys)
+    added_volumes: Callable[[str], tuple[str, ...]] = lambda replica_type: ()
     # an environment's bundles -> the same with the objects the sources add to them (trainer-v2:
     # the runtimes written beside the jobs, each carried by one job that names it)
     with_runtimes: Callable[[list["Bundle"]], list["Bundle"]] = lambda bundles: bundles

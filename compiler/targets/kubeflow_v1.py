@@ -41,17 +41,19 @@ def _queue(target: "Target") -> Iterator["Diagnostic"]:
     unmanaged = adapter(target.spec.framework).facts.kueue_unmanaged
     if queue is None or unmanaged is None:
         return
-    from compiler.targets import supporting  # the table imports this module
+    from compiler.targets import TARGETS, supporting  # the table imports this module
 
     framework, loc = target.spec.framework, ("scheduling", "queue")
+    kind = adapter(framework).facts.kind
     written = target.view.written(loc)
     where = "" if written else f" (the default of environment '{target.env_name}' in trainforge.yaml)"
     unqueued = ("remove scheduling.queue" if written else
                 f"write scheduling.queue: null for environment '{target.env_name}' to run it unqueued")
-    kind = adapter(framework).facts.kind
-    others = [name for name in supporting(framework) if name != API.name]
-    instead = (f"set environments.{target.env_name}.target: {others[0]} in trainforge.yaml (Kueue manages its"
-               " TrainJobs), or " if others else "")
+    # the other targets that run the framework and whose jobs Kueue manages (asked by the v1 kind:
+    # their own jobs of it are another kind, which the table cannot name before lowering)
+    others = [name for name in supporting(framework) if name != API.name and TARGETS[name].plan.kueue_manages(kind)]
+    instead = (f"set environments.{target.env_name}.target: {' or '.join(others)} in trainforge.yaml (Kueue manages"
+               f" {'its' if len(others) == 1 else 'their'} jobs), or " if others else "")
     yield target.view.error(
         loc,
         f"queue '{queue}'{where} would be ignored: {unmanaged}, so this kubeflow.org/v1 {kind} gets no"

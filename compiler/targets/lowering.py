@@ -16,7 +16,7 @@ from compiler import podsecurity, strategic
 from foundation.frameworks import adapter as adapter_for
 from foundation.frameworks.base import Facts, ReplicaPlan
 from compiler.reading.resolve import Target
-from compiler.targets import roles
+from compiler.targets import progress, roles
 from compiler.targets.base import TargetApi
 from schemas.bundle import Bundle, JsonObject
 from schemas.jsoncopy import json_copy
@@ -92,7 +92,7 @@ def shared_memory_volume(size: str) -> JsonObject:
 
 
 def _container(spec: TrainJobSpec, plan: ReplicaPlan, facts: Facts, gpu_resource: str) -> JsonObject:
-    container: JsonObject = {"name": facts.container, "image": roles.image(spec, plan)}
+    container: JsonObject = {"name": roles.container(spec, plan, facts.container), "image": roles.image(spec, plan)}
     command, args = roles.command(spec, plan), roles.args(spec, plan)
     if command:
         container["command"] = list(command)
@@ -201,6 +201,39 @@ POD_TEMPLATE_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+def replica_specs(target: Target, *, omit_empty: bool = False) -> JsonObject:
+    """Every replica type of the adapter's plan with its pod template and its restart policy (the
+    role's, else the job's); `omit_empty` leaves out a type of 0 replicas, which an API may refuse."""
+    spec = target.spec
+    fw = adapter_for(spec.framework)
+    replicas: JsonObject = {}
+    for plan in fw.plan(spec):
+        if omit_empty and plan.replicas == 0:
+            continue
+        replica: JsonObject = {"replicas": plan.replicas}
+        restart = roles.restart(spec, plan)
+        if restart is not None:
+            replica["restartPolicy"] = restart
+        template = pod_template(spec, plan, fw.facts, target, last=True)
+        if target.controller == progress.CONTROLLER:  # its pods report progress there (compiler.targets.progress)
+            template = progress.report_to_controller(template, namespace=target.namespace, plural=fw.facts.plural,
+                                                     name=target.name)
+        replica["template"] = canonical_quantities(template, POD_TEMPLATE_QUANTITIES)
+        replicas[plan.replica_type] = replica
+    return replicas
+
+
+def job_metadata(target: Target, annotations: Optional[dict[str, str]] = None) -> JsonObject:
+    """The job's own metadata: name, namespace, the job's labels and annotations (and ours)."""
+    metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
+    if target.labels:
+        metadata["labels"] = dict(sorted(target.labels.items()))
+    merged = {**target.annotations, **(annotations or {})}
+    if merged:
+        metadata["annotations"] = dict(sorted(merged.items()))
+    return metadata
+
+
 # the quantities of a kind's own fields: an elastic policy's metric targets (Kueue's webhook
 # stores them canonical too, as it does the pod templates')
 JOB_FIELD_QUANTITIES: tuple[tuple[str, ...], ...] = tuple(
@@ -215,21 +248,8 @@ def lower(target: Target, api: TargetApi) -> Bundle:
     spec = target.spec
     fw = adapter_for(spec.framework)
     facts = fw.facts
-    replicas: JsonObject = {}
-    for plan in fw.plan(spec):
-        replica: JsonObject = {"replicas": plan.replicas}
-        restart = roles.restart(spec, plan)
-        if restart is not None:
-            replica["restartPolicy"] = restart
-        replica["template"] = canonical_quantities(pod_template(spec, plan, facts, target, last=True),
-                                                  POD_TEMPLATE_QUANTITIES)
-        replicas[plan.replica_type] = replica
-    metadata: JsonObject = {"name": target.name, "namespace": target.namespace}
-    if target.labels:
-        metadata["labels"] = dict(sorted(target.labels.items()))
-    annotations = {**target.annotations, **restart_scope_mark(spec.policy)}
-    if annotations:
-        metadata["annotations"] = dict(sorted(annotations.items()))
+    replicas = replica_specs(target)
+    metadata = job_metadata(target, restart_scope_mark(spec.policy))
     job_spec: dict[str, Any] = canonical_quantities(fw.job_fields(spec), JOB_FIELD_QUANTITIES)
     policy = run_policy(spec.policy)
     if policy:  # omitted when empty; overlays add it when they need schedulingPolicy

@@ -32,6 +32,12 @@ def image(spec: TrainJobSpec, plan: ReplicaPlan) -> Optional[str]:
     return own.image if own is not None and own.image is not None else spec.image
 
 
+def container(spec: TrainJobSpec, plan: ReplicaPlan, default: str) -> str:
+    """The program container's name: the role's own (mpi), else the framework's."""
+    own = entry(spec, plan)
+    return own.container if own is not None and own.container is not None else default
+
+
 def command(spec: TrainJobSpec, plan: ReplicaPlan) -> Optional[list[str]]:
     own = entry(spec, plan)
     if own is not None and own.command is not None:

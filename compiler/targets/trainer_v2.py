@@ -258,4 +258,5 @@ API = TargetApi(
     scheduling_policy=False,
     job_runtime=JobRuntime(RUNTIME_COMPONENT, API_VERSION, (restarts.KIND, sources.CLUSTER)),
     with_runtimes=sources.with_runtimes,
+    maker_title="Kubeflow Trainer",
 )

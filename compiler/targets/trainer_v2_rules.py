@@ -29,6 +29,8 @@ from foundation.frameworks.stock_runtimes import NODE, STOCK_RUNTIMES
 from compiler.reading.resolve import Target
 from compiler.reading.runtimes import RuntimeFacts
 from compiler.targets import trainer_v2_sources as sources
+from compiler.targets.diagnose import error as _error
+from compiler.targets.diagnose import unset as _unset
 from compiler.targets.trainer_v2_sources import runtime_ref
 from schemas.loader import Loc
 from schemas.trainjob import Gang
@@ -65,24 +67,6 @@ def _named(ref: dict[str, str]) -> str:
 
 def _where(target: Target) -> str:
     return f"environment '{target.env_name}' targets {NAME}"
-
-
-def _written(target: Target, loc: Loc) -> bool:
-    """The job file itself sets `loc` (else an environment default in trainforge.yaml does)."""
-    keys = target.doc.key_pos
-    return ("spec",) + loc in keys or ("spec", "environments", target.env_name) + loc in keys
-
-
-def _error(target: Target, loc: Loc, what: str, fix: str, *, severity: str = "error") -> Diagnostic:
-    if not _written(target, loc):
-        what += f" (the default of environment '{target.env_name}' in trainforge.yaml)"
-    d = target.view.error(loc, what, fix, prefer_key=True)
-    return d if severity == "error" else Diagnostic(d.file, d.line, d.col, d.path, d.message, d.fix, severity)  # type: ignore[arg-type]
-
-
-def _unset(target: Target, loc: Loc) -> str:
-    dotted = ".".join(str(p) for p in loc)
-    return f"remove it, or unset it for this environment with environments.{target.env_name}.{dotted}: null"
 
 
 def _framework(target: Target) -> Iterator[Diagnostic]:
@@ -211,7 +195,8 @@ def _fixed_nodes(target: Target) -> Iterator[Diagnostic]:
 
 # what a v1 role entry sets that a TrainJob cannot set for one role's pods
 _ROLE_FIELDS = {
-    "image": "an image", "command": "a command", "args": "arguments", "env": "environment variables",
+    "image": "an image", "container": "a container name", "command": "a command", "args": "arguments",
+    "env": "environment variables",
     "restart": "a restart policy (runtimePatches set no restartPolicy)", "resources": "resources",
     "scheduling": "placement", "podTemplate": "pod template fields",
 }

@@ -10,7 +10,8 @@ v1.8.1). Pod templates and HPA metrics are kept whole
 (`x-kubernetes-preserve-unknown-fields`), so everything upstream accepts is accepted;
 the tests check that against the upstream CRDs with every upstream example and every
 compiled job. Each kind gets the status and (PyTorch/Paddle/JAX) scale subresources
-and the `State` (last condition) and `Age` printer columns.
+and the `State` (last condition) and `Age` printer columns. One status field is ours:
+`trainerStatus`, the last progress report (controller/README.md, "Progress").
 """
 
 from __future__ import annotations
@@ -24,41 +25,13 @@ import click
 import yaml
 
 from foundation.frameworks.base import GROUP, SCALED_REPLICA_TYPE, VERSION
-from foundation.frameworks.operator import ANY_OBJECT, INT32, STRING, obj
+from foundation.frameworks.operator import ANY_OBJECT, INT32, STRING, obj, replica_specs, run_policy
+from foundation.progress.protocol import MAX_METRIC_CHARS, MAX_METRICS, TRAINER_STATUS
 from controller.generators.files import write_or_check
 from controller.jobs.kinds import KINDS, Kind
 
 OUT = Path(__file__).parents[1] / "install" / "crds"
-INT64 = {"type": "integer", "format": "int64"}
 TIME = {"type": "string", "format": "date-time"}
-QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
-
-
-def run_policy() -> dict[str, Any]:
-    return obj({
-        "activeDeadlineSeconds": INT64,
-        "backoffLimit": INT32,
-        "cleanPodPolicy": STRING,
-        "managedBy": STRING,
-        "schedulingPolicy": obj({
-            "minAvailable": INT32,
-            "minResources": {"type": "object", "additionalProperties": QUANTITY},
-            "priorityClass": STRING,
-            "queue": {"type": "string", "x-kubernetes-validations": [
-                {"rule": "self == oldSelf", "message": "spec.runPolicy.schedulingPolicy.queue is immutable"}]},
-            "scheduleTimeoutSeconds": INT32,
-        }),
-        "suspend": {"type": "boolean", "default": False},
-        "ttlSecondsAfterFinished": INT32,
-    })
-
-
-def replica_specs() -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": obj({
-        "replicas": INT32,
-        "restartPolicy": STRING,
-        "template": ANY_OBJECT,
-    })}
 
 
 def status() -> dict[str, Any]:
@@ -81,6 +54,20 @@ def status() -> dict[str, Any]:
             "succeeded": INT32,
         })},
         "startTime": TIME,
+        TRAINER_STATUS: trainer_status(),
+    })
+
+
+def trainer_status() -> dict[str, Any]:
+    """Ours, not upstream's: the last progress report (controller.progress.store), the Trainer's
+    TrainerStatus schema and limits, so `kubectl get -o yaml` shows it and no reader needs two shapes."""
+    text = {"type": "string", "minLength": 1, "maxLength": MAX_METRIC_CHARS}
+    return obj({
+        "estimatedRemainingSeconds": {**INT32, "minimum": 0},
+        "lastUpdatedTime": TIME,
+        "metrics": {"type": "array", "maxItems": MAX_METRICS, "x-kubernetes-list-type": "atomic",
+                    "items": obj({"name": text, "value": text}, required=["name", "value"])},
+        "progressPercentage": {**INT32, "minimum": 0, "maximum": 100},
     })
 
 

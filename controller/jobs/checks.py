@@ -18,14 +18,19 @@ from __future__ import annotations
 from typing import Any
 
 from foundation import admission
+from controller.jobs.generations import PerGeneration
 from controller.jobs.kinds import Kind
 
 
 def problems(job: dict[str, Any], kind: Kind) -> list[str]:
-    """Every rule the raw job breaks (empty = valid): upstream's messages, for the kind's check."""
+    """Every rule the raw job breaks (empty = valid): upstream's messages, for the kind's check;
+    kept per (uid, generation): the rules read the spec and the (immutable) name only."""
     if kind.operator.reconciler_check is not None:
-        return admission.reconciler_errors(job, kind.name)
-    return admission.errors(job, kind.name)
+        return _kept.get(job, lambda: admission.reconciler_errors(job, kind.name), kind.name)
+    return _kept.get(job, lambda: admission.errors(job, kind.name), kind.name)
+
+
+_kept = PerGeneration()
 
 
 def failure_message(kind: Kind, found: list[str]) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Optional
 import yaml
 
 from foundation.frameworks.base import INIT_SECURITY_CONTEXT, OperatorInit
-from foundation.frameworks.operator import MASTER_ROLE
+from foundation.frameworks.operator import MASTER_ROLE, pod_restart_policy
 from controller.jobs.kinds import Kind
 from foundation import jsondata
 from schemas.upstream import (
@@ -124,11 +124,6 @@ def base_labels(job: dict[str, Any], kind: Kind) -> dict[str, str]:
 
 def replica_labels(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int) -> dict[str, str]:
     return {**base_labels(job, kind), TYPE_LABEL: replica_type.lower(), INDEX_LABEL: str(index)}
-
-
-def pod_restart_policy(replica: dict[str, Any]) -> str:
-    policy = replica.get("restartPolicy") or "Never"
-    return "Never" if policy == "ExitCode" else policy
 
 
 def pod(job: dict[str, Any], kind: Kind, *, replica_type: str, index: int, options: Options = Options()) -> dict[str, Any]:

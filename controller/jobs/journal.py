@@ -3,7 +3,8 @@
 At INFO train-controller says, each line opening with the job's key (`Kind/namespace/name`):
 a state change (the job's newest true condition, as kubectl's STATE column, the Argo CD health
 check and `train-compile status` read it, with the reason and message of what changed), a
-restart (a pod deleted to be created again, or a whole-job restart), a deletion (the job past
+restart (a pod deleted to be created again, a whole-job restart, or a run that had not started
+taking an edit of the job), a deletion (the job past
 its `ttlSecondsAfterFinished`; the pods and Services a finish, a failure or a suspension
 cleans up; pods a scale-down removes), and a pod stuck past its threshold (controller.jobs.stuck).
 Everything else a pass does is DEBUG; what went wrong is WARNING or ERROR as before. The
@@ -51,6 +52,10 @@ def pod_restarted(key: str, pod: str, code: int | None) -> None:
 
 def job_restarting(key: str, message: str) -> None:
     log.info("%s: %s", key, message)
+
+
+def spec_applied(key: str, change: str) -> None:
+    log.info("%s: the run had not started: its pods are created again from the changed spec (%s)", key, change)
 
 
 def cleaned(key: str, *, pods: int, services: int, why: str) -> None:

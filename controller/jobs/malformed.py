@@ -28,45 +28,25 @@ an error (upstream would dereference nil).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from controller.jobs.generations import PerGeneration
 from controller.jobs.kinds import Kind
 from schemas.quantity import read
 
 INT32_MAX = 2**31 - 1
-MEMO_SIZE = 8192  # jobs whose answer is kept (a few hundred bytes each)
 
 Check = Callable[[Any, str], Iterator[str]]
 
 
 def problems(job: dict[str, Any], kind: Kind) -> list[str]:
-    """Every type problem of the job's replica specs (empty: the controller can read it).
-
-    The answer is kept per (uid, generation): the spec changes only with its generation, and
-    the walk would otherwise cost every pass of every job (bench/README.md, "Figures the
-    controller's code cites")."""
-    meta = job.get("metadata") or {}
-    key = (meta.get("uid"), meta.get("generation"))
-    if key[0] is None or key[1] is None:
-        return _problems(job, kind)
-    with _memo_lock:
-        found = _memo.get(key)
-        if found is not None:
-            _memo.move_to_end(key)
-            return list(found)
-    found = tuple(_problems(job, kind))
-    with _memo_lock:
-        _memo[key] = found
-        while len(_memo) > MEMO_SIZE:
-            _memo.popitem(last=False)
-    return list(found)
+    """Every type problem of the job's replica specs (empty: the controller can read it), kept
+    per (uid, generation) (controller.jobs.generations)."""
+    return _kept.get(job, lambda: _problems(job, kind), kind.name)
 
 
-_memo: OrderedDict[tuple[Any, Any], tuple[str, ...]] = OrderedDict()
-_memo_lock = threading.Lock()
+_kept = PerGeneration()
 
 
 def _problems(job: dict[str, Any], kind: Kind) -> list[str]:

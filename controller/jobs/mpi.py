@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from foundation.frameworks.base import Launcher
+from foundation.frameworks.operator import pod_restart_policy
 from foundation.frameworks.mpi import CONFIG_MOUNT, is_gpu_launcher
 from controller.jobs import conditions as cond
 from controller.jobs import desired, journal
@@ -123,7 +124,7 @@ def _pod(job: dict[str, Any], kind: Kind, replica_type: str, name: str, labels: 
     replica = _specs(job, kind)[replica_type]
     template = jsondata.copy(replica.get("template") or {})
     meta, spec = template.get("metadata") or {}, template.get("spec") or {}
-    spec["restartPolicy"] = desired.pod_restart_policy(replica)
+    spec["restartPolicy"] = pod_restart_policy(replica)
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": job["metadata"]["namespace"],

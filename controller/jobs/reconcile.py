@@ -22,6 +22,8 @@ manager, which retries with backoff (controller.runtime.bugs).
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,6 +45,7 @@ from controller.runtime.informer import Informer
 from controller.runtime.workqueue import WorkQueue
 from controller.runtime.writes import Writes, job_key
 from foundation import jsondata
+from foundation.progress.protocol import carry_progress
 from foundation.cluster import errors
 from foundation.cluster.kube import PODS, SERVICES, Client, Resource
 from foundation.frameworks.defaulting import defaulted
@@ -51,6 +54,7 @@ from schemas import upstream
 log = logging.getLogger(__name__)
 
 EXITED = "ExitedWithCode"  # upstream's reason for a pod seen terminated (semantics §4)
+COALESCE = 2.0  # seconds a change of replica counts alone may wait for the job's next change (_counts_wait)
 
 
 class InvalidJob(Exception):
@@ -92,6 +96,8 @@ class Reconciler:
                              held=self.held)
         self.retirer = Retirer(self.writes, self.pods, self.creates)
         self.stuck = stuck.Reported()  # which stuck pods were said, and how many are stuck now (the gauge)
+        self._counts_since: dict[str, float] = {}  # job key -> when a change of its replica counts alone was held
+        self._counts_lock = threading.Lock()
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -102,6 +108,7 @@ class Reconciler:
         if job is None or run_policy.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
             if job is None:
                 self.expectations.forget(key)
+                self._counts_since.pop(key, None)
             self._drop_held(key)
             self.stuck.forget(key)
             return None
@@ -124,9 +131,15 @@ class Reconciler:
             if step is not None:
                 step.reconcile(self.writes, ctx)  # upstream's step 0: before the finished/suspended branches
             wake = self._run(key, ctx, job, pods)
+            if self.records is not None:
+                self.records.settle(ctx)  # the run's record, if its create went out beside the pods
             if not ctx.deleted:
-                self._write_status(job, kind, ctx.status, key=key,
-                                   hold=not ctx.deferred and not cond.is_finished(ctx.status))
+                hold = not ctx.deferred and not cond.is_finished(ctx.status)
+                later = self._counts_wait(key, job, ctx.status) if hold else None
+                if later is None:
+                    self._write_status(job, kind, ctx.status, key=key, hold=hold)
+                else:  # only replica counts moved: they wait for the job's next change, at most COALESCE
+                    wake = later if wake is None else min(wake, later)
             for action in ctx.deferred:
                 action()
         finally:
@@ -152,16 +165,19 @@ class Reconciler:
             return None
         run_policy.resume_if_suspended(ctx)
         pods, ctx.previous = runs.split(pods)  # a suspended run's pods count for nothing (controller.jobs.runs)
+        superseded: list[dict[str, Any]] = []  # pods of a run replaced before it started (controller.jobs.run_records)
         if self.records is not None:  # from here on ctx.job is the run's (foundation.runs.spec)
-            self.records.begin(self.writes, ctx, job)
+            pods, superseded = self.records.begin(self.writes, ctx, job, pods)
         whole_job = ctx.run is not None and ctx.run.whole_job
         if whole_job:
             pods = restarts.older_attempts(ctx, pods)
         self.retirer.retire(ctx, [p for p in ctx.previous.values() if not p["metadata"].get("deletionTimestamp")])
+        self.retirer.retire(ctx, [p for p in superseded if not p["metadata"].get("deletionTimestamp")], mark=False)
         message = run_policy.failure_message(ctx, pods, requeues=self.queue.num_requeues(key), per_pod=not whole_job)
         if message is None and whole_job:
             message, pods = restarts.end_attempt(ctx, pods, commit=self._commit_attempt, retire=self.retirer.retire)
-        ctx.awaiting_old_attempt = whole_job and bool(ctx.previous)  # no pod of a new attempt beside one of the old
+        # no pod of a new attempt beside one of the old, nor of a replaced run beside one of the run it replaced
+        ctx.awaiting_old_attempt = bool(superseded) or (whole_job and bool(ctx.previous))
         if message is not None:
             ctx.status.setdefault("completionTime", cond.timestamp(ctx.now))
             ctx.event("Normal", why="Failed", message=message)
@@ -262,6 +278,7 @@ class Reconciler:
     def _commit_attempt(self, ctx: st.Ctx, attempt: int, cause: str, message: str) -> None:
         """A whole-job restart decided: on the run's record, then its one Event, sent now."""
         assert self.records is not None
+        self.records.settle(ctx)
         self.records.commit_attempt(self.writes, ctx, attempt=attempt, cause=cause)
         journal.job_restarting(ctx.key, message)
         self.recorder.event(ctx.job, "Warning", reason=cond.reason(ctx.kind.name, "Restarting"), message=message,
@@ -330,6 +347,7 @@ class Reconciler:
                       hold: bool = False) -> bool:
         """PUT `status` unless the cache holds it already; with --pods-first a plain pass's write
         (`hold`) waits out a pod burst, and any other write replaces what was held for the job."""
+        carry_progress(status, job.get("status") or {})  # the endpoint's field, never the pass's
         if not status.get("replicaStatuses"):
             # upstream's field is a Go map with omitempty: an empty one is not written at all
             # (a job suspended at creation has none); the parity test holds us to that
@@ -348,6 +366,28 @@ class Reconciler:
         meta = job["metadata"]
         journal.state(job_key(kind.name, meta.get("namespace", ""), meta["name"]), job.get("status") or {}, status)
         return True
+
+    def _counts_wait(self, key: str, job: dict[str, Any], status: dict[str, Any]) -> float | None:
+        """Seconds a status whose only change is its replica counts waits before it is written, or
+        None to write now. The counts of an 8-pod job move with each pod that starts or ends, a
+        second or so apart, and each was a write of its own, a third of the status writes in `make
+        bench-scale` (bench/README.md). Held at most COALESCE s from the first such pass, the next
+        change of a condition, a start or completion time takes them along, as upstream's busy
+        work queue folds them; nothing else waits, and a held count is the next leader's to write."""
+        now = time.monotonic()
+        old = job.get("status") or {}
+        counts_only = _comparable(status) != _comparable(old) and all(
+            status.get(k) == old.get(k) for k in set(status) | set(old) if k not in ("replicaStatuses", "lastReconcileTime"))
+        with self._counts_lock:
+            if not counts_only:
+                self._counts_since.pop(key, None)
+                return None
+            first = self._counts_since.setdefault(key, now)
+            left = COALESCE - (now - first)
+            if left <= 0:
+                del self._counts_since[key]
+                return None
+        return left
 
     def _drop_held(self, key: str) -> None:
         if self.held is not None:

@@ -1,8 +1,9 @@
 """Taking pods away from their run: the durable mark, then the delete (controller.jobs.runs).
 
-Three things end a pod's part in a run while the job goes on: a suspension (Kueue's
-eviction, `runPolicy.suspend`), a whole-job restart (controller.jobs.restarts), and a
-suspension cut short by a crash (a marked pod still alive). A suspension's pod is first
+Four things end a pod's part in a run while the job goes on: a suspension (Kueue's
+eviction, `runPolicy.suspend`), a whole-job restart (controller.jobs.restarts), a suspension
+cut short by a crash (a marked pod still alive), and an edit of a job whose run had not
+started (controller.jobs.run_records: the run is replaced). A suspension's pod is first
 marked (`runs.MARK`, one PATCH guarded by its uid, so a successor of the same name is never
 marked), then deleted through `Writes`, which records the expectation before the request.
 The mark is what lets every later pass, of this controller or the next leader, leave a
@@ -51,15 +52,17 @@ class Retirer:
         """Mark `pods` (a suspending pass: its cleanup deletes them after)."""
         self._each(pods, lambda pod: self.mark(pod, why))
 
-    def retire(self, ctx: Ctx, pods: list[dict[str, Any]]) -> None:
+    def retire(self, ctx: Ctx, pods: list[dict[str, Any]], *, mark: bool = True) -> None:
         """Delete each of `pods`, a suspension's marked first (unless marked); the first failure
         fails the pass. A whole-job restart's pods are not marked one by one: the attempt on the
         run's record, written once before (controller.jobs.restarts), already makes every pod
-        whose attempt annotation is lower one of an earlier attempt, for every pass and leader."""
+        whose attempt annotation is lower one of an earlier attempt, for every pass and leader;
+        nor are the pods of a run replaced before it started (`mark=False`): each names the record
+        it was built from, which is no longer the job's (controller.jobs.run_records)."""
         whole_job = ctx.run is not None and ctx.run.whole_job
 
         def one(pod: dict[str, Any]) -> None:
-            if whole_job or runs.is_previous(pod) or self.mark(pod, runs.SUSPENDED):
+            if not mark or whole_job or runs.is_previous(pod) or self.mark(pod, runs.SUSPENDED):
                 self.writes.delete(ctx, PODS, pod)
 
         self._each(pods, one)

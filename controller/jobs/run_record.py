@@ -25,7 +25,8 @@ from typing import Any
 from controller.jobs.desired import base_labels, owner_reference
 from controller.jobs.kinds import Kind
 from foundation.cluster.resource import CONTROLLERREVISIONS as CONTROLLERREVISIONS
-from foundation.runs.record import (  # the wire names and reading of a record, shared with `status`
+from foundation.runs.record import (  # the wire names and reading of a record, shared with `plan` and `status`
+    APPLIED_REASON as APPLIED_REASON,
     ATTEMPT as ATTEMPT,
     ENDED as ENDED,
     HASH_LABEL as HASH_LABEL,
@@ -33,10 +34,12 @@ from foundation.runs.record import (  # the wire names and reading of a record, 
     NOT_RUN_REASON as NOT_RUN_REASON,
     PREFIX,
     RECORD as RECORD,
+    STARTED as STARTED,
     number as number,
     owned_by,
 )
 from foundation.runs.spec import RunSpec
+
 RESTART_CAUSE = PREFIX + "restart-cause"  # on the record: what started the current attempt
 ANNOUNCED = PREFIX + "announced"  # on the record: "held:<hash>" / "finished:<hash>", the change last announced
 DEFERRED, FINISHED, SUSPENDED = "held", "finished", "suspended"  # DEFERRED's wire value is historical
@@ -84,11 +87,14 @@ def controlled_by(obj: dict[str, Any], job: dict[str, Any]) -> bool:
     return owned_by(obj, job["metadata"].get("uid"))
 
 
-def stamp(pod: dict[str, Any], *, record: str, attempt: int | None) -> None:
+def stamp(pod: dict[str, Any], *, record: str, attempt: int | None, started: bool = False) -> None:
     """Mark a pod with its run's record (and, under restart scope job, its attempt, and the
-    restartPolicy Never that lets the controller see every exit: controller.jobs.restarts)."""
+    restartPolicy Never that lets the controller see every exit: controller.jobs.restarts); a
+    pod created for a run that has started says so (foundation.runs.started)."""
     annotations = pod["metadata"].setdefault("annotations", {})
     annotations[RECORD] = record
+    if started:
+        annotations[STARTED] = "true"
     if attempt is not None:
         annotations[ATTEMPT] = str(attempt)
         pod["spec"]["restartPolicy"] = "Never"

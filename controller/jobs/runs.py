@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
-MARK = "train-controller.trainforge.dev/deleted-for"  # annotation on the pod; the value says why
+from foundation.runs.record import PREVIOUS as MARK  # annotation on the pod; the value says why
 SUSPENDED = "suspend"
 
 

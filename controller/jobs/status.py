@@ -48,7 +48,8 @@ class Ctx:
     # pods of a suspended run still terminating, by name: not counted, their names not reused (controller.jobs.runs)
     previous: dict[str, dict[str, Any]] = field(default_factory=dict)
     run: Any = None  # the run's controller.jobs.run_records.Run (None: a finished or suspended job's pass)
-    # a whole-job restart waits for every pod of the old attempt to be gone: no pod is created in this pass
+    # a whole-job restart waits for every pod of the old attempt to be gone, a replaced run for every pod
+    # of the run it replaced: no pod is created in this pass
     awaiting_old_attempt: bool = False
 
     @property
@@ -73,6 +74,12 @@ class Ctx:
         if self.run is not None:
             self.run.stamp(pod)  # the run's record (and attempt) on the pod (controller.jobs.run_records)
         return True
+
+    def before_delete(self, pod: dict[str, Any]) -> None:
+        """Before the pass deletes one of the job's pods while its run goes on: the run's start
+        stays written somewhere (controller.jobs.run_records, Run.before_delete)."""
+        if self.run is not None and not cond.is_finished(self.status):
+            self.run.before_delete(pod)
 
     @property
     def replicas(self) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def stuck(pods: list[dict[str, Any]], *, now: datetime, threshold: float) -> tup
     """(the pods stuck past `threshold` s, by name; the seconds until the next waiting pod will be)."""
     found: list[Stuck] = []
     wake: float | None = None
-    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+    for pod in pods:
         wait = wait_of(pod, now=now, threshold=threshold)
         if wait is None:
             continue
@@ -54,7 +54,7 @@ def stuck(pods: list[dict[str, Any]], *, now: datetime, threshold: float) -> tup
             found.append(Stuck(meta["name"], str(meta.get("uid", "")), wait.reason, wait.message, wait.waited))
         else:
             wake = min(wait.left, wake if wake is not None else threshold)
-    return found, wake
+    return sorted(found, key=lambda s: s.pod), wake
 
 
 def event_message(pod: Stuck, threshold: float) -> str:

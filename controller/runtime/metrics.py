@@ -44,6 +44,7 @@ QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))  # client-go: 10ns .. 10s, 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = False) -> None:
         self.registry = r = registry or CollectorRegistry()
+        self._children: dict[tuple[Any, ...], Any] = {}  # (metric, labels) -> its child (`child`)
         if process:  # the standard process_* / python_* series for a real deployment
             ProcessCollector(registry=r)
             PlatformCollector(registry=r)
@@ -73,16 +74,30 @@ class Metrics:
         self.api_latency = Histogram("trainforge_api_request_duration_seconds", "API request latency until headers.",
                                      ["verb"], buckets=RECONCILE_BUCKETS, registry=r)
         self.leader = Gauge("leader_election_master_status", "1 while this process holds the Lease.", ["name"], registry=r)
+        self.progress_reports = Counter("trainforge_progress_reports_total",
+                                        "Progress reports answered, by HTTP code and why (refusals included).",
+                                        ["code", "reason"], registry=r)
+        self.progress_writes = Counter("trainforge_progress_writes_total",
+                                       "Progress writes to the jobs' status (coalesced), by result.", ["result"], registry=r)
 
     # ------------------------------------------------------------------ hooks
     def queue(self, name: str = QUEUE_NAME, **kwargs: Any) -> MeteredQueue:
         return MeteredQueue(self, name=name, **kwargs)
 
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, kept: prometheus_client looks each up under a lock, and these
+        are asked for on every request and reconcile (bench/README.md, controller at scale)."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
     def reconciled(self, key: str, *, result: str, seconds: float, panic: bool = False) -> None:
         """One reconcile's outcome; `panic`: it raised what it did not expect (result "error")."""
         controller = key.split("/", 1)[0].lower()
-        self.reconcile_total.labels(controller, result).inc()
-        self.reconcile_time.labels(controller).observe(seconds)
+        self.child(self.reconcile_total, controller, result).inc()
+        self.child(self.reconcile_time, controller).observe(seconds)
         if result == "error":
             self.reconcile_errors.labels(controller).inc()
         if panic:
@@ -90,9 +105,9 @@ class Metrics:
 
     def api_request(self, verb: str, resource: str, code: str, seconds: float) -> None:
         """`kube.Client.observer`: one call per request, code "<error>" if none came back."""
-        self.api_requests.labels(verb, resource, code).inc()
+        self.child(self.api_requests, verb, resource, code).inc()
         if verb != "watch":  # a watch's time to headers says nothing about the server
-            self.api_latency.labels(verb).observe(seconds)
+            self.child(self.api_latency, verb).observe(seconds)
 
     def leading(self, name: str, value: bool) -> None:
         self.leader.labels(name).set(1 if value else 0)
@@ -104,6 +119,39 @@ class Metrics:
     def watch_stuck(self, counts: Callable[[], dict[tuple[str, str], int]]) -> None:
         """Expose the pods stuck now, by job kind and reason (controller.jobs.stuck; read at scrape time)."""
         self.registry.register(_StuckCollector(counts))
+
+
+    def progress_report(self, code: int, reason: str) -> None:
+        self.progress_reports.labels(str(code), reason).inc()
+
+    def progress_write(self, result: str) -> None:
+        self.progress_writes.labels(result).inc()
+
+    def watch_progress(self, jobs: Callable[[], Iterable[tuple[str, dict[str, Any]]]]) -> None:
+        """Expose each job's last stored progress (`status.trainerStatus`, read from the caches at scrape time)."""
+        self.registry.register(_ProgressCollector(jobs))
+
+
+class _ProgressCollector:
+    def __init__(self, jobs: Callable[[], Iterable[tuple[str, dict[str, Any]]]]) -> None:
+        self.jobs = jobs
+
+    def collect(self) -> Iterable[Any]:
+        labels = ["controller", "namespace", "name"]
+        percent = GaugeMetricFamily("trainforge_job_progress_percentage", "The job's last reported progress (0-100).",
+                                    labels=labels)
+        eta = GaugeMetricFamily("trainforge_job_estimated_remaining_seconds",
+                                "The job's last reported estimate of the training time left.", labels=labels)
+        for kind, job in self.jobs():
+            progress = (job.get("status") or {}).get("trainerStatus") or {}
+            meta = job["metadata"]
+            key = [kind.lower(), meta.get("namespace", ""), meta["name"]]
+            if isinstance(progress.get("progressPercentage"), int):
+                percent.add_metric(key, progress["progressPercentage"])
+            if isinstance(progress.get("estimatedRemainingSeconds"), int):
+                eta.add_metric(key, progress["estimatedRemainingSeconds"])
+        yield percent
+        yield eta
 
 
 class _InformerCollector:
@@ -173,20 +221,20 @@ class MeteredQueue(WorkQueue):
                     self._due[key] = later
                 self._started[key] = now
             if ready:
-                self._metrics.queue_latency.labels(self._name).observe(now - min(ready))
+                self._metrics.child(self._metrics.queue_latency, self._name).observe(now - min(ready))
         return key
 
     def done(self, key: str) -> None:
         with self._times_lock:
             started = self._started.pop(key, None)
         if started is not None:
-            self._metrics.work_duration.labels(self._name).observe(self._clock() - started)
+            self._metrics.child(self._metrics.work_duration, self._name).observe(self._clock() - started)
         super().done(key)
 
     def _mark(self, key: str, delay: float) -> None:
         if self.is_shutdown:
             return
-        self._metrics.queue_adds.labels(self._name).inc()
+        self._metrics.child(self._metrics.queue_adds, self._name).inc()
         with self._times_lock:
             self._due.setdefault(key, []).append(self._clock() + delay)
 

@@ -94,11 +94,13 @@ class WorkQueue:
             if self._due_at.get(key, due + 1) <= due:
                 return  # it waits already, to run sooner
             self._due_at[key] = due
-            heapq.heappush(self._waiting, (due, next(self._seq), key))
+            entry = (due, next(self._seq), key)
+            heapq.heappush(self._waiting, entry)
             if len(self._waiting) > 2 * len(self._due_at) + 64:  # mostly void entries (long TTLs): drop them
                 self._waiting = [entry for entry in self._waiting if self._due_at.get(entry[2]) == entry[0]]
                 heapq.heapify(self._waiting)
-            self._timer_wake.notify()
+            if self._waiting[0] is entry:  # else the timer wakes for an earlier entry first, and sees this one then
+                self._timer_wake.notify()
 
     def add_rate_limited(self, key: str) -> float:
         """Re-add after this key's next backoff step; returns the delay chosen."""

@@ -82,6 +82,10 @@ class Pass(Protocol):
         the pass may mark the pod on the way."""
         ...
 
+    def before_delete(self, pod: dict[str, Any]) -> None:
+        """Called before one of the job's pods is deleted (the pass may write what the pod showed)."""
+        ...
+
 
 P = TypeVar("P", bound=Pass)
 
@@ -201,6 +205,8 @@ class Writes(Generic[P]):
         (default: the kind in lower case, as upstream's pod and service Events)."""
         if ctx.creates is not None:
             ctx.creates.wait()  # the creates upstream's order puts first land first (or fail the pass)
+        if res is PODS:
+            ctx.before_delete(obj)
         key, meta = ctx.key, obj["metadata"]
         item = expectation_item(res, meta["name"])
         self._expect(key, item, delete=True)

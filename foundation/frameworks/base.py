@@ -57,6 +57,9 @@ class Facts:
     default_restart: str  # replica restartPolicy default
     operator_name: str  # training.kubeflow.org/operator-name value
     scalable: bool = False  # CRD has the scale subresource (SCALED_REPLICA_TYPE's replicas)
+    # the operator finds the program container by `container` (False: it runs the first container,
+    # whatever its name, and spec.roles.<role>.container may name it: MPI's operators)
+    container_by_name: bool = True
     # spec.roles names, each a replica type by its lower-case name: `main_roles` are the ones
     # `nodes` counts (no replicas of their own), `fixed_roles` one-pod roles always present (no
     # replicas), `allowed_roles` extra roles that exist when listed, with replicas

@@ -45,14 +45,21 @@ FACTS = Facts(
     port=None,
     default_restart="Never",
     operator_name="mpijob-controller",
+    container_by_name=False,  # both MPI operators exec into and read the first container
     fixed_roles=("launcher",),
     processes_per_node=True,
-    # seen with real Kueue v0.17.0 (tests/e2e/test_kueue_e2e.py): a queued v1 MPIJob gets no Workload
-    kueue_unmanaged="Kueue v0.17 manages only the mpi-operator's kubeflow.org/v2beta1 MPIJob",
+    # seen with real Kueue v0.17.0 (tests/e2e/test_kueue_e2e.py): a queued v1 MPIJob gets no Workload;
+    # its kubeflow.org/mpijob integration is the mpi-operator's v2beta1 MPIJob (v0.19.2 too)
+    kueue_unmanaged="Kueue manages only the mpi-operator's kubeflow.org/v2beta1 MPIJob",
 )
 
 
 def plan(spec: TrainJobSpec) -> list[ReplicaPlan]:
+    if spec.mpi is not None and spec.mpi.runLauncherAsWorker:
+        # the mpi-operator's runLauncherAsWorker (target mpi-operator only): the launcher runs MPI
+        # processes too, so it is one of the nodes (their resources, the program) beside nodes-1 workers
+        workers = [ReplicaPlan("Worker", spec.nodes - 1, inherit_command=False)] if spec.nodes > 1 else []
+        return [ReplicaPlan("Launcher", 1), *workers]
     launcher = spec.roles.get("launcher")
     return [
         ReplicaPlan(
@@ -182,5 +189,6 @@ ADAPTER = Adapter(
     # the launcher decides; upstream's MPIJob failure reason carries the kind twice: MPIJobMPIJobFailed
     operator=Operator(StatusRule(deciders=("Launcher",), restart="exit-code", failed_reason=f"{FACTS.kind}Failed"),
                       only("Launcher"), defaults=_defaults, reconciler_check=_reconciler_check,
-                      spec_fields={"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32}),
+                      spec_fields={"cleanPodPolicy": STRING, "mainContainer": STRING, "slotsPerWorker": INT32},
+                      implicit=((("slotsPerWorker",), 1),)),  # the hostfile's `slots` when unset
 )

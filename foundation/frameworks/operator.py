@@ -154,6 +154,39 @@ def elastic_policy_schema(*, torch_rendezvous: bool) -> dict[str, Any]:
     return obj(fields)
 
 
+INT64 = {"type": "integer", "format": "int64"}
+QUANTITY = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+
+
+def run_policy() -> dict[str, Any]:
+    """Every v1 kind's `spec.runPolicy` (upstream's common RunPolicy), with its one default."""
+    return obj({
+        "activeDeadlineSeconds": INT64,
+        "backoffLimit": INT32,
+        "cleanPodPolicy": STRING,
+        "managedBy": STRING,
+        "schedulingPolicy": obj({
+            "minAvailable": INT32,
+            "minResources": {"type": "object", "additionalProperties": QUANTITY},
+            "priorityClass": STRING,
+            "queue": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": "spec.runPolicy.schedulingPolicy.queue is immutable"}]},
+            "scheduleTimeoutSeconds": INT32,
+        }),
+        "suspend": {"type": "boolean", "default": False},
+        "ttlSecondsAfterFinished": INT32,
+    })
+
+
+def replica_specs() -> dict[str, Any]:
+    """A v1 kind's `<x>ReplicaSpecs`: replica type -> replicas, restartPolicy and the pod template."""
+    return {"type": "object", "additionalProperties": obj({
+        "replicas": INT32,
+        "restartPolicy": STRING,
+        "template": ANY_OBJECT,
+    })}
+
+
 # ---------------------------------------------------------------------- defaulting
 def _replica_dicts(replicas: dict[str, Any]) -> list[dict[str, Any]]:
     return [value for value in replicas.values() if isinstance(value, dict)]
@@ -214,3 +247,24 @@ class Operator:
     # besides the replica specs
     spec_fields: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
+    # what the operator reads for a spec field left unset, at use time rather than by its
+    # defaulting: (path under spec, value), meaningful where the path's parent is set (PyTorch's
+    # rendezvous backend, MPI's slots); the importer's round trip counts unset as that value
+    implicit: tuple[tuple[tuple[str, ...], Any], ...] = ()
+
+    def with_implicit(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """`spec` (changed in place) with each `implicit` value where it is unset and its parent set."""
+        for path, value in self.implicit:
+            node: Any = spec
+            for key in path[:-1]:
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, dict) and node.get(path[-1]) is None:
+                node[path[-1]] = value
+        return spec
+
+
+def pod_restart_policy(replica: Mapping[str, Any]) -> str:
+    """The restartPolicy the operator writes into every pod of a replica, over the template's
+    own: the replica's, `ExitCode` as `Never` (the operator restarts those pods itself)."""
+    policy = replica.get("restartPolicy") or "Never"
+    return "Never" if policy == "ExitCode" else str(policy)

@@ -176,5 +176,6 @@ ADAPTER = Adapter(
         master_or_worker0("Master"), defaults=_defaults, fills_selector=True,
         spec_fields={"elasticPolicy": elastic_policy_schema(torch_rendezvous=True), "nprocPerNode": STRING},
         webhook=WebhookRules(exactly_one="Master", others_at_least_one=True, elastic="Worker"),
+        implicit=((("elasticPolicy", "rdzvBackend"), "c10d"),),  # rendezvous_env's `or "c10d"`
     ),
 )

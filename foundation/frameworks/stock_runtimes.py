@@ -22,6 +22,7 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 TRAINJOB = "TrainJob"  # its kind (and trainforge's spec's, in another group)
 TRAINJOBS = "trainjobs"  # its plural
+MANAGED_BY_TRAINER = f"{GROUP}/trainjob-controller"  # a TrainJob's spec.managedBy when none is given (the CRD's default)
 NODE = "node"  # the replicated job (and its one container) that runs the program in every runtime
 LAUNCHER = "launcher"  # the MPI runtimes' launcher, which runs the program as a node too
 # the label the Trainer reads to find a step (the trainer, an initializer) among a runtime's jobs

@@ -7,6 +7,8 @@ controller makes them, `train-compile plan` says what a merge will do to them, a
 and times in, words and numbers out), below both products so neither restates it:
 
     spec      the run spec: what a run is built from, which edits wait for the next run
+    started   when a run has started (its first container ran): before it, an edit is taken
+    record    the wire names of train-controller's run record (a ControllerRevision) and its pods
     state     a job's state from its conditions (Created ... Failed), and since when
     exits     which exit codes a replica's restartPolicy retries, and which fail the job
     podstate  why a pod waits, read from its status, and since when

@@ -5,17 +5,18 @@ for the next run) and `plan --live` (the run a merge would touch, its GPUs): pur
 cluster's objects in.
 
 Which pods are a job's: the labels their maker puts on them (`POD_LABELS`, by the job's API
-group): the kubeflow.org/v1 operator (and train-controller) label each pod with the job,
-its replica type (lowercased) and index; Kubeflow Trainer's pods come from a JobSet, whose
-labels name the JobSet (the TrainJob's name), the replicated job and the Job's index.
+group or, where a version differs, its apiVersion): the kubeflow.org/v1 operator (and
+train-controller) label each pod with the job, its replica type (lowercased) and index; the
+mpi-operator (kubeflow.org/v2beta1 MPIJob) with the job and its role (launcher, worker), the
+launcher being a batch Job's pod with a generated name; Kubeflow Trainer's pods come from a
+JobSet, whose labels name the JobSet (the TrainJob's name), the replicated job and the Job's
+completion index.
 
 A run begins when the job is created or resumed (`foundation.runs`): the job's
 `status.startTime`, which the operator (and train-controller) set at the first pass and reset
 at a resume, else the newer of its creation and its `Suspended` condition's turn to False. It
-*started* when the first container of its pods started: the earliest `startedAt` among the
-pods' own containers (init containers are set-up), their earlier runs included (a container
-restarted in place keeps its last run's start). Pods re-created by restarts take theirs with them, so this is as
-early as the pods still show: after a whole-job restart, the new attempt's first start. A job
+*started* when the first container of its pods started (`foundation.runs.started`, the rule
+train-controller holds edits by: `first_start` of the run's pods, the run's beginning its floor). A job
 whose pods are gone (cleaned up, or never made) has no start. `status` measures "Running
 for" from the start, not from the newest condition (which moves at every restart), and shows
 only Warning Events of the current run: those last seen at or after its start (before it
@@ -28,16 +29,17 @@ ControllerRevision of the job with the highest number (its pods name it); its `d
 record: the operator builds each pod from the job as it is when it makes the pod.
 """
 
-
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from foundation.frameworks import mpi_operator
 from foundation.frameworks import stock_runtimes as trainer
 from foundation.frameworks.base import GROUP as V1_GROUP
 from foundation.runs.clock import parse_time
-from foundation.runs.record import ENDED, number, owned_by, record_of
+from foundation.runs import started as runstart
+from foundation.runs.record import ENDED, number, owned_by
 from schemas import upstream
 
 
@@ -53,11 +55,15 @@ POD_LABELS = {
     V1_GROUP: PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
     trainer.GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
                              ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
+    # the mpi-operator labels its pods with the job and a job-role (launcher, worker), no
+    # replica type; its workers (and a launcher that is a worker) carry the index
+    mpi_operator.API_VERSION: PodLabels(upstream.JOB_NAME_LABEL, upstream.ROLE_LABEL, (upstream.INDEX_LABEL,)),
 }
 
 
 def labels_for(api_version: str) -> PodLabels:
-    return POD_LABELS[api_version.split("/")[0]]
+    """By apiVersion where one version's maker labels its own way, else by API group."""
+    return POD_LABELS.get(api_version) or POD_LABELS[api_version.split("/")[0]]
 
 
 def gpus_held(pods: list[dict[str, Any]]) -> int:
@@ -116,30 +122,13 @@ def began(job: dict[str, Any]) -> Optional[str]:
     return _latest(times)
 
 
-def started(pods: list[dict[str, Any]], *, since: Optional[str]) -> Optional[str]:
-    """The earliest container start among `pods` at or after `since` (None: none started)."""
-    floor = parse_time(since)
-    found = []
-    for pod in pods:
-        status = pod.get("status") or {}
-        for c in status.get("containerStatuses") or []:  # the pod's own: init containers are set-up
-            for state in (c.get("state") or {}, c.get("lastState") or {}):
-                for phase in ("running", "terminated"):
-                    at = (state.get(phase) or {}).get("startedAt")
-                    when = parse_time(at)
-                    if when is not None and (floor is None or when >= floor):
-                        found.append((when, at))
-    return min(found)[1] if found else None
-
-
 def current(job: dict[str, Any], pods: list[dict[str, Any]], records: list[dict[str, Any]]) -> RunView:
     """The job's current run from its pods and the run records read in its namespace."""
     begin = began(job)
     uid = (job.get("metadata") or {}).get("uid")
-    mine = [r for r in records if owned_by(r, uid) and not (r.get("metadata") or {}).get("deletionTimestamp")]
-    record = max(mine, key=number, default=None)  # the controller's rule: the highest number is the run's
-    run_pods = [p for p in pods if record is None or record_of(p) in (None, record["metadata"]["name"])]
-    return RunView(begin, started(run_pods, since=begin), record)
+    record = runstart.current_record(r for r in records if owned_by(r, uid))  # the controller's rule
+    run_pods = runstart.of_run(pods, record["metadata"]["name"] if record else None)
+    return RunView(begin, runstart.first_start(run_pods, since=begin), record)
 
 
 def _latest(times: list[Any]) -> Optional[str]:

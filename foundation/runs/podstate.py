@@ -47,6 +47,8 @@ class Why:
 def why(pod: dict[str, Any]) -> Why:
     """Why `pod` waits (or failed), read from its status (module docstring)."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if status.get("phase") == "Succeeded":  # every container ended 0: nothing waits (most pods of a pass)
+        return Why()
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
     scheduled = conditions.get("PodScheduled") or {}
     if scheduled.get("status") == "False":

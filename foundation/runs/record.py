@@ -1,10 +1,11 @@
-"""A run's record as the cluster holds it: the names train-controller writes and `status` reads.
+"""A run's record as the cluster holds it: the names train-controller writes, and `plan` and `status` read.
 
 train-controller keeps each run's run spec (`foundation.runs.spec`) in an `apps/v1`
 ControllerRevision owned by the job (controller.jobs.run_record says why and how), labelled
-like the job's pods, and names it on every pod it builds from it. `train-compile status`
-reads the same objects to say what the run runs beside what git and the job object say (a
-change held for the next run), so the wire names are here, below both products, once.
+like the job's pods, and names it on every pod it builds from it; whether the run has started
+(`foundation.runs.started`) is read from the same objects. `train-compile status` reads them to
+say what the run runs beside what git and the job object say (a change held for the next run),
+and its Events by their reasons. So the wire names are here, below both products, once.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ PREFIX = "train-controller.trainforge.dev/"
 RECORD = PREFIX + "revision"  # on each pod: the name of the run record it was built from (wire name)
 ATTEMPT = PREFIX + "attempt"  # on each pod of a scope-job run, and on the record: the whole-job attempt
 ENDED = PREFIX + "run-ended"  # on the record: its run ended ("suspended"); the next pass starts a new one
+STARTED = PREFIX + "run-started"  # on a pod created for a started run, or on the run's record: "true"
+PREVIOUS = PREFIX + "deleted-for"  # on a pod taken away from its run before its delete (controller.jobs.runs)
 HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it
-# the Warning Events' reasons after the job's kind (`PyTorchJobSpecChangeHeld`): a change held for
-# the next run (the word is historical: "deferred"), and one of a finished job that will not run
-HELD_REASON, NOT_RUN_REASON = "SpecChangeHeld", "SpecChangeNotRun"
+# the Events' reasons after the job's kind (`PyTorchJobSpecChangeHeld`): a change held for the next
+# run (the word is historical: "deferred"), one of a finished job that will not run, and one taken
+# by a run that had not started (its pods created again)
+HELD_REASON, NOT_RUN_REASON, APPLIED_REASON = "SpecChangeHeld", "SpecChangeNotRun", "SpecChangeApplied"
 
 
 def record_of(pod: dict[str, Any]) -> Optional[str]:

@@ -50,6 +50,12 @@ DOCUMENTS = {
     "a directive after a document": "a: 1\n...\n%YAML 1.1\n---\nb: on\n",
     "an anchor in non-ASCII text": "a: \u00e9\nb: &x 1\nc: *x\n",
     "a tab in non-ASCII text": "a: \u00e9\nb:\n\tc: 1\n",
+    "a shell script's ampersands": "args: [-c, 'apt-get update && make', a & b]\ncmd: x && y\n",
+    "an exclamation mark in values": "msg: hello!\nq: '!x'\nr: a!b\n",
+    "an anchor on a mapping": "a: &m {b: 1}\nc: *m\n",
+    "a tag on a sequence": "a: !!seq [1]\n",
+    "a local tag on a value": "a: !thing 1\n",
+    "an ampersand that starts a value": "a: &anchor\n",
     "a percent sign inside a line": "a: 50%\nb: '%x'\n",
 }
 
@@ -141,3 +147,13 @@ def test_the_folder_walk_finds_what_sorted_rglob_finds_and_resolves_alike(tmp_pa
     for root in (tmp_path, tmp_path / "linkdir", tmp_path / "link.yaml", tmp_path / "a" / ".." / "a-c",
                  tmp_path / "missing"):
         assert list(loader.yaml_files_resolved(root)) == _rglob_files(root), root
+
+
+def test_every_published_manifest_and_example_loads_the_same_both_ways() -> None:
+    """Real files: the importer's corpus (flow maps, block scripts, kubectl output) and the examples,
+    their position tables included (the fast path makes them from libyaml's marks)."""
+    root = Path(__file__).resolve().parents[2]
+    files = sorted([*(root / "tests" / "importer" / "corpus").glob("*.yaml"), *(root / "examples").rglob("*.yaml")])
+    assert len(files) > 80
+    for path in files:
+        _same_both_ways(path.read_text(encoding="utf-8"))

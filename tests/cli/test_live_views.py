@@ -11,9 +11,9 @@ import pytest
 from compiler.cli.live import clock
 from compiler.cli.live.drift import applier, differences, dotted, drift, owner
 from compiler.cli.live.logsource import Lines, Pick, expected_pods
-from compiler.cli.live.pods import POD_LABELS, pod_view
+from compiler.cli.live.pods import POD_LABELS, labels_for, pod_view
 from compiler.cli.live.specs import Scope
-from foundation.runs.state import JobState
+from foundation.runs.state import JobState, job_state
 from schemas.marks import SOURCE
 
 T0, T1, T2 = "2026-11-28T07:00:00Z", "2026-11-28T07:01:00Z", "2026-11-28T07:02:00Z"
@@ -79,6 +79,24 @@ def test_a_trainer_pod_is_its_replicated_job_and_completion_index():
               "jobset.sigs.k8s.io/job-index": "0", "batch.kubernetes.io/job-completion-index": "3"}
     view = pod_view(pod(labels=labels), POD_LABELS["trainer.kubeflow.org"])
     assert (view.replica, view.index) == ("node", 3)
+
+
+def test_mpi_operator_pods_are_found_by_their_role_and_the_launcher_has_no_index():
+    """The mpi-operator v0.8.0 labels a v2beta1 MPIJob's pods with the job and a job-role, no
+    replica type; its launcher is a batch Job's pod with a generated name and no index."""
+    labels = POD_LABELS["kubeflow.org/v2beta1"]
+    own = {"training.kubeflow.org/job-name": "pi", "training.kubeflow.org/operator-name": "mpi-operator"}
+    launcher = pod(labels={**own, "training.kubeflow.org/job-role": "launcher", "job-name": "pi-launcher"})
+    worker = pod(labels={**own, "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": "1"})
+
+    assert labels_for("kubeflow.org/v2beta1") == labels and labels_for("kubeflow.org/v1") != labels
+    assert (pod_view(launcher, labels, replica_types=("Launcher", "Worker")).replica,
+            pod_view(launcher, labels).index) == ("Launcher", None)
+    assert (pod_view(worker, labels, replica_types=("Launcher", "Worker")).replica,
+            pod_view(worker, labels).index) == ("Worker", 1)
+    assert Pick(replica="launcher").wants(launcher, labels) and not Pick(replica="launcher").wants(worker, labels)
+    assert job_state({"kind": "MPIJob", "apiVersion": "kubeflow.org/v2beta1", "metadata": {"creationTimestamp": T0},
+                      "status": {"conditions": [cond("Created", at=T0), cond("Suspended", at=T1)]}}).state == "Suspended"
 
 
 ENGINE = {"manager": "argocd-controller", "operation": "Apply", "time": T0, "fieldsV1": {

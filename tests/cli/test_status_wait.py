@@ -108,7 +108,7 @@ def test_bad_specs_are_diagnostics_and_exit_1_before_any_cluster_read(tmp_path):
     assert run.exit_code == 1
     [error] = run.errors()
     assert error.endswith("bad.yaml:4:38: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed "
-                          "here: args, command, elastic, env, environments, framework, image, initializer, nodes, "
+                          "here: args, command, elastic, env, environments, framework, image, initializer, mpi, nodes, "
                           "podTemplate, policy, processesPerNode, resources, roles, runtime, scheduling, serviceAccount, "
                           "storage, workingDir")
     assert run.stderr.splitlines()[-1] == "train-compile: 1 error(s) in the specs; the cluster was not read"

@@ -17,7 +17,7 @@ import textwrap
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -125,6 +125,18 @@ class Run:
         return [line for line in self.stderr.splitlines() if ": notice: " in line]
 
 
+def job_errors(folder: Path, project: dict[str, Any], spec: str, *, framework: str) -> list[str]:
+    """`validate` of one job (`job_text(spec)`) beside `project`: its errors as "L:C: <path>: ..."."""
+    write_docs(folder / "trainforge.yaml", project)
+    (folder / "job.yaml").write_text(job_text(spec, framework=framework))
+    out = []
+    for line in run_cli("validate", folder).errors():  # "<file>:L:C: error: <path>: ..." -> "L:C: <path>: ..."
+        where, message = line.split(": error: ", 1)
+        assert where.rsplit(":", 2)[0].endswith("job.yaml"), line
+        out.append(":".join(where.rsplit(":", 2)[1:]) + ": " + message)
+    return out
+
+
 def run_cli(*args: str | Path) -> Run:
     """`train-compile ARGS` in-process; a Python exception fails the test with its traceback."""
     from click.testing import CliRunner
@@ -152,3 +164,34 @@ def example_sets() -> list[tuple[str, list[Path]]]:
     for folder in sorted(p for p in EXAMPLES.iterdir() if (p / "trainforge.yaml").is_file()):
         sets.append((f"project example {folder.name}", [folder]))
     return sets
+
+
+def pruned_fields(obj: Any, schema: dict[str, Any], path: str = "") -> Iterator[str]:
+    """Paths in `obj` that the API server would drop under this structural schema.
+
+    A mapping key survives when the schema lists it in `properties`, or the schema has
+    `additionalProperties` (a schema or true), or `x-kubernetes-preserve-unknown-fields`.
+    An object's `apiVersion`, `kind` and `metadata` survive at the root and in embedded
+    resources.
+    """
+    if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
+        return
+    if isinstance(obj, dict):
+        properties = schema.get("properties", {})
+        additional = schema.get("additionalProperties")
+        keep = {"apiVersion", "kind", "metadata"} if (not path or schema.get("x-kubernetes-embedded-resource")) else set()
+        for key, value in obj.items():
+            child = f"{path}.{key}" if path else str(key)
+            if key in keep:  # ObjectMeta is the server's own, not the CRD's, to prune
+                continue
+            if key in properties:
+                yield from pruned_fields(value, properties[key], child)
+            elif isinstance(additional, dict):
+                yield from pruned_fields(value, additional, child)
+            elif additional is True or schema.get("x-kubernetes-preserve-unknown-fields"):
+                continue
+            else:
+                yield child
+    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(obj):
+            yield from pruned_fields(item, schema["items"], f"{path}[{i}]")

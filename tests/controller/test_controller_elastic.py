@@ -115,6 +115,9 @@ def test_without_elastic_policy_a_scale_waits_for_the_next_run_whose_pods_see_th
     cluster.apply(elastic("st", workers=1, master=True))
     first = cluster.wait_pods({"st-master-0", "st-worker-0"})
     assert env_of(first["st-worker-0"])["PET_NNODES"] == "2"
+    cluster.run_all("st-master-0", "st-worker-0")  # the run has started: its edits are held (foundation.runs.started)
+    wait_for(lambda: ("Running", "True", "PyTorchJobRunning") in cluster.conditions("PyTorchJob", "st"), what="Running")
+    first = cluster.pods()
     since = manager.reconciles
     scale(control_plane, cluster.namespace, "st", 3)
     held = wait_for(lambda: [e for e in events_of(cluster, "st") if e[1] == "PyTorchJobSpecChangeHeld"], what="held")

@@ -252,6 +252,8 @@ def test_a_running_jobs_edit_leaves_its_podgroup_as_its_run_began(cluster, start
     cluster.apply(pytorch("held", Master=sized("PyTorchJob", 1), Worker=sized("PyTorchJob", 1)))
     wait_for(lambda: group(cluster, SCHEDULER_PLUGINS, "held"), what="PodGroup")
     cluster.wait_pods({"held-master-0", "held-worker-0"})
+    cluster.run_all("held-master-0", "held-worker-0")  # the run has started: its edits are held
+    wait_for(lambda: ("Running", "True", "PyTorchJobRunning") in cluster.conditions("PyTorchJob", "held"), what="Running")
     since = mgr.reconciles
     cluster.client.patch(PT, cluster.namespace, "held", {"spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 3}}}})
     wait_for(lambda: any(e[1] == "PyTorchJobSpecChangeHeld" for e in events_of(cluster, "held")), what="the held Event")

@@ -277,8 +277,10 @@ def test_install_deployment_runs_two_replicas_with_leader_election_and_probes(co
     spec = deployment["spec"]
     container = spec["template"]["spec"]["containers"][0]
     assert spec["replicas"] == 2
-    assert {"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"} <= set(container["args"])
-    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"metrics": 8080, "health": 8081}
+    assert {"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
+            "--progress-bind-address=:10443"} <= set(container["args"])
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"metrics": 8080, "health": 8081,
+                                                                          "progress": 10443}
     assert (container["livenessProbe"]["httpGet"], container["readinessProbe"]["httpGet"]) == (
         {"path": "/healthz", "port": "health"}, {"path": "/readyz", "port": "health"})
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container["env"]}

@@ -33,7 +33,11 @@ from controller.jobs.hpa import HPAS
 from controller.jobs.kinds import KINDS, job_resource, select
 from controller.manager import Manager
 from foundation.cluster.kube import CONFIGMAPS, PODS, ROLES, SERVICES, Client
+from controller.progress.service import ProgressOptions
 from controller.runtime.leader import LeaderConfig, LeaderElector
+from foundation.cluster import errors
+from foundation.progress.endpoint import CA_CONFIGMAP, path
+from progress_kit import SERVICEACCOUNTS, mint, report
 
 pytestmark = pytest.mark.both_orders  # starts train-controller: make test runs it in upstream's order too
 
@@ -60,11 +64,15 @@ def test_clusterrole_is_exactly_what_the_controller_uses(control_plane, namespac
     client.observer = lambda verb, resource, code, seconds: answers.update([code])
     audit_from = control_plane.audit_log.stat().st_size
     elector = _elect(client, namespace)
+    # the progress endpoint's CA ConfigMap, there already and stale: created (409), read, updated
+    cluster.client.create(CONFIGMAPS, namespace, {"metadata": {"name": CA_CONFIGMAP}, "data": {"ca.crt": "old"}})
     mgr = Manager(client, select(""), namespace=namespace, workers=2, watch_timeout=60,
-                  gang_scheduler_name="scheduler-plugins-scheduler", pods_first=PODS_FIRST)
+                  gang_scheduler_name="scheduler-plugins-scheduler", pods_first=PODS_FIRST,
+                  progress=ProgressOptions(ca_pem=b"new"))
     mgr.start()
     try:
         _scenario(cluster)
+        _progress(cluster, mgr)
         _elastic(cluster)
         wait_for(lambda: cluster.get_job("PyTorchJob", "ttl") is None, timeout=8, what="TTL delete")
         wait_for(lambda: "m" not in cluster.objects(SCHEDULER_PLUGINS) or
@@ -118,6 +126,22 @@ def _scenario(cluster: Cluster) -> None:
     wait_for(lambda: cluster.objects(ROLES)["m-launcher"]["rules"][1]["resourceNames"] == ["m-worker-0"], what="role update")
 
     cluster.set_phase("ttl-master-0", "Succeeded")
+
+
+def _progress(cluster: Cluster, mgr: Manager) -> None:
+    """A report from the MPI launcher's pod: its token reviewed, the job's status patched."""
+    try:
+        cluster.client.create(SERVICEACCOUNTS, cluster.namespace, {"metadata": {"name": "default"}})
+    except errors.AlreadyExists:
+        pass
+    token = mint(cluster.client, cluster.pods()["m-launcher"])
+    body = json.dumps(report(10)).encode()
+    assert mgr.progress is not None
+    answer = mgr.progress.endpoint.answer("POST", path(cluster.namespace, "mpijobs", "m"),
+                                          {"Authorization": f"Bearer {token}", "Content-Length": str(len(body))},
+                                          lambda n: body)
+    assert answer.code == 200, answer
+    wait_for(lambda: cluster.objects(CONFIGMAPS)[CA_CONFIGMAP]["data"]["ca.crt"] == "new", what="CA published")
 
 
 def _elect(client: Client, namespace: str) -> LeaderElector:

@@ -16,7 +16,7 @@ import pytest
 from controller_kit import running_pytorch
 
 from controller.jobs import restarts, run_record, runs, spec_changes
-from controller.jobs.run_records import DEFER, REOPEN, SAME, START, next_step
+from controller.jobs.run_records import DEFER, REOPEN, REPLACE, SAME, START, next_step
 from controller.jobs.kinds import KINDS
 from foundation.runs.spec import run_spec, spec_hash
 from schemas import marks
@@ -44,13 +44,16 @@ def record(hashed: str, *, ended: bool = False) -> dict[str, Any]:
     return {"metadata": {"name": f"j-{hashed}", "labels": {run_record.HASH_LABEL: hashed}, "annotations": annotations}}
 
 
-@pytest.mark.parametrize("current, hashed, step", [
-    (None, "a", START), (record("a"), "a", SAME), (record("a"), "b", DEFER),
-    (record("a", ended=True), "a", REOPEN), (record("a", ended=True), "b", START),
-], ids=["the first pass starts a run", "an unchanged job goes on", "an edit of a running job is deferred",
+@pytest.mark.parametrize("current, hashed, started, step", [
+    (None, "a", False, START), (record("a"), "a", True, SAME), (record("a"), "a", False, SAME),
+    (record("a"), "b", True, DEFER), (record("a"), "b", False, REPLACE),
+    (record("a", ended=True), "a", False, REOPEN), (record("a", ended=True), "b", False, START),
+], ids=["the first pass starts a run", "an unchanged job goes on", "an unchanged job that has not started waits",
+        "an edit of a started run is deferred", "an edit of a run that has not started replaces the run",
         "a job resumed as it was reopens its record", "a job resumed after an edit starts a new run"])
-def test_what_a_running_pass_does_with_the_current_record(current: Any, hashed: str, step: str) -> None:
-    assert next_step(current, hashed) == step
+def test_what_a_running_pass_does_with_the_current_record(current: Any, hashed: str, started: bool,
+                                                          step: str) -> None:
+    assert next_step(current, hashed, started=started) == step
 
 
 def test_stamping_a_pod_of_a_whole_job_run_also_makes_it_restart_never() -> None:

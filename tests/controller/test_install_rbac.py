@@ -17,6 +17,7 @@ point, arguments and environment in a process of its own, without 2 s of imports
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -51,7 +52,11 @@ from foundation.cluster.kube import (
     Client,
     Resource,
 )
+from controller.progress.certs import SECRET as CERT_SECRET
+from controller.progress.certs import SECRETS
 from controller.runtime.leader import LEASES
+from foundation.progress.endpoint import CA_CONFIGMAP, path
+from progress_kit import Poster, mint, report
 from testworld.assets import kubectl_path
 from testworld.controlplane import free_port
 
@@ -112,6 +117,7 @@ RULES = {  # a rule is named by a resource it holds; each (group, resource) is i
     "services": "services", "events": "events", "configmaps": "configmaps", "serviceaccounts": "serviceaccounts",
     "roles": "roles", "rolebindings": "rolebindings", "leases": "leases", "podgroups": "podgroups",
     "priorityclasses": "priorityclasses", "hpa": "horizontalpodautoscalers", "controllerrevisions": "controllerrevisions",
+    "tokenreviews": "tokenreviews", "secrets": "secrets",
 }
 
 
@@ -134,9 +140,10 @@ class Ablation:
         out = deepcopy(docs)
         for doc in (d for d in out if d["kind"] in ("ClusterRole", "Role")):
             for rule in doc["rules"]:
-                if RULES[self.rule] in rule["resources"]:
-                    field = next(f for f in ("verbs", "resources", "apiGroups") if self.cut in rule[f])
-                    rule[field].remove(self.cut)
+                if RULES[self.rule] in rule["resources"]:  # (a resource's verbs may sit in two rules)
+                    field = next((f for f in ("verbs", "resources", "apiGroups") if self.cut in rule[f]), None)
+                    if field is not None:
+                        rule[field].remove(self.cut)
             doc["rules"] = [r for r in doc["rules"] if all(r[f] for f in ("verbs", "resources", "apiGroups"))]
         return out
 
@@ -150,6 +157,7 @@ def _ablations() -> list[Ablation]:
         *(Ablation("jobs", plural, f"lifecycle/{kind}", ("list", f"kubeflow.org/{plural}"))
           for kind, plural in JOB_PLURALS.items()),
         Ablation("job status", "update", lc, ("update", f"{pt}/status")),
+        Ablation("job status", "patch", "progress", ("patch", f"{pt}/status")),  # a report's status.trainerStatus
         *(Ablation("job status", f"{plural}/status", f"lifecycle/{kind}", ("update", f"kubeflow.org/{plural}/status"))
           for kind, plural in JOB_PLURALS.items()),
         *(Ablation("pods", verb, lc, (verb, "/pods")) for verb in ("list", "watch", "create")),
@@ -165,6 +173,11 @@ def _ablations() -> list[Ablation]:
         # the pod created again under its name repeats "Created pod: ...": the count is PATCHed
         Ablation("events", "patch", "restart", ("patch", "/events")),
         *(Ablation("configmaps", verb, "mpi", (verb, "/configmaps")) for verb in ("list", "watch", "create", "update")),
+        # the progress endpoint: the CA ConfigMap read when it is there already, each report's
+        # token reviewed, the certificate's Secret created by the first replica and read
+        Ablation("configmaps", "get", "progress", ("get", "/configmaps")),
+        Ablation("tokenreviews", "create", "progress", ("create", "authentication.k8s.io/tokenreviews")),
+        *(Ablation("secrets", verb, "progress", (verb, "/secrets")) for verb in ("create", "get")),
         *(Ablation("serviceaccounts", verb, "mpi", (verb, "/serviceaccounts")) for verb in ("list", "watch", "create")),
         *(Ablation("roles", verb, "mpi", (verb, "rbac.authorization.k8s.io/roles"))
           for verb in ("list", "watch", "create", "update")),
@@ -200,8 +213,8 @@ class Run:
     """A path's view: the admin's client in the controller's namespace, and waits that stop
     when the test has seen what it waited for."""
 
-    def __init__(self, cluster: Cluster, abort: threading.Event) -> None:
-        self.cluster, self.abort = cluster, abort
+    def __init__(self, cluster: Cluster, abort: threading.Event, progress_port: int = 0) -> None:
+        self.cluster, self.abort, self.progress_port = cluster, abort, progress_port
 
     def until(self, predicate: Callable[[], Any], what: str, timeout: float = STEP) -> Any:
         deadline = time.monotonic() + timeout
@@ -362,6 +375,8 @@ def revisions(run: Run) -> None:
     run.cluster.apply(job("PyTorchJob", "rev", Master=1))
     first = run.until(revisions_of_rev, "the run's revision")
     run.until(lambda: "rev-master-0" in run.cluster.pods(), "the pod")
+    run.cluster.run_all("rev-master-0")  # the run has started: its edit is held (foundation.runs.started)
+    run.until(lambda: ("Running", "True", "PyTorchJobRunning") in run.cluster.conditions("PyTorchJob", "rev"), "Running")
     edit = {"spec": {"pytorchReplicaSpecs": {"Master": {"template": {"metadata": {"labels": {"edit": "1"}}}}}}}
     run.cluster.client.patch(pt, ns, "rev", edit)
     run.until(lambda: any(e["reason"] == "PyTorchJobSpecChangeHeld" and e["involvedObject"]["name"] == "rev"
@@ -408,11 +423,39 @@ def _quiet(get: Callable[[], Any]) -> Any:
         return None
 
 
+def progress(run: Run) -> None:
+    """A report from a job's pod (a token the API server mints for that pod) is taken (200):
+    its token reviewed, the job's status patched; the CA ConfigMap, there already and stale,
+    is read and rewritten."""
+    client, ns = run.cluster.client, run.cluster.namespace
+    client.create(CONFIGMAPS, ns, {"metadata": {"name": CA_CONFIGMAP}, "data": {"ca.crt": "stale"}})
+    try:
+        client.create(SERVICEACCOUNTS, ns, {"metadata": {"name": "default"}})
+    except errors.AlreadyExists:
+        pass
+    body = job("PyTorchJob", "prog", Master=1)
+    body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["serviceAccountName"] = "default"
+    run.cluster.apply(body)
+    pod = run.until(lambda: run.cluster.pods().get("prog-master-0"), "the pod")
+    secret = run.until(lambda: _quiet(lambda: client.get(SECRETS, SYSTEM, CERT_SECRET)), "the certificate Secret")
+    ca = base64.b64decode(secret["data"]["ca.crt"])
+    poster, token = Poster(run.progress_port, ca), mint(client, pod)
+
+    def taken() -> bool:
+        try:
+            return poster.post(path(ns, "pytorchjobs", "prog"), token, report(30))[0] == 200
+        except OSError:  # not serving yet
+            return False
+
+    run.until(taken, "the report taken")
+    run.until(lambda: run.cluster.objects(CONFIGMAPS)[CA_CONFIGMAP]["data"]["ca.crt"] == ca.decode(), "the CA written")
+
+
 PATHS: dict[str, Callable[[Run], None]] = {
     **{f"lifecycle/{kind}": lifecycle(kind) for kind in KINDS},
     "adoption": adoption, "restart": restart, "cleanup": cleanup, "ttl": ttl, "suspend": suspend, "mpi": mpi,
     "elastic": elastic, "revisions": revisions, "gang/volcano": gang(VOLCANO), "gang/scheduler-plugins": gang(SCHEDULER_PLUGINS),
-    "leader-election": leader_election,
+    "leader-election": leader_election, "progress": progress,
 }
 
 
@@ -536,6 +579,7 @@ class Controller:
     def __init__(self, installed: Installed, gang_variant: str | None, namespace: str, log: Path,
                  zygote: Zygote | None = None) -> None:
         args = [_loopback(a) for a in installed.args[gang_variant]]
+        self.progress_port = next((int(a.rsplit(":", 1)[1]) for a in args if a.startswith("--progress-bind-address=")), 0)
         if not PODS_FIRST:
             args.append("--no-pods-first")  # as the upstream-order component adds it
         self.log = log
@@ -617,11 +661,13 @@ def _namespace(admin: Client, stem: str) -> str:
 
 
 def _drop_lease(client: Client) -> None:
-    """Every run starts from no Lease: get (404), create, renew, as a fresh install."""
-    try:
-        client.delete(LEASES, SYSTEM, LEASE)
-    except errors.NotFound:
-        pass
+    """Every run starts from no Lease (get (404), create, renew) and no progress certificate
+    Secret (get (404), create), as a fresh install."""
+    for res, name in ((LEASES, LEASE), (SECRETS, CERT_SECRET)):
+        try:
+            client.delete(res, SYSTEM, name)
+        except errors.NotFound:
+            pass
 
 
 @dataclass
@@ -646,7 +692,7 @@ def drive(installed: Installed, admin: Client, gang_variant: str | None, paths: 
     def one(name: str) -> None:
         began = time.monotonic()
         try:
-            PATHS[name](Run(Cluster(admin, namespace), abort))
+            PATHS[name](Run(Cluster(admin, namespace), abort, controller.progress_port))
             completed[name] = time.monotonic() - began
         except Aborted as exc:
             failed[name] = f"stopped waiting for {exc}"

@@ -204,15 +204,18 @@ def events(world: World, namespace: str, name: str) -> list[dict[str, Any]]:
     return [e for e in items if (e.get("involvedObject") or {}).get("name") == name]
 
 
-def wait_job(world: World, kind: str, namespace: str, name: str, want: Callable[[dict[str, Any]], Any], what: str,
-             timeout: float = 240) -> dict[str, Any]:
+def wait_job(world: World, kind: str | Resource, namespace: str, name: str, want: Callable[[dict[str, Any]], Any],
+             what: str, timeout: float = 240) -> dict[str, Any]:
+    """The job once `want(job)`: `kind` a kind the controllers run, or any resource (an MPIJob of v2beta1)."""
+    res = kind if isinstance(kind, Resource) else job_resource(kind)
+
     def check(objects: dict[tuple[str, str], dict[str, Any]]) -> Any:
         obj = objects.get((namespace, name))
         if obj is None:
-            return Missing(f"no {kind} {namespace}/{name}")
+            return Missing(f"no {res.kind} {namespace}/{name}")
         return obj if want(obj) else Missing(f"{namespace}/{name}: {sorted(active(obj))}")
-    return wait_for(world.client, job_resource(kind), check, namespace=namespace, timeout=timeout,
-                    what=f"{kind} {namespace}/{name} {what}")
+    return wait_for(world.client, res, check, namespace=namespace, timeout=timeout,
+                    what=f"{res.kind} {namespace}/{name} {what}")
 
 
 def wait_gone(world: World, kind: str, namespace: str, name: str, *, uid: Optional[str] = None,

@@ -11,6 +11,7 @@ import pytest
 
 from foundation.frameworks import BY_KIND
 from foundation.runs import current
+from foundation.runs import started as runstart
 from foundation.runs.record import ENDED, RECORD
 from foundation.runs.spec import run_spec
 
@@ -54,9 +55,9 @@ def test_a_run_begins_when_the_job_is_created_or_resumed(obj, began):
 
 def test_a_run_started_with_its_first_container_in_place_restarts_keeping_theirs():
     pods = [pod("bert-worker-0", started=T3, last=T1), pod("bert-master-0", started=T2), pod("bert-worker-1")]
-    assert current.started(pods, since=T0) == T1  # the worker's last run began first
-    assert current.started(pods, since=T2) == T2  # a container that ran before the run began is not its start
-    assert current.started([pod("bert-master-0")], since=T0) is None
+    assert runstart.first_start(pods, since=T0) == T1  # the worker's last run began first
+    assert runstart.first_start(pods, since=T2) == T2  # a container that ran before the run began is not its start
+    assert runstart.first_start([pod("bert-master-0")], since=T0) is None
 
 
 def test_the_runs_record_is_the_jobs_highest_numbered_and_an_ended_one_runs_nothing():

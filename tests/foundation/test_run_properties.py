@@ -210,22 +210,24 @@ def generated_edit(job: dict[str, Any], rng: random.Random) -> tuple[dict[str, A
 
 
 # ---------------------------------------------------------------------------------- both sides
-def plan_defers(old: dict[str, Any], new: dict[str, Any], state: str) -> bool:
-    """What `train-compile plan` says of the edit under train-controller, the job in `state`."""
-    verdict = judge.update(job_aspects(old, new, PLAN_FACTS), judge.Context((V1, OURS), state))
+def plan_defers(old: dict[str, Any], new: dict[str, Any], state: str, started: bool | None) -> bool:
+    """What `train-compile plan` says of the edit under train-controller, the job in `state`
+    (`started`: what --live read of its run; None offline)."""
+    verdict = judge.update(job_aspects(old, new, PLAN_FACTS), judge.Context((V1, OURS), state, started=started))
     return DEFERRED in verdict.hazards
 
 
-def controller_defers(old: dict[str, Any], new: dict[str, Any]) -> bool:
+def controller_defers(old: dict[str, Any], new: dict[str, Any], started: bool) -> bool:
     """Whether train-controller's pass on `new` defers its change: the run record is the one
-    the run of `old` left (ended if `old` was suspended), and a suspended job's pass starts none."""
+    the run of `old` left (ended if `old` was suspended), and a suspended job's pass starts none;
+    a run that has not started is replaced, not deferred."""
     kind = KINDS[new["kind"]]
     if is_suspended(defaulted(new, kind)):
         return False  # the suspended branch: the run ends, nothing is deferred
     hashed = spec_hash(run_spec(old, kind))
     record = {"metadata": {"name": f"j-{hashed}", "labels": {HASH_LABEL: hashed},
                            "annotations": {ENDED: SUSPENDED} if is_suspended(defaulted(old, kind)) else {}}}
-    return next_step(record, spec_hash(run_spec(new, kind))) == DEFER
+    return next_step(record, spec_hash(run_spec(new, kind)), started=started) == DEFER
 
 
 @pytest.mark.parametrize("seed", range(4), ids=lambda s: f"seed {s}")
@@ -236,9 +238,12 @@ def test_the_plan_says_deferred_exactly_when_the_controller_defers(seed: int) ->
         old = generated_job(rng)
         new, edits = generated_edit(old, rng)
         state = rng.choice(["unknown", "Created", "Running", "Restarting"])
-        plan, controller = plan_defers(old, new, state), controller_defers(old, new)
+        # offline the plan cannot know whether the run started, and predicts for a started one
+        started = True if state == "unknown" else rng.choice([True, False])
+        plan = plan_defers(old, new, state, None if state == "unknown" else started)
+        controller = controller_defers(old, new, started)
         assert plan == controller, (f"seed {seed} case {case}: {old['kind']} edited by {edits} in state {state}: "
-                                    f"the plan says deferred={plan}, the controller defers={controller}\n"
+                                    f"started={started}: the plan says deferred={plan}, the controller defers={controller}\n"
                                     f"old={old}\nnew={new}")
         found[controller] += 1
     assert found[True] and found[False], found  # both answers were exercised

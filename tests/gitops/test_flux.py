@@ -77,8 +77,8 @@ def test_kueue_fields_are_ignored_for_every_replica_type_of_every_kinds_queued_j
     rules = kustomizations["trainforge-prod"]["spec"]["ignore"]
     # only queued jobs (the label exists): Kueue manages no other, so git suspends and resumes them
     assert [r["target"] for r in rules] == [
-        {"group": "kubeflow.org", "version": "v1", "kind": kind, "labelSelector": "kueue.x-k8s.io/queue-name"}
-        for api, kind in health.kinds() if api == "kubeflow.org/v1"
+        {"group": "kubeflow.org", "version": api.split("/")[1], "kind": kind, "labelSelector": "kueue.x-k8s.io/queue-name"}
+        for api, kind in health.api_versions() if api.startswith("kubeflow.org/")  # v1, and the mpi-operator's v2beta1 MPIJob
     ] + [{"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob",  # test_trainer_v2_health.py
           "labelSelector": "kueue.x-k8s.io/queue-name"}]
     (tf,) = [r["paths"] for r in rules if r["target"]["kind"] == "TFJob"]

@@ -56,9 +56,14 @@ def test_an_unknown_kind_is_refused():
 
 
 def test_every_framework_kind_has_expressions():
-    # the seven kubeflow.org/v1 kinds, then Trainer v2's TrainJob (tests/gitops/test_trainer_v2_health.py)
+    # the seven kubeflow.org/v1 kinds, then Trainer v2's TrainJob (tests/gitops/test_trainer_v2_health.py):
+    # one entry per group and kind, as both engines key their checks
     assert [k for _, k in health.kinds()] == [*KINDS, "TrainJob"]
     for api_version, kind in health.kinds():
         exprs = health.cel_expressions(kind)
         assert exprs["apiVersion"] == api_version == ("kubeflow.org/v1" if kind in KINDS else "trainer.kubeflow.org/v1alpha1")
         assert set(exprs) == {"apiVersion", "kind", "inProgress", "failed", "current"}
+    # every version, for what names one (reads of the cluster, patch and ignore targets): MPIJob's v2beta1 too
+    at = KINDS.index("MPIJob") + 1
+    assert health.api_versions() == [("kubeflow.org/v1", k) for k in KINDS[:at]] + [("kubeflow.org/v2beta1", "MPIJob")] + [
+        ("kubeflow.org/v1", k) for k in KINDS[at:]] + [("trainer.kubeflow.org/v1alpha1", "TrainJob")]

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import jsonschema
 import yaml
+from testworld.paths import MPI_OPERATOR_CRD
 
 from compiler.emit import serialize, tree
 from compiler.reading.resolve import targets_for
@@ -98,6 +99,8 @@ def crd_validator(api_version: str, kind: str = "PodGroup") -> jsonschema.protoc
         path = SHARED / "reference/crds/scheduling" / CRD_FILES[api_version]
     elif api_version.startswith("trainer.kubeflow.org/"):  # the trainer-v2 target's TrainJob
         path = SHARED / "reference/crds/trainer-v2.3.0" / f"trainer.kubeflow.org_{kind.lower()}s.yaml"
+    elif api_version == "kubeflow.org/v2beta1":  # the mpi-operator target's MPIJob
+        path = MPI_OPERATOR_CRD
     else:
         path = SHARED / "reference/crds/kubeflow-v1" / f"kubeflow.org_{kind.lower()}s.yaml"
     crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)  # the CRDs are large

@@ -142,6 +142,17 @@ def terminating(job: dict[str, Any], seconds: float) -> dict[str, Any]:
     return job
 
 
+TYPO_IMAGE = "registry.example/train:typo"  # the test world's kubelet fails to pull it (testworld.kubelet_rules)
+
+
+def typo(job: dict[str, Any]) -> dict[str, Any]:
+    """`job` whose every container names an image that cannot be pulled."""
+    for spec in replica_specs(job).values():
+        for container in spec["template"]["spec"]["containers"]:
+            container["image"] = TYPO_IMAGE
+    return job
+
+
 def forever(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`docs` with every job's pod templates annotated to run until a step ends them."""
     out = copy.deepcopy(docs)
@@ -161,7 +172,9 @@ def forever(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ("resume-while-terminating",) suspend the job and resume it while its pods still terminate,
 # and play each side to its end (there the sides part: upstream fails the job, ours re-runs it);
 # ("edit-while-running",) one more Worker and a new image while it runs, a retryable exit, then
-# each side played to its end (there they part too: upstream mixes the two specs, ours does not).
+# each side played to its end (there they part too: upstream mixes the two specs, ours does not);
+# ("fix-before-start",) the job's pods cannot pull their image; a fixed image and one more Worker
+# are synced (there they part: upstream's pods stay stuck beside a new one, ours are created again).
 # The pods whose end decides success end last: with cleanPodPolicy Running, a pod ending
 # in the same instant as the job would race its cleanup differently on each side.
 FINISH = [("exit", "followers", "0"), ("exit", "all", "0")]
@@ -208,6 +221,10 @@ def scenarios() -> list[Case]:
         # there the sides part (upstream mixes two specs among the live pods, ours holds the edit)
         ("nodes and image edited while running", job("PyTorchJob", "sc-edit-running", PT, restart="ExitCode"),
          [("running",), ("edit-while-running",)], ""),
+        # the same sync onto a job none of whose containers ever ran (an image that cannot be pulled):
+        # ours takes it, as nothing of the run is lost (foundation.runs.started)
+        ("a typo'd image fixed before any container ran", typo(job("PyTorchJob", "sc-typo-fixed", PT)),
+         [("fix-before-start",)], ""),
         ("pod deleted behind the operator's back", job("PyTorchJob", "sc-pod-deleted", PT),
          [("running",), ("delete-pod", "worker-0"), ("running",), *FINISH, ("terminal",)], ""),
         ("elastic PyTorchJob scaled up and down",

@@ -47,6 +47,14 @@ KNOWN: list[Deviation] = [
         path=r"^Pod/[^.]+\.metadata\.annotations\.train-controller\.trainforge\.dev/revision$", up=r"^'<missing>'$",
         readme="each pod carries `train-controller.trainforge.dev/revision`"),
     Deviation(
+        "run-started-mark",
+        path=r"^Pod/[^.]+\.metadata\.annotations\.train-controller\.trainforge\.dev/run-started$", up=r"^'<missing>'$",
+        readme='each pod created for a started run carries `train-controller.trainforge.dev/run-started: "true"`'),
+    Deviation(
+        "fix-before-start", path=r".*", case=r"typo'd image fixed before any container ran",
+        step=r"(fix-before-start: live pods|^condition history)$",
+        readme="An edit of a job whose run has not started is taken at once"),
+    Deviation(
         "run-integrity", path=r".*", case=r"edited while running",
         step=r"(edit-while-running: live pods|^condition history)$",
         readme="An edit of a running job waits for its next run"),

@@ -254,13 +254,7 @@ class Runner:
         case = r.case
         up_ns, ours_ns = self.both(case)
         want = self.expected_pods(case)
-        specs = replica_specs(case.job)
-        edit = {rtype: {"template": {"spec": {"containers": [
-            {**c, "image": EDITED_IMAGE} for c in spec["template"]["spec"]["containers"]]}}} for rtype, spec in specs.items()}
-        edit["Worker"]["replicas"] = int(specs["Worker"]["replicas"]) + 1
-        field = KINDS[case.kind].facts.replica_specs
-        for ns in (up_ns, ours_ns):
-            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {field: edit}})
+        self.sync_new_image_and_worker(case)
 
         def live(ns: str) -> list[dict[str, Any]]:
             return [p for p in self.h.pods(ns, case.kind, case.name) if not p["metadata"].get("deletionTimestamp")
@@ -301,6 +295,52 @@ class Runner:
             outcomes.append(next(c["type"] for c in final["conditions"] if c["status"] == "True"
                                  and c["type"] in ("Succeeded", "Failed")))
         self.record(r, f"{step}: outcome", outcomes[0], outcomes[1])
+
+    def sync_new_image_and_worker(self, case: Case) -> None:
+        """One more Worker and EDITED_IMAGE in every template, on both jobs (a merge patch, as a
+        GitOps sync of the edit)."""
+        specs = replica_specs(case.job)
+        edit = {rtype: {"template": {"spec": {"containers": [
+            {**c, "image": EDITED_IMAGE} for c in spec["template"]["spec"]["containers"]]}}} for rtype, spec in specs.items()}
+        edit["Worker"]["replicas"] = int(specs["Worker"]["replicas"]) + 1
+        field = KINDS[case.kind].facts.replica_specs
+        for ns in self.both(case):
+            self.h.client.patch(job_resource(KINDS[case.kind]), ns, case.name, {"spec": {field: edit}})
+
+    def step_fix_before_start(self, r: Result, step: str) -> None:
+        """Both jobs' pods fail to pull their image; the fixed image and one more Worker are synced
+        (a merge patch). Upstream v1.9.4 leaves the stuck pods as they are and creates the new worker
+        from the new spec beside them; ours, whose run never started, creates every pod again from the
+        new spec (controller.jobs.run_records). Compared: each side's live pods, their shapes and phases."""
+        case = r.case
+        up_ns, ours_ns = self.both(case)
+        want = self.expected_pods(case)
+
+        def live(ns: str) -> list[dict[str, Any]]:
+            return [p for p in self.h.pods(ns, case.kind, case.name) if not p["metadata"].get("deletionTimestamp")
+                    and (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+
+        def pulling(ns: str) -> bool:
+            pods = live(ns)
+            return len(pods) == want and all(
+                ((c.get("state") or {}).get("waiting") or {}).get("reason") in ("ErrImagePull", "ImagePullBackOff")
+                for p in pods for c in (p.get("status") or {}).get("containerStatuses") or [{}])
+        for ns in (up_ns, ours_ns):
+            self.h.wait(lambda ns=ns: pulling(ns), what=f"{ns}/{case.name}'s pods failing to pull")
+        self.sync_new_image_and_worker(case)
+
+        def view(ns: str) -> dict[str, Any]:
+            pods = live(ns)
+            return {"pods": sorted(p["metadata"]["name"] for p in pods), "shapes": sorted(
+                {(p["spec"]["containers"][0]["image"], next((e.get("value") for e in p["spec"]["containers"][0].get(
+                    "env") or [] if e["name"] == "WORLD_SIZE"), None), p["status"].get("phase")) for p in pods})}
+
+        views = self.h.settle(lambda: (view(up_ns), view(ours_ns)), self.keys(case), done=lambda a, b: len(
+            a["pods"]) == want + 1 and b["shapes"] == [(EDITED_IMAGE, str(want + 1), "Running")] and len(
+            b["pods"]) == want + 1, min_quiet=3.0)
+        if views[1]["shapes"] != [(EDITED_IMAGE, str(want + 1), "Running")] or len(views[1]["pods"]) != want + 1:
+            r.error = f"ours did not take the fix of a run that never started: {views[1]}"
+        self.record(r, f"{step}: live pods", views[0], views[1])
 
     def step_delete_pod(self, r: Result, step: str, selector: str) -> None:
         case = r.case

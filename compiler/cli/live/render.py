@@ -2,7 +2,8 @@
 
 All three say the same things from one `StatusReport`: per spec its live job's kind, state
 and for how long (a running job's from its run's start), its run (train-controller's run
-record), pods per replica type and phase, each pod that waits or failed with its reason,
+record), pods per replica type and phase, the last progress the training reported
+(percentage, ETA, metrics: `foundation.progress.reading`), each pod that waits or failed with its reason,
 what to change (`compiler.cli.live.advice`), the current run's Warning Events and drift
 (per spec field, with git's, the job's and the run's sides); then the orphans. The text is
 `compiler.cli.live.screen`'s (one screen, the terminal's width); JSON says everything whole.
@@ -17,6 +18,7 @@ from compiler.cli.live import screen
 from compiler.cli.live.clock import age
 from compiler.cli.live.gather import JobReport, StatusReport
 from compiler.cli.live.pods import phases
+from foundation.progress.reading import progress_of
 from foundation.runs.state import job_state
 
 
@@ -56,6 +58,7 @@ def as_json(report: StatusReport, *, width: Optional[int] = None) -> str:
                 "drift": [{"path": d.path, "git": d.git, "cluster": d.cluster, "run": d.run, "why": d.why,
                            "message": d.message} for d in job.drift],
                 "fields": _fields(job),
+                "progress": (lambda p: p.to_json() if p else None)(progress_of(job.live)),
             })
         jobs.append(entry)
     orphans = [{"namespace": o.namespace, "name": o.name, "kind": o.kind, "source": o.source, "reason": o.reason,
@@ -75,7 +78,9 @@ def markdown(report: StatusReport, *, width: Optional[int] = None) -> str:
         lines.append(f"| `{spec.namespace}/{spec.name}` | {spec.kind} | {screen.state_text(job, now)} | {pods} "
                      f"| `{spec.source}:{spec.line}` |")
     for job in report.jobs:
-        notes = [f"- {'**stuck** ' if pods[0].stuck else ''}{screen.names(pods, '', shown=5)}: {reason}"
+        progress = screen.progress_text(job, now) if job.live is not None else None
+        notes = [f"- progress {progress}"] if progress else []
+        notes += [f"- {'**stuck** ' if pods[0].stuck else ''}{screen.names(pods, '', shown=5)}: {reason}"
                  + (f": {message}" if message else "") for reason, message, pods in screen.reasons(job)]
         notes += [f"- fix: {a.text}" + (f"{a.joiner}`{a.field}` at `{job.spec.source}:{a.line}`" if a.field else "")
                   + (f" (`{a.command}`)" if a.command else "") for a in job.advice]

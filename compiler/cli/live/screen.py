@@ -3,7 +3,7 @@
 Two lines lead (the environment and its server; a count of the jobs by what needs a look:
 running, stuck, failed, with drift), then per job a head line (name, kind, state and for
 how long, the spec's place) and its pods by replica type and phase. Only what needs a look
-adds lines: the job's failure, each pod that waits or failed (its reason and message; pods
+adds lines: the job's failure, the progress the training reported, each pod that waits or failed (its reason and message; pods
 with the same ones on one line, named after their job), what to change (the spec field and
 its line, `compiler.cli.live.advice`), the current run's Warning Events, and drift one line
 per spec field with its three sides (git, the job object, the run). A healthy job is two
@@ -31,11 +31,14 @@ from typing import Any, Optional
 from compiler.cli.live.clock import age
 from compiler.cli.live.gather import EventView, JobReport, StatusReport
 from compiler.cli.live.pods import PodView, phases
+from foundation.progress.reading import headline, progress_of
 from foundation.runs.record import HELD_REASON
 from foundation.runs.state import job_state
+from schemas import durations
 
 COMBINED = "(combined from similar events): "  # client-go's EventCorrelator's prefix, kept by train-controller
 SHOWN_PODS = 3  # pod names on one line before "and N more"
+SHOWN_METRICS = 6  # metrics named in text and markdown (JSON has every one)
 VALUE = 24  # characters of a drift value before it is cut
 LONG = 24  # a message this long is said once per job
 WHY = {
@@ -130,6 +133,22 @@ def pods_text(job: JobReport) -> str:
 
 def _pods(job: JobReport, page: Page) -> list[str]:
     return [page.cut(f"  pods: {pods_text(job)}")]
+
+
+def progress_text(job: JobReport, now: datetime) -> Optional[str]:
+    """`62%, 3 h 10 min left; loss 0.2347, accuracy 0.9876 (reported 2 min ago)` (foundation.progress)."""
+    found = progress_of(job.live)
+    if found is None:
+        return None
+    shown = "; " + ", ".join(f"{n} {v}" for n, v in found.metrics[:SHOWN_METRICS]) if found.metrics else ""
+    more = f" and {len(found.metrics) - SHOWN_METRICS} more" if len(found.metrics) > SHOWN_METRICS else ""
+    when = f" (reported {durations.age(max(0.0, (now - found.updated).total_seconds()))} ago)" if found.updated else ""
+    return headline(found) + shown + more + when
+
+
+def _progress(job: JobReport, page: Page) -> list[str]:
+    said = progress_text(job, page.now)
+    return [page.cut(f"  progress: {said}")] if said else []
 
 
 def reasons(job: JobReport) -> list[tuple[str, str, list[PodView]]]:
@@ -298,4 +317,4 @@ def _value(value: Any) -> str:
 
 
 Section = Callable[[JobReport, Page], list[str]]
-SECTIONS: list[Section] = [_head, _failure, _pods, _waiting, _queue, _advice, _drift, _events]
+SECTIONS: list[Section] = [_head, _failure, _pods, _progress, _waiting, _queue, _advice, _drift, _events]

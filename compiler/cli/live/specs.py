@@ -14,10 +14,11 @@ path is relative to a repository the annotation does not name: another repositor
 The environment's namespaces are its specs', its default one and the ones its policy
 allows.
 
-Which kinds to read is the health table's (`compiler.gitops.health.RULES`: the seven
-kubeflow.org/v1 kinds and Trainer's TrainJob) whatever the environment's target, so a
-job left behind by a target or framework switch is found too; a kind whose CRD the
-cluster lacks is skipped by the reader.
+Which kinds to read is the health table's (`compiler.gitops.health.api_versions()`: the seven
+kubeflow.org/v1 kinds, the mpi-operator's v2beta1 MPIJob and Trainer's TrainJob) whatever
+the environment's target, so a job left behind by a target or framework switch is found
+too; a kind or version the cluster does not serve is skipped by the reader (a cluster
+serves `mpijobs.kubeflow.org` at v1 or at v2beta1, from whichever operator installed it).
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ def kind_of(api_version: str, kind: str) -> Resource:
 
 
 def job_kinds() -> list[Resource]:
-    from compiler.gitops.health import RULES
+    from compiler.gitops.health import api_versions
 
-    return [kind_of(rule.api_version, kind) for kind, rule in RULES.items()]
+    return [kind_of(api_version, kind) for api_version, kind in api_versions()]
 
 
 def source_of(obj: dict[str, Any]) -> Optional[str]:

@@ -1,7 +1,8 @@
 -- trainforge: Argo CD health check for the kubeflow.org/v1 training jobs (PyTorchJob,
--- TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob, MXJob). One script serves all seven
--- kinds because they share one condition algorithm (conditions are appended in order of
--- recency; a finished job keeps Running with status "False").
+-- TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob, MXJob) and the mpi-operator's
+-- kubeflow.org/v2beta1 MPIJob (Argo CD keys a check by group and kind, not version). One
+-- script serves them all because they share one condition algorithm (conditions are
+-- appended in order of recency; a finished job keeps Running with status "False").
 --
 -- Contract (Argo CD resource.customizations.health.<group>_<kind>): the live object is
 -- the global `obj`; the script returns {status = ..., message = ...}.

@@ -279,7 +279,7 @@ def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_pat
     assert demo.main([str(EXAMPLES), str(tmp_path / "build")]) == 0
     lines = capsys.readouterr().out.splitlines()
     headers = [i for i, line in enumerate(lines) if line.lstrip().startswith("JOB ")]
-    assert len(headers) == 9  # examples/default, project, project-v2, real-jobs and whole-job-restarts dev/prod
+    assert len(headers) == 11  # examples/default, mpi-operator, project, project-v2, real-jobs and whole-job-restarts dev/prod
     for start in headers:
         block = [lines[start]]
         for line in lines[start + 1:]:
@@ -292,6 +292,7 @@ def test_the_demo_table_aligns_every_column_and_shows_memory_and_storage(tmp_pat
     kitchen = next(line for line in lines if "ml-platform/kitchen-sink" in line)
     assert "512Gi" in kitchen and "data (claim the-pile), ckpt 2Ti" in kitchen and "3 Worker" in kitchen
     assert any("1 Chief, 3 Worker, 2 PS, 1 Evaluator" in line for line in lines)
+    assert any("hpc/allreduce-intel" in line and "MPIJob" in line and "1 Launcher, 3 Worker" in line for line in lines)
 
 
 def test_build_prints_the_demo_table_of_what_it_wrote(tmp_path, capsys):

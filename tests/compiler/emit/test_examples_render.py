@@ -19,8 +19,9 @@ import jsonschema
 import pytest
 import yaml
 from testworld.assets import kubectl_path
+from testworld.paths import MPI_OPERATOR_CRD
 
-from compiler_builders import example_sets, run_cli, shared_dir
+from compiler_builders import example_sets, pruned_fields, run_cli, shared_dir
 
 KUBECTL = str(kubectl_path())
 CRD_FOLDERS = ("kubeflow-v1", "scheduling", "trainer-v2.3.0")
@@ -28,52 +29,18 @@ CRD_FOLDERS = ("kubeflow-v1", "scheduling", "trainer-v2.3.0")
 SETS = example_sets()
 
 
-# --- the structural-schema walker ------------------------------------------------------
-
-
-def pruned_fields(obj: Any, schema: dict[str, Any], path: str = "") -> Iterator[str]:
-    """Paths in `obj` that the API server would drop under this structural schema.
-
-    A mapping key survives when the schema lists it in `properties`, or the schema has
-    `additionalProperties` (a schema or true), or `x-kubernetes-preserve-unknown-fields`.
-    An object's `apiVersion`, `kind` and `metadata` survive at the root and in embedded
-    resources.
-    """
-    if schema.get("x-kubernetes-preserve-unknown-fields") and "properties" not in schema:
-        return
-    if isinstance(obj, dict):
-        properties = schema.get("properties", {})
-        additional = schema.get("additionalProperties")
-        keep = {"apiVersion", "kind", "metadata"} if (not path or schema.get("x-kubernetes-embedded-resource")) else set()
-        for key, value in obj.items():
-            child = f"{path}.{key}" if path else str(key)
-            if key in keep:  # ObjectMeta is the server's own, not the CRD's, to prune
-                continue
-            if key in properties:
-                yield from pruned_fields(value, properties[key], child)
-            elif isinstance(additional, dict):
-                yield from pruned_fields(value, additional, child)
-            elif additional is True or schema.get("x-kubernetes-preserve-unknown-fields"):
-                continue
-            else:
-                yield child
-    elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(obj):
-            yield from pruned_fields(item, schema["items"], f"{path}[{i}]")
-
-
 @functools.cache
 def crd_schemas() -> dict[tuple[str, str, str], dict[str, Any]]:
     """(group, version, kind) -> openAPIV3Schema of every served version of the reference CRDs."""
     schemas = {}
-    for folder in CRD_FOLDERS:
-        for path in sorted((shared_dir() / "reference" / "crds" / folder).glob("*.yaml")):
-            crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)  # C: CRDs are large
-            names = crd["spec"]["names"]
-            for version in crd["spec"]["versions"]:
-                if version.get("served"):
-                    key = (crd["spec"]["group"], version["name"], names["kind"])
-                    schemas[key] = version["schema"]["openAPIV3Schema"]
+    files = [p for folder in CRD_FOLDERS for p in sorted((shared_dir() / "reference" / "crds" / folder).glob("*.yaml"))]
+    for path in [*files, MPI_OPERATOR_CRD]:  # the mpi-operator's v2beta1 MPIJob (target mpi-operator)
+        crd = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)  # C: CRDs are large
+        names = crd["spec"]["names"]
+        for version in crd["spec"]["versions"]:
+            if version.get("served"):
+                key = (crd["spec"]["group"], version["name"], names["kind"])
+                schemas[key] = version["schema"]["openAPIV3Schema"]
     return schemas
 
 
@@ -99,9 +66,10 @@ def _minimal_pytorchjob(**template_spec: Any) -> dict[str, Any]:
     }
 
 
-def test_the_reference_crds_are_there_for_all_seven_kinds():
-    kinds = {kind for group, _, kind in crd_schemas() if group == "kubeflow.org"}
+def test_the_reference_crds_are_there_for_all_seven_kinds_and_the_mpi_operators_mpijob():
+    kinds = {kind for group, version, kind in crd_schemas() if (group, version) == ("kubeflow.org", "v1")}
     assert kinds == {"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "MXJob"}
+    assert ("kubeflow.org", "v2beta1", "MPIJob") in crd_schemas()
 
 
 def test_the_walker_accepts_a_job_with_only_declared_fields():

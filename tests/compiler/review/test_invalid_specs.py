@@ -94,7 +94,7 @@ CASES = [
     ("a misspelled required field is one error, the unknown key's, whose did-you-mean names the field",
      job_text().replace("  framework:", "  framwork:"),
      "6:3: error: spec.framwork: unknown field 'framwork'; did you mean 'framework'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("a misspelled key of a secret reference is one error, at the misspelling",
      job_text("env:\n  HF_TOKEN: {secret: hf, kee: token}\n"),
@@ -106,12 +106,12 @@ CASES = [
     ("an unknown spec field suggests the closest one and lists the allowed ones",
      job_text("nodez: 3\n"),
      "8:3: error: spec.nodez: unknown field 'nodez'; did you mean 'nodes'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("a field written one level too high suggests the object it belongs in",
      job_text("queue: team-a\n"),
      "8:3: error: spec.queue: unknown field 'queue'; did you mean 'scheduling.queue'? allowed here: args, command,"
-     " elastic, env, environments, framework, image, initializer, nodes, podTemplate, policy, processesPerNode,"
+     " elastic, env, environments, framework, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode,"
      " resources, roles, runtime, scheduling, serviceAccount, storage, workingDir"),
     ("an unknown nested field suggests the closest one",
      job_text("resources: {gpus: 2}\n"),
@@ -120,7 +120,11 @@ CASES = [
     ("an unknown field inside a role suggests the closest one",
      job_text("roles: {ps: {replicaz: 2}}\n", framework="tensorflow"),
      "8:16: error: spec.roles.ps.replicaz: unknown field 'replicaz'; did you mean 'replicas'?"
-     " allowed here: args, command, env, image, podTemplate, replicas, resources, restart, scheduling"),
+     " allowed here: args, command, container, env, image, podTemplate, replicas, resources, restart, scheduling"),
+    ("a container name for a framework whose operator finds its container by name is refused",
+     job_text("roles: {worker: {container: trainer}}\n"),
+     "8:31: error: spec.roles.worker.container: the operator of PyTorchJob finds the program container by its"
+     " name, pytorch; remove container (only an MPI job's operator runs its first container whatever its name)"),
     ("an unknown framework suggests the closest one",
      job_text(framework="pytorc"),
      "6:14: error: spec.framework: the string 'pytorc' is not allowed; did you mean 'pytorch'?"
@@ -666,7 +670,7 @@ CASES = [
     ("an override cannot change the framework",
      job_text("environments:\n  default: {framework: jax}\n"),
      "9:15: error: spec.environments.default.framework: unknown field 'framework'; allowed here: args, command,"
-     " elastic, env, image, initializer, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
+     " elastic, env, image, initializer, mpi, nodes, podTemplate, policy, processesPerNode, resources, roles, runtime,"
      " scheduling, serviceAccount, storage, workingDir"),
     # --- the pod template as Kubernetes reviews it: compiler/review/podschema.py, compiler/review/podcheck.py
     ("an env written as a map is refused with the list it should be",

@@ -408,11 +408,114 @@ def test_every_spec_the_default_policy_accepts_is_admitted_in_a_baseline_namespa
         assert result.ok, [d.text() for d in result.diagnostics]
         for env in result.environments:
             for obj in rendered_objects(result, env):
-                if obj["apiVersion"] != "kubeflow.org/v1":
+                makers = {"kubeflow.org/v1": operator_pods, "kubeflow.org/v2beta1": mpi_operator_pods}
+                if obj["apiVersion"] not in makers:
                     continue
-                for pod in operator_pods(obj):
+                for pod in makers[obj["apiVersion"]](obj):
                     pod["spec"].pop("priorityClassName", None)  # admission checks the class exists; not ours
                     refused, body = server_refuses(control_plane, level_namespaces["baseline"], pod)
                     assert not refused, f"{name} {env} {pod['metadata']['name']}: {body}"
                     admitted += 1
     assert admitted >= 20
+
+
+# --- the mpi-operator target: the pods the mpi-operator makes --------------------------------
+
+def mpi_operator_pods(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The launcher's pod and worker 0 as the mpi-operator v0.8.0 makes them from a v2beta1 MPIJob
+    (pkg/controller: newLauncherPodTemplate, newWorker, setupSSHOnPod): the template, its hostname
+    and subdomain, the role variable, the SSH key Secret volume on both, the hostfile ConfigMap
+    volume on the launcher, `/usr/sbin/sshd -De` for a worker without command, the replica's
+    restartPolicy. It adds no init container and no securityContext, so PSA judges the template."""
+    from foundation.frameworks import mpi_operator as facts
+
+    name, spec = job["metadata"]["name"], job["spec"]
+    ssh_path = spec.get("sshAuthMountPath", facts.DEFAULT_SSH_AUTH_MOUNT_PATH)
+    pods = []
+    for rtype, replica in spec[facts.REPLICA_SPECS].items():
+        template = copy.deepcopy(replica["template"])
+        pod_spec = template["spec"]
+        role = next(r for r, t in facts.POD_ROLES.items() if t == rtype)
+        main = pod_spec["containers"][0]
+        if role == "worker" and not main.get("command") and not main.get("args"):
+            main["command"] = list(facts.WORKER_COMMAND)
+        main.setdefault("env", []).append({"name": "K_MPI_JOB_ROLE", "value": role})
+        volumes = [{"name": "ssh-auth", "secret": {"secretName": f"{name}-ssh"}}]
+        main.setdefault("volumeMounts", []).append({"name": "ssh-auth", "mountPath": ssh_path})
+        if role == "launcher":
+            volumes.append({"name": "mpi-job-config", "configMap": {"name": f"{name}-config"}})
+            main["volumeMounts"].append({"name": "mpi-job-config", "mountPath": "/etc/mpi"})
+        pod_spec["volumes"] = [*(pod_spec.get("volumes") or []), *volumes]
+        pod_spec.update(hostname=f"{name}-{role}", subdomain=name,
+                        restartPolicy=replica.get("restartPolicy", "Never" if role == "worker" else "OnFailure"))
+        pod_spec.pop("priorityClassName", None)
+        pods.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"{name}-{role}-{uuid.uuid4().hex[:5]}", **(template.get("metadata") or {})},
+                     "spec": pod_spec})
+    return pods
+
+
+NON_ROOT = {"spec": {"securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000}}}
+MPI_OPERATOR_CASES = {
+    # the mpi-operator's default: root's keys, the workers' sshd -De as root (its privilege separation
+    # needs SETUID, SETGID and SYS_CHROOT, port 22 NET_BIND_SERVICE: the default capabilities)
+    "the default MPI job (root sshd) needs baseline": ({}, {}, "baseline"),
+    # the mpi-operator's own pi example: user 1000, keys in its home, sshd on port 2222 with a config of its own
+    "a non-root MPI job with its own key path meets restricted with the defaults": (
+        NON_ROOT, {"mpi": {"sshAuthMountPath": "/home/mpiuser/.ssh"}}, "restricted"),
+    "an MPI job with hostNetwork is privileged": ({"spec": {"hostNetwork": True}}, {}, "privileged"),
+}
+
+
+@pytest.mark.parametrize("case_id", list(MPI_OPERATOR_CASES))
+def test_the_mpi_operator_targets_pods_are_judged_as_pod_security_admission_judges_them(
+        case_id, control_plane, level_namespaces, tmp_path):
+    """At each level the compiler refuses the job exactly when the API server's PodSecurity
+    refuses a pod the mpi-operator makes from it, and the lowest level that takes it is the one
+    named; restricted also needs the SSH keys out of root's home (a rule PSA cannot see:
+    mpi_operator_rules), which the restricted case sets."""
+    pod, spec, lowest = MPI_OPERATOR_CASES[case_id]
+    job = job_doc("mpi", name="oracle", nodes=2, command=["mpirun", "hostname"],
+                  **({"podTemplate": pod} if pod else {}), **spec)
+    defaults = lowest == "restricted"
+    write_docs(tmp_path / "job.yaml", job)
+    write_docs(tmp_path / "trainforge.yaml", project_doc(policy={"podSecurity": "privileged", "podSecurityDefaults": defaults},
+                                                       defaults={"target": "mpi-operator"}))
+    result = compile_sources([tmp_path])
+    (compiled,) = [o for o in rendered_objects(result, "default") if o["kind"] == "MPIJob"]
+    assert compiled["apiVersion"] == "kubeflow.org/v2beta1"
+    pods = mpi_operator_pods(compiled)
+    assert {p["spec"]["hostname"] for p in pods} == {"oracle-launcher", "oracle-worker"}
+    admitted_at = []
+    for level in LEVELS:
+        write_docs(tmp_path / "trainforge.yaml", project_doc(policy={"podSecurity": level, "podSecurityDefaults": defaults},
+                                                           defaults={"target": "mpi-operator"}))
+        errors = [d.text() for d in compile_sources([tmp_path]).diagnostics if d.severity == "error"]
+        server = any(server_refuses(control_plane, level_namespaces[level], p)[0] for p in pods)
+        assert bool(errors) == server, f"{level}: compiler {errors or 'accepts'}, server {'refuses' if server else 'admits'}"
+        if not server:
+            admitted_at.append(level)
+    assert admitted_at == list(LEVELS[:LEVELS.index(lowest) + 1])
+
+
+def test_root_keys_under_restricted_are_refused_by_the_compiler_though_admission_admits_the_pods(
+        control_plane, level_namespaces, tmp_path):
+    """The one divergence, on purpose: hardened and non-root, the pods pass restricted admission,
+    but the mpi-operator mounts the keys at /root/.ssh (0600, root's), which the non-root user
+    cannot read, so mpirun never reaches a worker; the compiler says so at review."""
+    job = job_doc("mpi", name="oracle", nodes=2, podTemplate=NON_ROOT)
+    write_docs(tmp_path / "job.yaml", job)
+    write_docs(tmp_path / "trainforge.yaml", project_doc(policy={"podSecurity": "restricted", "podSecurityDefaults": True},
+                                                       defaults={"target": "mpi-operator"}))
+    result = compile_sources([tmp_path])
+    (error,) = [d.text() for d in result.diagnostics if d.severity == "error"]
+    assert "mounts the SSH keys at /root/.ssh (root's, mode 0600), which that user cannot read" in error
+
+    # the same pods with the keys in a user's home compile; the operator's default path changes no pod field PSA reads
+    write_docs(tmp_path / "job.yaml", job_doc("mpi", name="oracle", nodes=2, podTemplate=NON_ROOT,
+                                              mpi={"sshAuthMountPath": "/home/mpiuser/.ssh"}))
+    (compiled,) = [o for o in rendered_objects(compile_sources([tmp_path]), "default") if o["kind"] == "MPIJob"]
+    del compiled["spec"]["sshAuthMountPath"]
+    pods = mpi_operator_pods(compiled)
+    assert {m["mountPath"] for p in pods for m in p["spec"]["containers"][0]["volumeMounts"]} >= {"/root/.ssh"}
+    assert not any(server_refuses(control_plane, level_namespaces["restricted"], p)[0] for p in pods)

@@ -58,4 +58,5 @@ def test_each_target_states_its_review_facts():
                                                                                             {"Master", "Worker"}))
              for name, t in TARGETS.items()}
 
-    assert facts == {"kubeflow-v1": (True, True, ["init-pytorch"]), "trainer-v2": (False, False, [])}
+    assert facts == {"kubeflow-v1": (True, True, ["init-pytorch"]), "trainer-v2": (False, False, []),
+                     "mpi-operator": (True, False, [])}

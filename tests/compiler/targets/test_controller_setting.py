@@ -11,6 +11,8 @@ tests/controller/test_restricted_pods.py, the pods train-controller creates on k
 
 from __future__ import annotations
 
+import copy
+
 from typing import Any, get_args
 
 import pytest
@@ -18,6 +20,7 @@ from compiler_builders import compile_docs, job_doc, project_doc
 
 from compiler.emit.render import rendered_objects
 from foundation.frameworks.base import INIT_SECURITY_CONTEXT
+from foundation.progress.protocol import ENV_URL, VOLUME_NAME
 from schemas.project import DEFAULT_PROJECT, ControllerName, Project
 
 RESTRICTED = {"podSecurity": "restricted", "podSecurityDefaults": True}
@@ -77,14 +80,43 @@ def test_an_environment_chooses_its_own_controller(tmp_path):
     assert ours.ok, errors(ours)
 
 
-def test_the_controller_changes_the_review_only_not_the_output(tmp_path):
+def _without_progress(objects: list[dict]) -> list[dict]:
+    """The objects less what compiler.targets.progress adds for train-controller's endpoint."""
+    out = copy.deepcopy(objects)
+    for obj in out:
+        for replica in (obj.get("spec") or {}).get("mpiReplicaSpecs", {}).values():
+            pod = replica["template"]["spec"]
+            pod["volumes"] = [v for v in pod.get("volumes", []) if v["name"] != VOLUME_NAME] or None
+            for c in pod["containers"]:
+                c["env"] = [e for e in c.get("env", []) if not e["name"].startswith("KUBEFLOW_TRAINER_")] or None
+                c["volumeMounts"] = [m for m in c.get("volumeMounts", []) if m["name"] != VOLUME_NAME] or None
+                for key in ("env", "volumeMounts"):
+                    if c[key] is None:
+                        del c[key]
+            if pod["volumes"] is None:
+                del pod["volumes"]
+            if pod.get("serviceAccountName") == "default":
+                del pod["serviceAccountName"]
+    return out
+
+
+def test_the_controller_changes_the_review_and_under_train_controller_adds_only_the_progress_endpoint(tmp_path):
     out = {}
     for controller in INIT_SECURITY_CONTEXT:
         result = compile_with(tmp_path, JOBS["mpi"], defaults={"controller": controller})
         assert result.ok, errors(result)
         out[controller] = rendered_objects(result, "default")
 
-    assert out["training-operator"] == out["train-controller"]
+    assert out["training-operator"] == _without_progress(out["train-controller"])
+    assert out["train-controller"] != out["training-operator"]
+    launcher = next(o for o in out["train-controller"] if o["kind"] == "MPIJob")["spec"]["mpiReplicaSpecs"]["Launcher"]
+    env = {e["name"]: e["value"] for e in launcher["template"]["spec"]["containers"][0]["env"]}
+    assert env[ENV_URL].startswith("https://train-controller.trainforge-system.svc:10443/apis/kubeflow.org/v1/")
+    assert env[ENV_URL].endswith("/mpijobs/" + launcher_job_name(out["train-controller"]) + "/status")
+
+
+def launcher_job_name(objects: list[dict]) -> str:
+    return next(o for o in objects if o["kind"] == "MPIJob")["metadata"]["name"]
 
 
 def test_an_environment_lowering_to_trainer_v2_may_not_name_a_controller(tmp_path):

@@ -6,8 +6,9 @@ it has no MXJob integration: a queue label on a kubeflow.org/v1 MPIJob or MXJob 
 ignored and the job runs at once, outside the queue's quota (tests/e2e/test_kueue_e2e.py
 shows it with real Kueue). So the kubeflow-v1 target refuses such a queue at its field,
 whether the job writes it or the environment's default fills it in, and names what does
-work: the trainer-v2 target (Kueue manages TrainJobs) where the framework has a Trainer v2
-runtime, or no queue (`queue: null` opts a job out of an environment's default).
+work: the targets whose jobs Kueue manages (trainer-v2's TrainJobs; for MPI also the
+mpi-operator target's v2beta1 MPIJob, which compiles a queued job with its queue label),
+or no queue (`queue: null` opts a job out of an environment's default).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from foundation.frameworks import ADAPTERS
-from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_cli
+from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_cli, write_docs
 
 MANAGED = sorted(name for name, fw in ADAPTERS.items() if fw.facts.kueue_unmanaged is None)
 
@@ -33,7 +35,7 @@ def test_kueue_manages_the_v1_kinds_it_has_an_integration_for():
     assert MANAGED == ["jax", "paddle", "pytorch", "tensorflow", "xgboost"]
 
 
-def test_a_queued_mpi_job_is_refused_at_the_queue_with_trainer_v2_as_the_fix(tmp_path):
+def test_a_queued_v1_mpi_job_is_refused_at_the_queue_with_the_targets_kueue_manages_as_the_fix(tmp_path):
     spec = tmp_path / "mpi.yaml"
     spec.write_text(job_text("""\
         nodes: 2
@@ -48,10 +50,25 @@ def test_a_queued_mpi_job_is_refused_at_the_queue_with_trainer_v2_as_the_fix(tmp
     assert not (tmp_path / "out").exists()
     (error,) = run.errors()
     assert error.startswith(f"{spec}:11:12: error: spec.scheduling.queue: queue 'team-queue' would be ignored: "
-                            "Kueue v0.17 manages only the mpi-operator's kubeflow.org/v2beta1 MPIJob, so this "
+                            "Kueue manages only the mpi-operator's kubeflow.org/v2beta1 MPIJob, so this "
                             "kubeflow.org/v1 MPIJob gets no Workload"), error
-    assert error.endswith("; set environments.default.target: trainer-v2 in trainforge.yaml (Kueue manages its "
-                          "TrainJobs), or remove scheduling.queue"), error
+    assert error.endswith("; set environments.default.target: trainer-v2 or mpi-operator in trainforge.yaml (Kueue"
+                          " manages their jobs), or remove scheduling.queue"), error
+
+
+def test_a_queued_mpi_job_compiles_under_the_mpi_operator_target_with_its_queue_label(tmp_path):
+    out = tmp_path / "out"
+    write_docs(tmp_path / "src" / "trainforge.yaml", project_doc(defaults={"target": "mpi-operator"}))
+    write_docs(tmp_path / "src" / "mpi.yaml", job_doc("mpi", nodes=2, scheduling={"queue": "team-queue"}))
+
+    run = run_cli("build", tmp_path / "src", "-o", out)
+
+    assert run.exit_code == 0, run.stderr
+    job = yaml.safe_load((out / "default" / "default" / "demo" / "mpijob.yaml").read_text())
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v2beta1", "MPIJob")
+    rendered = run_cli("render", tmp_path / "src")
+    (mpijob,) = [d for d in yaml.safe_load_all(rendered.stdout) if d["kind"] == "MPIJob"]
+    assert mpijob["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-queue"
 
 
 def test_an_mxnet_job_has_no_trainer_v2_way_out(tmp_path):

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler_builders import compile_docs, job_doc, job_text, project_doc, run_cli, shared_dir
+from compiler_builders import compile_docs, job_doc, job_errors, project_doc, run_cli, shared_dir
 
 RUNTIMES = shared_dir() / "reference" / "crds" / "trainer-v2.3.0" / "runtimes"
 PATCH_PATH = ("runtimePatches", 0, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")
@@ -45,15 +45,7 @@ def replicated_jobs(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def errors_of(tmp_path: Path, spec: str, *, framework: str = "pytorch", **prod: Any) -> list[str]:
-    (tmp_path / "trainforge.yaml").write_text(yaml.safe_dump(project(**prod)))
-    (tmp_path / "job.yaml").write_text(job_text(spec, framework=framework))
-    run = run_cli("validate", tmp_path)
-    out = []
-    for line in run.errors():  # "<file>:L:C: error: <path>: ..." -> "L:C: <path>: ..."
-        where, message = line.split(": error: ", 1)
-        assert where.rsplit(":", 2)[0].endswith("job.yaml"), line
-        out.append(":".join(where.rsplit(":", 2)[1:]) + ": " + message)
-    return out
+    return job_errors(tmp_path, project(**prod), spec, framework=framework)
 
 
 # --- what the TrainJob says --------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 
 from controller_kit import wait_for as poll
 
-from controller.runtime.kube import Resource
+from foundation.cluster.kube import Resource
 from testworld import stages
 from testworld.controller_manager import DEFAULT_CONTROLLERS, JOB_CONTROLLER, ControllerManager
 from testworld.kwok import Kwok, NodePool
@@ -108,13 +108,15 @@ def pytorchjob(name: str, queue: str) -> dict[str, Any]:
             "spec": {"pytorchReplicaSpecs": {"Master": replica, "Worker": replica}}}
 
 
-def queue_objects(namespace: str, *, cpu: str = "32") -> list[dict[str, Any]]:
-    """A flavor, a ClusterQueue for ``namespace`` covering cpu and memory, its LocalQueue ``q``."""
+def queue_objects(namespace: str, *, cpu: str = "32", preemption: bool = False) -> list[dict[str, Any]]:
+    """A flavor, a ClusterQueue for ``namespace`` covering cpu and memory (that preempts lower
+    priorities, with ``preemption``), its LocalQueue ``q``."""
     quota = {"cpu": cpu, "memory": "128Gi"}
+    preempts = {"preemption": {"withinClusterQueue": "LowerPriority"}} if preemption else {}
     return [
         {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
         {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": f"cq-{namespace}"}, "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}, **preempts,
             "resourceGroups": [{"coveredResources": list(quota), "flavors": [
                 {"name": "default", "resources": [{"name": r, "nominalQuota": q} for r, q in quota.items()]}]}]}},
         {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": "q", "namespace": namespace},

@@ -1,27 +1,33 @@
 """Both Kueue parts (``kueue``: v0.17.0, ``kueue-0.19``: v0.19.2) admit queued Kubeflow jobs:
 a ``kubeflow.org/v1`` PyTorchJob (upstream CRD; no operator needs to run for Kueue to make
 its Workload and unsuspend it) and, beside the mpi-operator part, a ``kubeflow.org/v2beta1``
-MPIJob that then runs to Succeeded. Every Kueue object here is ``kueue.x-k8s.io/v1beta2``,
-which both releases serve (as storage; v1beta1 is served, deprecated)."""
+MPIJob that then runs to Succeeded; and what ``train-compile`` writes for the mpi-operator
+target is admitted and preempted by both (the GitOps e2e of that target runs v0.19.2 only, so
+v0.17.0's turn is here, in a world already running). Every Kueue object here is
+``kueue.x-k8s.io/v1beta2``, which both releases serve (as storage; v1beta1 is served, deprecated)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from engines_kit import (
-    MPIJOBS, PYTORCHJOBS, QUEUE_LABEL, WORKLOADS, condition, job_world_parts, mpijob, pytorchjob, queue_objects, started,
-    until_true, wait_for,
+    IMAGE, KUEUE_API, MPIJOBS, PYTORCHJOBS, QUEUE_LABEL, WORKLOADS, condition, job_world_parts, mpijob, pytorchjob,
+    queue_objects, started, until_true, wait_for,
 )
 
-from testworld import kueue
+from testworld import kueue, stages
 from testworld.kueue import Kueue
 from testworld.world import World
 
 pytestmark = pytest.mark.controlplane
 FRAMEWORKS = ("kubeflow.org/pytorchjob", "kubeflow.org/mpijob")
-MANAGED = ("kq-torch", "kq-mpi", "kq-inside")  # Kueue(namespaces=...): the namespaces it manages
+MANAGED = ("kq-torch", "kq-mpi", "kq-inside", "kq-compiled")  # Kueue(namespaces=...): the namespaces it manages
 
 
 @pytest.fixture(scope="module", params=[kueue.VERSION, kueue.V0_19], ids=["kueue v0.17.0", "kueue v0.19.2"])
@@ -32,11 +38,11 @@ def world(request: pytest.FixtureRequest) -> Iterator[World]:
         yield world
 
 
-def queued(world: World, ns: str) -> str:
-    """Namespace ``ns`` with a LocalQueue ``q`` of its own ClusterQueue."""
+def queued(world: World, ns: str, **quota: Any) -> str:
+    """Namespace ``ns`` with a LocalQueue ``q`` of its own ClusterQueue (``queue_objects``' options)."""
     world.kubectl("create", "namespace", ns)
     world.kubectl("apply", "--server-side", "-f", "-",
-                  input=json.dumps({"apiVersion": "v1", "kind": "List", "items": queue_objects(ns)}))
+                  input=json.dumps({"apiVersion": "v1", "kind": "List", "items": queue_objects(ns, **quota)}))
     return ns
 
 
@@ -100,3 +106,49 @@ def test_a_queued_job_outside_the_managed_namespaces_is_left_alone_without_any_f
     admitted(world, inside, "PyTorchJob", "kept")  # Kueue has handled the jobs created before it
     assert workload_of(world, outside, "PyTorchJob", "stray") is None
     assert "runPolicy" not in client.get(PYTORCHJOBS, outside, "stray")["spec"]  # never suspended by Kueue
+
+
+def _compile_and_apply(world: World, src: Path, ns: str, *jobs: dict[str, Any]) -> None:
+    """The jobs compiled for the mpi-operator target and applied as `kubectl apply -k` of the tree."""
+    project = {"apiVersion": "trainforge.dev/v1alpha1", "kind": "Project", "defaults": {
+        "target": "mpi-operator", "namespace": ns, "namespaces": {"create": False}},
+        "environments": {"default": {"scheduling": {"queue": "q", "kueuePriority": True}}}}
+    (src / "trainforge.yaml").write_text(json.dumps(project))
+    for job in jobs:
+        (src / f"{job['metadata']['name']}.yaml").write_text(json.dumps(job))
+    exe = Path(sys.executable).with_name("train-compile")
+    done = subprocess.run([str(exe), "build", str(src), "-o", str(src.parent / "out")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    world.kubectl("apply", "--server-side", "-k", str(src.parent / "out" / "default"))
+
+
+def _compiled(name: str, priority: str, seconds: str) -> dict[str, Any]:
+    return {"apiVersion": "trainforge.dev/v1alpha1", "kind": "TrainJob", "metadata": {"name": name}, "spec": {
+        "framework": "mpi", "image": IMAGE, "command": ["mpirun", "/bench"], "nodes": 2,
+        "resources": {"cpu": "1", "memory": "1Gi"}, "scheduling": {"priority": priority},
+        "podTemplate": {"metadata": {"annotations": {stages.RUN_SECONDS: seconds}}}}}
+
+
+def test_compiled_mpijobs_are_admitted_and_a_higher_priority_one_preempts_a_lower(world, tmp_path):
+    """The mpi-operator target's output under this release: Kueue admits a queued MPIJob, a
+    higher-priority one preempts it (Kueue suspends it, the mpi-operator deletes its workers),
+    runs, and the preempted one is admitted again and runs to the end (tests/e2e/
+    test_mpi_operator_e2e.py syncs the same through Flux and Argo CD under v0.19.2)."""
+    client, ns = world.client, queued(world, "kq-compiled", cpu="2", preemption=True)
+    for name, value in (("low", 100), ("high", 1000)):
+        world.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(
+            {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}))
+    src = tmp_path / "src"
+    src.mkdir()
+    low = _compiled("low", "low", "20")
+    _compile_and_apply(world, src, ns, low)
+    admitted(world, ns, "MPIJob", "low")
+    _compile_and_apply(world, src, ns, low, _compiled("high", "high", "3"))
+    preempted = wait_for(lambda: next((w for w in client.list(WORKLOADS, namespace=ns)["items"]
+                                       if condition(w, "Evicted").get("reason") == "Preempted"), None),
+                         "the low job's Workload preempted")
+    assert preempted["metadata"]["ownerReferences"][0]["name"] == "low"
+    until_true(lambda: client.get(MPIJOBS, ns, "low"), "Suspended", "the preempted MPIJob suspended")
+    until_true(lambda: client.get(MPIJOBS, ns, "high"), "Succeeded", "the preemptor Succeeded", timeout=120)
+    until_true(lambda: client.get(MPIJOBS, ns, "low"), "Succeeded", "the preempted job admitted again, to the end",
+               timeout=180)

@@ -13,7 +13,7 @@ from engines_kit import (
     wait_for,
 )
 
-from controller.runtime.kube import CONFIGMAPS, PODS, SERVICES
+from foundation.cluster.kube import CONFIGMAPS, PODS, SERVICES
 from testworld import mpi_operator, stages
 from testworld.world import World
 
