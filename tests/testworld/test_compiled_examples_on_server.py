@@ -3,7 +3,9 @@
 Every object of every compiled example, in every environment, goes through `kubectl
 apply --server-side --dry-run=server` on the test control plane (upstream kubeflow.org/v1
 and scheduling CRDs installed): structural validation, RBAC escalation checks and
-admission all run for real. Then a round trip: a compiled job is created for real, read
+admission all run for real (an mpi-operator environment's v2beta1 MPIJobs on a plane of
+their own: its CRD and the Training Operator's v1 one share the name mpijobs.kubeflow.org, so
+one cluster serves one of them, testworld/mpi_operator.py). Then a round trip: a compiled job is created for real, read
 back, and every field we wrote must come back unchanged (nothing pruned, nothing
 defaulted away); what the server adds may only be the CRD's own defaults.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -20,6 +23,10 @@ from compiler_builders import example_sets
 from compiler.emit import serialize
 from compiler.emit.render import rendered_objects
 from compiler.pipeline import compile_sources
+from testworld.controlplane import ControlPlane
+from testworld.pytest_plugin import upstream_crd_dirs
+
+MPI_OPERATOR_CRD = Path(__file__).parents[1] / "reference" / "crds" / "mpi-operator-v0.8.0" / "kubeflow.org_mpijobs.yaml"
 
 pytestmark = pytest.mark.controlplane
 
@@ -32,6 +39,23 @@ def _compiled() -> Iterator[Any]:
             yield pytest.param(rendered_objects(result, env), id=f"{name} in {env}")
 
 
+def _serves_mpi_operator(objects: list[dict]) -> bool:
+    return any(o.get("apiVersion") == "kubeflow.org/v2beta1" and o.get("kind") == "MPIJob" for o in objects)
+
+
+@pytest.fixture(scope="module")
+def mpi_operator_plane(envtest_assets, request) -> Iterator[ControlPlane]:
+    """A plane whose mpijobs.kubeflow.org is the mpi-operator's v2beta1 CRD, beside the other upstream CRDs."""
+    plane = ControlPlane(assets=envtest_assets).start()
+    try:
+        crds = [p for d in upstream_crd_dirs(Path(str(request.config.rootpath))) for p in sorted(d.glob("*.yaml"))
+                if p.name != MPI_OPERATOR_CRD.name]
+        plane.install_crds([*crds, MPI_OPERATOR_CRD])
+        yield plane
+    finally:
+        plane.stop()
+
+
 def _ensure_namespaces(control_plane, objects: list[dict]) -> None:
     for ns in sorted({o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]}):
         status, body = control_plane.request(
@@ -41,7 +65,8 @@ def _ensure_namespaces(control_plane, objects: list[dict]) -> None:
 
 
 @pytest.mark.parametrize("objects", list(_compiled()))
-def test_server_side_dry_run_accepts_every_compiled_object(control_plane, objects):
+def test_server_side_dry_run_accepts_every_compiled_object(request, objects):
+    control_plane = request.getfixturevalue("mpi_operator_plane" if _serves_mpi_operator(objects) else "control_plane")
     _ensure_namespaces(control_plane, objects)
     stream = serialize.dump_all(objects)  # the bytes train-compile writes, as kubectl reads them
     proc = control_plane.kubectl(

@@ -219,11 +219,12 @@ def test_cluster_cli_serves_kubectl_and_stops_cleanly(envtest_assets, tmp_path, 
 
 def test_cluster_cli_with_parts_runs_pods_and_stops_every_process(envtest_assets, tmp_path):
     """`make cluster`'s world: kube-scheduler, kwok and the garbage collector beside the
-    plane, kwok's nodes Ready and untainted, and SIGTERM stops all five processes."""
+    plane, kwok's nodes Ready and untainted, and SIGTERM stops all six processes (kwok's
+    kubelet stand-in, testworld.kubelet, is the Python one)."""
     kubeconfig = tmp_path / "kubeconfig"
     with cluster_cli(envtest_assets, kubeconfig, "--with", "gc,scheduler,kwok") as (proc, children):
         assert sorted(children.values()) == ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                                             "kwok"], children
+                                             "kwok", "python"], children
         nodes = subprocess.run(
             ["kubectl", f"--kubeconfig={kubeconfig}", "get", "nodes", "-o",
              "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Ready')].status} {.spec.taints}{'\\n'}{end}"],
