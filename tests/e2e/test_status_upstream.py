@@ -13,12 +13,6 @@ from testworld import stages
 FOREVER = {stages.RUN_SECONDS: "forever"}
 
 
-
-
-
-
-
-
 def test_under_the_upstream_operator_a_synced_image_reaches_the_next_pod_created(pod_world, pod_namespace, tmp_path):
     """No run record: the operator builds each pod from the job as it is when it creates the pod
     (semantics: a mixed run). Started here beside the session world (engines lock when run)."""
