@@ -99,10 +99,10 @@ def test_a_job_whose_pods_never_started_takes_the_image_fix_from_git(pod_world, 
         assert all(now[n]["metadata"]["uid"] != uid for n, uid in before.items())  # created again, not kept
         assert {shape(p, "PyTorchJob") for p in now.values()} == {
             (NEW_IMAGE, "3", now[f"{name}-master-0"]["metadata"]["annotations"][run_record.RECORD])}
-        applied = events(cluster, name, APPLIED)
-        assert len(applied) == 1 and applied[0].get("count", 1) == 1 and applied[0]["type"] == "Normal", applied
-        assert f'image "{TYPO}" -> "{NEW_IMAGE}"' in applied[0]["message"], applied[0]["message"]
-        assert "Worker.replicas 1 -> 2" in applied[0]["message"]
+        taken = events(cluster, name, APPLIED)
+        assert len(taken) == 1 and taken[0].get("count", 1) == 1 and taken[0]["type"] == "Normal", taken
+        assert f'image "{TYPO}" -> "{NEW_IMAGE}"' in taken[0]["message"], taken[0]["message"]
+        assert "Worker.replicas 1 -> 2" in taken[0]["message"]
         assert not events(cluster, name, HELD)
         # the run has started now: a later edit is held, as ever
         server_side_apply(pod_world, pod_namespace, fixed(body, workers=3))
