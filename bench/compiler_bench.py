@@ -24,11 +24,23 @@ input whatever else the machine is doing, where a CPU second here has bought fro
 ~5.7 billion of them on different days (bench/README.md). Dividing by the build's CPU time
 gives what a CPU second bought in this run, so figures from different days can be compared.
 
+With `--also CHECKOUT` (repeatable), another commit's train-compile runs on the largest size
+beside this checkout's, interleaved repeat by repeat (`bench.against`): its ratios to the same
+kustomize run, this checkout's CPU against it, and whether the two wrote the same tree and
+render stream byte for byte. Before/after figures come from one such run, never from two.
+
+After the table, the guarded ratios (`GUARDED`) are compared with the project's recorded
+ones (`bench/recorded/compiler.json`, `bench.baseline`, shared with `make bench-scale`), and
+a line says WORSE where one moved the wrong way by more than its noise. `--record` makes
+this run the record, with the noise it measured: each ratio's spread within the run (the
+(max - min) / median of ours' repeats plus the baseline's).
+
 Work files go to /dev/shm when it exists: the benchmark measures the compiler and
 kustomize, not the disk, which other jobs on a shared machine make very noisy. The
-compiler's bytecode is written once before the first run (`compileall`), as installing
-a wheel does: with PYTHONDONTWRITEBYTECODE set, every run would otherwise compile each
-module changed since its last `.pyc` again (tens of milliseconds per run).
+compiler's bytecode and that of the interpreter's site-packages are written once before
+the first run (`compileall`), as installing a wheel does: with PYTHONDONTWRITEBYTECODE set,
+every run would otherwise compile each module without a current `.pyc` again (a uv-made venv
+has none for pydantic, click or PyYAML).
 """
 
 from __future__ import annotations
@@ -36,66 +48,35 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
-from bench import report, specs
+from bench import against, baseline, report, specs
+from bench.measure import Run, cold_start, count_instructions, median, run, spread
 
 ENV = "prod"  # the one environment of the synthetic project
 PACKAGES = ("schemas", "foundation", "compiler", "overlays")  # what train-compile runs, beside bench/
 
 
-@dataclass(frozen=True)
-class Run:
-    wall: float  # seconds
-    cpu: float  # user + system seconds of the child
-    rss_mb: float  # peak resident set of the child
-
-
-def run(argv: list[str], *, stdout: Optional[Path] = None, cpu: Optional[int] = None) -> Run:
-    """Run one command to the end; raise with its stderr if it fails."""
-    out = open(stdout, "wb") if stdout else subprocess.DEVNULL
-    err = tempfile.TemporaryFile()
-    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
-    try:
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, preexec_fn=pin)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    finally:
-        if stdout:
-            out.close()  # type: ignore[union-attr]
-    if proc.returncode != 0:
-        err.seek(0)
-        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {err.read().decode()[-2000:]}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
-
-
-def compile_bytecode() -> None:
-    """Write the `.pyc` of the compiler's packages (compileall writes even under
-    PYTHONDONTWRITEBYTECODE), so every timed run starts as an installed program does."""
+def compile_bytecode(python: str) -> None:
+    """Write the `.pyc` of the compiler's packages and of the site-packages of `python` (the
+    interpreter train-compile runs on), as installing a wheel does (compileall writes even
+    under PYTHONDONTWRITEBYTECODE): a venv that uv made holds no `.pyc` of its packages, and
+    without them every run compiled pydantic, click and PyYAML from source again."""
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(root / p) for p in PACKAGES)], check=True)
+    probe = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([python, "-m", "compileall", "-q", "-j0", purelib], check=True, stdout=subprocess.DEVNULL)
 
 
 def train_compile() -> list[str]:
     script = Path(sys.executable).parent / "train-compile"
     return [str(script)] if script.exists() else [sys.executable, "-m", "compiler.cli.main"]
-
-
-def _median(runs: list[Run]) -> Run:
-    return Run(
-        statistics.median(r.wall for r in runs),
-        statistics.median(r.cpu for r in runs),
-        max(r.rss_mb for r in runs),
-    )
 
 
 @dataclass
@@ -109,6 +90,7 @@ class Size:
     instructions: Optional[int] = None  # executed by one build, counted by callgrind
     plan: Optional[Run] = None  # `plan --base HEAD` of the tree with PLAN_CHANGED specs edited
     plan_build: Optional[Run] = None  # one build of that head, measured beside it
+    refs: list[against.Reference] = field(default_factory=list)  # --also, measured on the largest size
     imported: Optional[Run] = None  # `import` of IMPORTED manifests
     imported_build: Optional[Run] = None  # one build of the specs it wrote, measured beside it
 
@@ -134,14 +116,22 @@ def plan_repository(src: Path, work: Path, n: int, changed: int = PLAN_CHANGED) 
 
 def measure_plan(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu: Optional[int]) -> None:
     """`train-compile plan` of PLAN_CHANGED changed specs against one `build` of the same head,
-    interleaved repeat by repeat (the target: plan CPU at most 2x build's)."""
+    interleaved repeat by repeat (the target: plan CPU at most 2x build's); each `--also`
+    commit's plan and build beside them."""
     repo = plan_repository(work / f"src-{size.n}", work, size.n)
-    plans, builds = [], []
+    sides = [(None, tc, None), *((ref, ref.argv, ref.env) for ref in size.refs if against.has_command(ref, "plan"))]
+    plans: dict[int, list[Run]] = {i: [] for i in range(len(sides))}
+    builds: dict[int, list[Run]] = {i: [] for i in range(len(sides))}
     for r in range(repeat):
-        builds.append(run([*tc, "build", str(repo / "jobs"), "-o", str(work / f"plan-out-{r}")], cpu=cpu))
-        plans.append(run([*tc, "plan", str(repo / "jobs"), "--base", "HEAD", "--format", "json"],
-                         stdout=work / "plan.json", cpu=cpu))
-    size.plan, size.plan_build = _median(plans), _median(builds)
+        for i, (_, argv, env) in enumerate(sides):
+            out = work / f"plan-out-{i}-{r}"
+            builds[i].append(run([*argv, "build", str(repo / "jobs"), "-o", str(out)], cpu=cpu, env=env))
+            plans[i].append(run([*argv, "plan", str(repo / "jobs"), "--base", "HEAD", "--format", "json"],
+                                stdout=work / f"plan-{i}.json", cpu=cpu, env=env))
+            shutil.rmtree(out, ignore_errors=True)
+    size.plan, size.plan_build = median(plans[0]), median(builds[0])
+    for i, (ref, _, _) in enumerate(sides[1:], start=1):
+        ref.plan, ref.plan_build = median(plans[i]), median(builds[i])
 
 
 IMPORTED = 1000  # manifests the import row imports
@@ -179,7 +169,7 @@ def measure_import(size: "Size", work: Path, *, tc: list[str], repeat: int, cpu:
         imported = work / f"imported-{r}"
         imports.append(run([*tc, "import", str(manifests), "-o", str(imported)], cpu=cpu))
         builds.append(run([*tc, "build", str(imported), "-o", str(work / f"imported-out-{r}")], cpu=cpu))
-    size.imported, size.imported_build = _median(imports), _median(builds)
+    size.imported, size.imported_build = median(imports), median(builds)
 
 
 def _same_objects(ours: Path, theirs: Path) -> bool:
@@ -200,47 +190,48 @@ def installed_train_compile(python: str, work: Path) -> list[str]:
     return [str(root / "bin" / "train-compile")]
 
 
+def python_of(tc: list[str]) -> str:
+    """The interpreter of a train-compile command (its script's venv, or `python -m`'s)."""
+    return str(Path(tc[0]).parent / "python") if len(tc) == 1 else tc[0]
+
+
 def interpreter(tc: list[str]) -> str:
     """The Python a train-compile command runs on (version and path)."""
-    python = Path(tc[0]).parent / "python" if len(tc) == 1 else Path(tc[0])
     probe = "import sys; print(sys.version.split()[0], sys.executable, sep=' at ')"
-    return subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run([python_of(tc), "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def measure_size(n: int, work: Path, *, tc: list[str], repeat: int, kustomize_repeat: int, cpu: Optional[int],
-                 kubectl: Optional[str], reference: bool) -> Size:
+                 kubectl: Optional[str], reference: bool, refs: Sequence[against.Reference] = ()) -> Size:
+    """Build, render and kustomize at size `n`, interleaved repeat by repeat, and each of `refs`
+    (`--also`) the same way, its output compared with this checkout's byte for byte."""
     src = specs.write(work / f"src-{n}", n)
     builds, renders, kusts = [], [], []
-    ref = None
+    theirs: dict[str, tuple[list[Run], list[Run]]] = {ref.ref: ([], []) for ref in refs}
+    before = None
     for r in range(repeat):
         out = work / f"out-{n}-{r}"
         builds.append(run([*tc, "build", str(src), "-o", str(out)], cpu=cpu))
         renders.append(run([*tc, "render", str(src)], stdout=work / f"render-{n}.yaml", cpu=cpu))
         if kubectl and r < kustomize_repeat:
             kusts.append(run([kubectl, "kustomize", str(out / ENV)], stdout=work / f"kustomize-{n}.yaml", cpu=cpu))
+        for i, ref in enumerate(refs):
+            their_out = work / f"out-{n}-{r}-against-{i}"
+            theirs[ref.ref][0].append(run([*ref.argv, "build", str(src), "-o", str(their_out)], cpu=cpu, env=ref.env))
+            theirs[ref.ref][1].append(run([*ref.argv, "render", str(src)], stdout=work / f"render-{n}-against-{i}.yaml",
+                                          cpu=cpu, env=ref.env))
+            if r == 0:
+                ref.differing = against.same_tree(out, their_out)
+                ref.same_render = against.same_file(work / f"render-{n}.yaml", work / f"render-{n}-against-{i}.yaml")
+            shutil.rmtree(their_out, ignore_errors=True)
         if r:
             shutil.rmtree(out, ignore_errors=True)
+    for ref in refs:
+        ref.build, ref.render = median(theirs[ref.ref][0]), median(theirs[ref.ref][1])
     if reference:
-        ref = run([sys.executable, "-m", "bench.reference", "build", str(src), "-o", str(work / f"ref-{n}")], cpu=cpu)
+        before = run([sys.executable, "-m", "bench.reference", "build", str(src), "-o", str(work / f"ref-{n}")], cpu=cpu)
     same = _same_objects(work / f"render-{n}.yaml", work / f"kustomize-{n}.yaml") if kusts else None
-    return Size(n, _median(builds), _median(renders), _median(kusts) if kusts else None, same, ref)
-
-
-def count_instructions(argv: list[str], valgrind: str) -> int:
-    """Instructions `argv` executes to its end, as callgrind counts them (~50x slower than
-    the program alone). A program that leaves through `os._exit` is counted too."""
-    done = subprocess.run([valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"valgrind {' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    for line in done.stderr.splitlines():
-        if "Collected :" in line:
-            return int(line.rsplit(":", 1)[1].replace(",", ""))
-    raise RuntimeError(f"callgrind printed no count: {done.stderr[-2000:]}")
-
-
-def _cold_start(argv: list[str], *, times: int, cpu: Optional[int]) -> float:
-    return statistics.median(run(argv, cpu=cpu).wall for _ in range(times))
+    return Size(n, median(builds), median(renders), median(kusts) if kusts else None, same, before, refs=list(refs))
 
 
 def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) -> list[report.Row]:
@@ -257,8 +248,10 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
         kw = s.kustomize.wall if s.kustomize else None
         out.append(R(f"build wall, N={s.n} (s)", s.build.wall, kw, "s", "<= 0.10x"))
         out.append(R(f"render wall, N={s.n} (s)", s.render.wall, kw, "s", "<= 0.10x"))
-    out.append(R(f"build CPU, N={big.n} (s)", big.build.cpu, k.cpu if k else None, "s"))
-    out.append(R(f"render CPU, N={big.n} (s)", big.render.cpu, k.cpu if k else None, "s"))
+    out.append(R(f"build CPU, N={big.n} (s)", big.build.cpu, k.cpu if k else None, "s", "<= 0.05x",
+                 spread=spread(big.build, k)))
+    out.append(R(f"render CPU, N={big.n} (s)", big.render.cpu, k.cpu if k else None, "s", "<= 0.05x",
+                 spread=spread(big.render, k)))
     for s in sizes:
         out.append(R(f"peak RSS of build, N={s.n} (MB)", s.build.rss_mb,
                      s.kustomize.rss_mb if s.kustomize else None, "MB"))
@@ -279,12 +272,15 @@ def rows(sizes: list[Size], *, help_ours: float, help_kubectl: Optional[float]) 
         out.append(R(f"build CPU, N={big.n}, vs before", big.build.cpu, big.reference.cpu, "s"))
     if big.plan and big.plan_build:
         out.append(R(f"plan CPU, N={big.n} with {PLAN_CHANGED} changed specs (s; baseline: one build of that head)",
-                     big.plan.cpu, big.plan_build.cpu, "s", "<= 2.0x"))
+                     big.plan.cpu, big.plan_build.cpu, "s", "<= 2.0x", spread=spread(big.plan, big.plan_build)))
         out.append(R(f"plan wall, N={big.n} with {PLAN_CHANGED} changed specs (s)", big.plan.wall,
                      big.plan_build.wall, "s"))
+    for ref in big.refs:
+        out.extend(against.rows(ref, big.build, big.render, big.plan, big.kustomize, n=big.n, plan_changed=PLAN_CHANGED))
     if big.imported and big.imported_build:
         out.append(R(f"import CPU, {IMPORTED} published manifests (s; baseline: one build of the specs it wrote)",
-                     big.imported.cpu, big.imported_build.cpu, "s", "<= 2.0x"))
+                     big.imported.cpu, big.imported_build.cpu, "s", "<= 2.0x",
+                     spread=spread(big.imported, big.imported_build)))
         out.append(R(f"import wall, {IMPORTED} published manifests (s)", big.imported.wall, big.imported_build.wall, "s"))
     if big.instructions:
         out.append(R(f"build instructions per spec, N={big.n} (callgrind; the same on any load)",
@@ -312,6 +308,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--instructions", action="store_true",
                         help="count one build's instructions of the largest size with valgrind (~3 min at N=1000)")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table as markdown here")
+    parser.add_argument("--also", action="append", type=Path, default=[], metavar="CHECKOUT",
+                        help="also run train-compile from this checkout (`git worktree add --detach DIR COMMIT`) on "
+                             "the largest size, interleaved, its output compared byte for byte (repeatable)")
+    parser.add_argument("--record", action="store_true",
+                        help="write this run's ratios and their noise as the project's recorded figures "
+                             "(bench/recorded/compiler.json)")
+    parser.add_argument("--recorded", type=Path, default=baseline.RECORDED, help=argparse.SUPPRESS)  # tests
     args = parser.parse_args(argv)
 
     sizes = sorted(int(s) for s in args.sizes.split(","))
@@ -321,11 +324,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="trainforge-bench-", dir=base))
     kubectl_version = report.tool_version([kubectl, "version", "--client"]) if kubectl else "missing"
     try:
-        if args.python:
-            tc = installed_train_compile(args.python, work)
-        else:
-            compile_bytecode()
-            tc = train_compile()
+        tc = installed_train_compile(args.python, work) if args.python else train_compile()
+        compile_bytecode(python_of(tc))
+        refs = []
+        for checkout in args.also:
+            argv_, env = against.command(checkout)
+            refs.append(against.Reference(baseline.commit(checkout), argv_, env))
         machine = report.machine([f"train-compile on Python {interpreter(tc)}", f"kubectl {kubectl_version}",
                                   f"pinned to CPU {cpu}" if cpu is not None else "not pinned"])
         measured = []
@@ -335,7 +339,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             # the before/after row runs the project venv's Python: only comparable on it
             measured.append(measure_size(n, work, tc=tc, repeat=args.repeat, kustomize_repeat=k_repeat, cpu=cpu,
                                          kubectl=kubectl,
-                                         reference=not args.no_reference and not args.python and n == sizes[-1]))
+                                         reference=not args.no_reference and not args.python and n == sizes[-1],
+                                         refs=refs if n == sizes[-1] else ()))
         if not args.no_plan:
             print(f"compiler bench: plan, N={measured[-1].n} with {PLAN_CHANGED} changed specs ...",
                   file=sys.stderr, flush=True)
@@ -349,8 +354,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"compiler bench: N={big.n} under callgrind ...", file=sys.stderr, flush=True)
             big.instructions = count_instructions(
                 [*tc, "build", str(work / f"src-{big.n}"), "-o", str(work / f"count-{big.n}")], valgrind)
-        help_ours = _cold_start([*tc, "--help"], times=5, cpu=cpu)
-        help_kubectl = _cold_start([kubectl, "kustomize", "--help"], times=5, cpu=cpu) if kubectl else None
+        help_ours = cold_start([*tc, "--help"], times=5, cpu=cpu)
+        help_kubectl = cold_start([kubectl, "kustomize", "--help"], times=5, cpu=cpu) if kubectl else None
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -360,13 +365,54 @@ def main(argv: Optional[list[str]] = None) -> int:
              "ratio = ours / baseline; wall = median of the repeats, each command a fresh process",
              *(f"N={s.n}: train-compile render {'equals' if s.same_stream else 'DIFFERS FROM'} kubectl kustomize "
                "(same objects)" for s in measured if s.same_stream is not None)]
+    for ref in measured[-1].refs:
+        same = not ref.differing and ref.same_render
+        notes.append(f"N={measured[-1].n}: this checkout's build tree and render stream are "
+                     + ("byte-identical to" if same else "NOT byte-identical to")
+                     + f" {ref.ref}'s" + ("" if same else f" ({len(ref.differing or [])} tree file(s) differ"
+                                          f"{'' if ref.same_render else ', and the render stream'})"))
     if not kubectl:
         notes.append("kubectl not found: no baseline")
     if args.instructions and not valgrind:
         notes.append("valgrind not found (Debian package valgrind): no instruction count")
-    report.emit("trainforge compiler benchmark", rows(measured, help_ours=help_ours, help_kubectl=help_kubectl),
-                machine_line=machine, notes=notes, markdown=args.markdown)
+    table = rows(measured, help_ours=help_ours, help_kubectl=help_kubectl)
+    report.emit("trainforge compiler benchmark", table, machine_line=machine, notes=notes, markdown=args.markdown)
+    figures = guarded(table)
+    for line in baseline.compare(figures, baseline.load("compiler", args.recorded)):
+        print(line)
+    if args.record:
+        noise = {f.key: round(_spread_of(table, f), 3) for f in figures}
+        path = baseline.record("compiler", figures, machine=machine, directory=args.recorded, noise=noise,
+                               noise_how=f"each ratio's spread within the recorded run ({args.repeat} repeats): "
+                                         "(max - min) / median of ours' CPU plus the baseline's")
+        print(f"recorded as the new figures: {path}")
     return 0
+
+
+GUARDED = (  # (key, how its row's figure opens, what the guard's line calls it): all lower is better
+    ("build-cpu", "build CPU, N={n} (s)", "build CPU / kustomize's, N={n}"),
+    ("render-cpu", "render CPU, N={n} (s)", "render CPU / kustomize's, N={n}"),
+    ("plan-cpu", "plan CPU, N={n} with", "plan CPU / one build's, N={n}"),
+    ("import-cpu", "import CPU,", "import CPU / one build's"),
+)
+
+
+def guarded(table: list[report.Row]) -> list[baseline.Guarded]:
+    """The guarded ratios of this run's table, keyed by the largest size (`1000:build-cpu`)."""
+    n = next(int(r.figure.split("N=")[1].split(" ")[0]) for r in table if r.figure.startswith("build CPU, N="))
+    out = []
+    for key, opening, label in GUARDED:
+        row = next((r for r in table if r.figure.startswith(opening.format(n=n)) and r.ratio is not None), None)
+        if row is not None and row.ratio is not None:
+            out.append(baseline.Guarded(f"{n}:{key}", label.format(n=n), row.ratio))
+    return out
+
+
+def _spread_of(table: list[report.Row], figure: baseline.Guarded) -> float:
+    key = figure.key.split(":", 1)[1]
+    n = int(figure.key.split(":", 1)[0])
+    opening = next(o for k, o, _ in GUARDED if k == key).format(n=n)
+    return next(r.spread for r in table if r.figure.startswith(opening) and r.ratio is not None)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ class Row:
     baseline: Optional[float] = None
     unit: str = ""
     target: str = ""
+    spread: float = 0.0  # relative spread of the ratio within this run: ours' repeats and the baseline's (its noise)
 
     @property
     def ratio(self) -> Optional[float]:

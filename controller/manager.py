@@ -32,7 +32,8 @@ from controller.jobs.gang import PRIORITY_CLASSES, PodGroups, Scheduler, schedul
 from controller.jobs.hpa import HPAS, Autoscalers
 from controller.jobs.kinds import Kind, job_resource
 from controller.jobs.mpi import MPI
-from controller.jobs.reconcile import InvalidJob, Reconciler, child_index
+from controller.jobs.kinds import child_index
+from controller.jobs.reconcile import InvalidJob, Reconciler
 from controller.jobs.restarts import ends_attempt
 from controller.jobs.run_record import CONTROLLERREVISIONS
 from controller.jobs.run_records import RunRecords

@@ -109,19 +109,24 @@ class Bundle:
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)
 
-    def rendered_job(self) -> JsonObject:
+    def rendered_job(self, *, shared: bool = False) -> JsonObject:
+        """The job with every component's patches applied, as kustomize renders it: the
+        caller's own copy, or with `shared` one that copies only what the patches change and
+        shares the rest with the bundle (read it, never change it; `patching.applied`)."""
         from schemas import patching  # it imports JsonObject from here
 
-        job = json_copy(self.job)
+        job = self.job if shared else json_copy(self.job)
         for component in self.components:
-            if component.patches:  # in place: `job` is our own copy (added values are copied)
-                job = patching.apply(job, component.patches)
+            if component.patches:  # `job` is our own copy (added values are copied), or copied on write
+                job = patching.applied(job, component.patches) if shared else patching.apply(job, component.patches)
         return job
 
-    def objects(self) -> list[JsonObject]:
-        """Every object this bundle puts in the cluster (job last is kustomize's concern)."""
-        extra = [json_copy(r) for c in self.components for r in c.resources]
-        return extra + [self.rendered_job()]
+    def objects(self, *, shared: bool = False) -> list[JsonObject]:
+        """Every object this bundle puts in the cluster (job last is kustomize's concern): the
+        caller's own copies, or with `shared` the bundle's own objects and a job shared as
+        `rendered_job(shared=True)` (read them, never change them)."""
+        extra = [r if shared else json_copy(r) for c in self.components for r in c.resources]
+        return extra + [self.rendered_job(shared=shared)]
 
 
 def escape(token: str) -> str:

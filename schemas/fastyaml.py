@@ -6,9 +6,9 @@ parsing most of a `train-compile build`. libyaml (the C parser that PyYAML ships
 "Figures the compiler's code cites"), and the plain data is built here straight from its
 events, never deeper than `MAX_DEPTH` (libyaml's own composer recurses in C and crashes on a
 100,000-deep document). Positions are only needed for diagnostics, so a document loaded here
-gets position tables that fill themselves, on first read, from one re-parse of its file with
-the ruamel loader: a clean run never pays for them, a run with errors pays once per file
-that has one.
+keeps only the marks its events carried (a few integers per key), and its position tables
+answer from them (`schemas.positions`): a diagnostic looks up the few paths it names,
+without parsing its file again.
 
 The fast path must never change what a document means, so it takes only what it is
 sure of and gives up (`Fallback`) on everything else, and the caller then runs the
@@ -26,7 +26,7 @@ be a boolean there).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from yaml import (
     DocumentStartEvent,
@@ -144,15 +144,19 @@ def _scalar(event: ScalarEvent) -> Any:
     return _resolved(value)
 
 
-def _node(event: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> Any:
+Pos = tuple[int, int]  # 1-based line, column (as `loader.Pos`)
+Marks = dict[int, tuple[Any, list[int]]]  # id(collection) -> (the collection, its marks)
+
+
+def _node(event: Any, next_event: Callable[[], Any], budget: list[int], depth: int, marks: Marks) -> Any:
     """The value that starts with `event`: a scalar, or a whole mapping or sequence."""
     kind = event.__class__
     if kind is ScalarEvent:
         return _scalar(event)
     if kind is MappingStartEvent:
-        return _mapping(event, next_event, budget, depth + 1)
+        return _mapping(event, next_event, budget, depth + 1, marks)
     if kind is SequenceStartEvent:
-        return _sequence(event, next_event, budget, depth + 1)
+        return _sequence(event, next_event, budget, depth + 1, marks)
     raise Fallback  # an alias (anchors are already excluded) or something unexpected
 
 
@@ -171,58 +175,89 @@ def _counted(budget: list[int], nodes: int) -> None:
         raise Fallback  # ruamel reports the size error with its position
 
 
-def _mapping(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> dict[Any, Any]:
+class _Empty:
+    """The mark of an empty node (`key:` and nothing after it): ruamel places those by a
+    rule of its own (the next token's position, or the comment's after the colon), so its
+    position is ruamel's to give (`schemas.positions`)."""
+
+    line = column = -2
+
+
+_EMPTY = _Empty()
+
+
+def _mapping(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int,
+             marks: Marks) -> dict[Any, Any]:
     _opened(start, depth)
     out: dict[Any, Any] = {}
+    own: list[int] = []  # key line, key column, value line, value column per key (0-based)
+    marks[id(out)] = (out, own)
+    flow = start.flow_style
     while True:
         event = next_event()
         if event.__class__ is not ScalarEvent:
             if event.__class__ is MappingEndEvent:
                 break
             raise Fallback  # a non-scalar key: ruamel's to judge
+        key_mark = event.start_mark
+        if flow and key_mark.index == start.start_mark.index:
+            raise Fallback  # a pair in a flow list (`[a: 1]`): ruamel refuses some libyaml takes (`["a":, b]`)
         key = _scalar(event)
         if key in out:
             raise Fallback  # a duplicate key: ruamel's to report
+        if key is None and not event.value:
+            key_mark = _EMPTY
         event = next_event()
+        value_mark = event.start_mark
         # scalar values inline (`_scalar`'s rule): they are most of a document's events
         if event.__class__ is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 raise Fallback
             value = event.value
             if (not value or value[0] in _MAYBE_NOT_STR) and event.implicit[0]:
+                if not value:
+                    value_mark = _EMPTY
                 value = _resolved(value)
             out[key] = value
         else:
-            out[key] = _node(event, next_event, budget, depth)
+            out[key] = _node(event, next_event, budget, depth, marks)
+        own += (key_mark.line, key_mark.column, value_mark.line, value_mark.column)
     _counted(budget, len(out))
     return out
 
 
-def _sequence(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int) -> list[Any]:
+def _sequence(start: Any, next_event: Callable[[], Any], budget: list[int], depth: int,
+              marks: Marks) -> list[Any]:
     _opened(start, depth)
     out: list[Any] = []
+    own: list[int] = []  # line, column per item (0-based)
+    marks[id(out)] = (out, own)
     while True:
         event = next_event()
+        mark = event.start_mark
         if event.__class__ is ScalarEvent:
-            out.append(_scalar(event))
+            item = _scalar(event)
+            if item is None and not event.value:
+                mark = _EMPTY
+            out.append(item)
         elif event.__class__ is SequenceEndEvent:
             break
         else:
-            out.append(_node(event, next_event, budget, depth))
+            out.append(_node(event, next_event, budget, depth, marks))
+        own += (mark.line, mark.column)
     _counted(budget, len(out))
     return out
 
 
-def _build(parser: CParser, first: Any, max_nodes: int) -> Any:
-    """Plain data of one document from its events (`first` is its root's start).
+def documents(text: str, max_nodes: int) -> list[tuple[int, Any, Pos, Marks]]:
+    """(index, plain data, 1-based start, marks) per non-empty document; raises `Fallback`.
 
-    Recursive descent, one call per collection: at most MAX_DEPTH deep, since a deeper
-    document goes to ruamel (libyaml's own composer recurses without a limit, in C)."""
-    return _node(first, parser.get_event, [max_nodes], 0)
-
-
-def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]]]:
-    """(index, plain data, 1-based start) per non-empty document; raises `Fallback`."""
+    The data is built by recursive descent over libyaml's events, one call per collection:
+    at most MAX_DEPTH deep, since a deeper document goes to ruamel (libyaml's own composer
+    recurses without a limit, in C). The marks are where each key, value and item starts
+    (0-based line and column, per collection in the order it holds them), read from the
+    events while they pass: `schemas.positions` answers a diagnostic from them instead of
+    parsing the file again (bench/README.md)."""
     if _ruamel_only(text):
         raise Fallback
     out = []
@@ -230,7 +265,9 @@ def documents(text: str, max_nodes: int) -> list[tuple[int, Any, tuple[int, int]
     def take(parser: Any, first: Any, index: int) -> None:
         if first.__class__ is MappingStartEvent:
             mark = first.start_mark
-            out.append((index, _build(parser, first, max_nodes), (mark.line + 1, mark.column + 1)))
+            marks: Marks = {}
+            data = _mapping(first, parser.get_event, [max_nodes], 1, marks)
+            out.append((index, data, (mark.line + 1, mark.column + 1), marks))
         elif not (first.__class__ is ScalarEvent and _scalar(first) is None):  # an empty one is skipped, index kept
             raise Fallback  # ruamel positions non-mapping documents its own way
 
@@ -258,129 +295,3 @@ def _each_document(text: str, take: Callable[[Any, Any, int], None]) -> None:
     finally:
         parser.dispose()
 
-
-class LazyTable(dict):
-    """A position table that fills itself, from `fill()`, on its first read."""
-
-    def __init__(self, fill: Callable[[], dict[Any, Any]]) -> None:
-        super().__init__()
-        self._fill: Callable[[], dict[Any, Any]] | None = fill
-
-    def _ready(self) -> None:
-        fill, self._fill = self._fill, None
-        if fill is not None:
-            dict.update(self, fill())
-
-    def __contains__(self, key: object) -> bool:
-        self._ready()
-        return super().__contains__(key)
-
-    def __getitem__(self, key: Any) -> Any:
-        self._ready()
-        return super().__getitem__(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self._ready()
-        return super().get(key, default)
-
-    def __iter__(self) -> Iterator[Any]:
-        self._ready()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._ready()
-        return super().__len__()
-
-    def keys(self):  # type: ignore[override]
-        self._ready()
-        return super().keys()
-
-    def values(self):  # type: ignore[override]
-        self._ready()
-        return super().values()
-
-    def items(self):  # type: ignore[override]
-        self._ready()
-        return super().items()
-
-    def __eq__(self, other: object) -> bool:
-        self._ready()
-        return super().__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        self._ready()
-        return super().__repr__()
-
-
-# --- positions from libyaml's marks ---------------------------------------------------------
-
-
-def positions(text: str) -> dict[int, tuple[dict[Any, tuple[int, int]], dict[Any, tuple[int, int]]]]:
-    """Document index -> (key positions, value positions), 1-based, for a text `documents`
-    took: the marks libyaml gives every event are the ones ruamel's composer keeps for each
-    node (it is a port of the same scanner), so the tables equal the ruamel loader's (the
-    parity tests hold them to it), for a tenth of its time. A key's position is the key's,
-    a value's its node's start; an item is both."""
-    out: dict[int, tuple[dict[Any, tuple[int, int]], dict[Any, tuple[int, int]]]] = {}
-
-    def take(parser: Any, first: Any, index: int) -> None:
-        if first.__class__ is MappingStartEvent:
-            marks = _Marks(parser.get_event)
-            _marked(first, marks, ())
-            out[index] = (marks.keys, marks.values)
-        elif first.__class__ is not ScalarEvent:
-            raise Fallback
-
-    _each_document(text, take)
-    return out
-
-
-def _at(event: Any) -> tuple[int, int]:
-    mark = event.start_mark
-    return mark.line + 1, mark.column + 1
-
-
-class _Marks:
-    """The events of one document and the tables their positions go to. An empty plain scalar
-    (`k:` with nothing after it) is placed by ruamel where some following token starts, by
-    rules that differ between block and flow context: such a document's tables are ruamel's
-    (`Fallback`), so they always equal the reference loader's."""
-
-    def __init__(self, next_event: Callable[[], Any]) -> None:
-        self.event = next_event
-        self.keys: dict[Any, tuple[int, int]] = {}
-        self.values: dict[Any, tuple[int, int]] = {}
-
-    def record(self, tables: tuple[dict[Any, tuple[int, int]], ...], loc: Any, event: Any) -> None:
-        if event.__class__ is ScalarEvent and event.value == "" and event.implicit[0]:
-            raise Fallback
-        for table in tables:
-            table[loc] = _at(event)
-
-
-def _marked(start: Any, marks: _Marks, loc: tuple[Any, ...]) -> None:
-    """Record the positions under the collection that `start` opens (its events consumed)."""
-    if start.__class__ is MappingStartEvent:
-        while True:
-            key = marks.event()
-            if key.__class__ is MappingEndEvent:
-                return
-            child = loc + (_scalar(key),)
-            marks.record((marks.keys,), child, key)
-            value = marks.event()
-            marks.record((marks.values,), child, value)
-            if value.__class__ in (MappingStartEvent, SequenceStartEvent):
-                _marked(value, marks, child)
-    else:
-        i = 0
-        while True:
-            item = marks.event()
-            if item.__class__ is SequenceEndEvent:
-                return
-            child = loc + (i,)
-            marks.record((marks.keys, marks.values), child, item)
-            if item.__class__ in (MappingStartEvent, SequenceStartEvent):
-                _marked(item, marks, child)
-            i += 1

@@ -129,51 +129,69 @@ def _scalar(value: Any) -> Any:
 def load_text(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:
     """Parse every document of one file; empty documents are skipped.
 
-    libyaml first (`schemas.fastyaml`), with positions filled lazily by ruamel; the
+    libyaml first (`schemas.fastyaml`), with positions answered from its events' marks; the
     ruamel loader alone whenever the fast path is not sure (errors, anchors, tags...).
     """
-    from schemas import fastyaml
+    from schemas import fastyaml, positions
 
     try:
         parsed = fastyaml.documents(text, MAX_NODES)
     except fastyaml.Fallback:
         return load_text_ruamel(text, file)
-    positions = _Positions(text, file)
+    found = _Positions(text, {index: (data, marks) for index, data, _, marks in parsed})
     documents = [
         Document(
             file=file, index=index, data=data, start=start,
-            key_pos=fastyaml.LazyTable(functools.partial(positions.table, index, "key_pos")),
-            value_pos=fastyaml.LazyTable(functools.partial(positions.table, index, "value_pos")),
+            key_pos=positions.LazyTable(functools.partial(found.find, index, positions.KEY),
+                                        functools.partial(found.table, index, positions.KEY)),
+            value_pos=positions.LazyTable(functools.partial(found.find, index, positions.VALUE),
+                                          functools.partial(found.table, index, positions.VALUE)),
         )
-        for index, data, start in parsed
+        for index, data, start, _ in parsed
     ]
     return documents, []
 
 
 class _Positions:
-    """The position tables of one file's documents, made once, on the first read of any of
-    them, from libyaml's marks (`fastyaml.positions`: the file took the fast path, so it
-    parses there again; the ruamel loader only if it somehow does not, which costs ten times
-    more: `train-compile import` paid it for every manifest with a warning). It holds the
-    text, never the documents, so a document and its tables are freed with the last
-    reference to them (no reference cycle through a closure, which only a garbage
-    collection would free, at the end of a large build: bench/README.md)."""
+    """Positions in one file's documents, from the marks libyaml's events carried
+    (`schemas.positions`), or from the ruamel loader, run once for the whole file, where
+    those cannot say (ten times the cost of the marks' tables, and a re-parse of the file
+    with libyaml still twice what the marks cost: `train-compile import` and a build whose
+    every job has a warning paid one per file). It holds the text and the plain data, never
+    the documents, so a document and its tables are freed with the last reference to them
+    (no reference cycle through a closure, which only a garbage collection would free, at
+    the end of a large build: bench/README.md)."""
 
-    def __init__(self, text: str, file: str) -> None:
+    def __init__(self, text: str, marked: dict[int, tuple[Any, Any]]) -> None:
         self._text = text
-        self._file = file
-        self._tables: Optional[dict[int, tuple[dict[Loc, Pos], dict[Loc, Pos]]]] = None
+        self._marked = marked  # index -> (data, fastyaml marks)
+        self._tables: dict[int, tuple[dict[Loc, Pos], dict[Loc, Pos]]] = {}
+        self._ruamel = False  # the tables are the ruamel loader's
 
-    def table(self, index: int, name: str) -> dict[Loc, Pos]:
-        if self._tables is None:
-            from schemas import fastyaml
+    def find(self, index: int, which: int, loc: Loc) -> Optional[Pos]:
+        from schemas import fastyaml, positions
 
+        if not self._ruamel:
             try:
-                self._tables = fastyaml.positions(self._text)
+                return positions.find(*self._marked[index], loc, which)
             except fastyaml.Fallback:
-                self._tables = {d.index: (d.key_pos, d.value_pos) for d in load_text_ruamel(self._text, self._file)[0]}
-        found = self._tables.get(index)
-        return ({} if found is None else found[0 if name == "key_pos" else 1])
+                self._read_with_ruamel()
+        return self.table(index, which).get(loc)
+
+    def table(self, index: int, which: int) -> dict[Loc, Pos]:
+        from schemas import fastyaml, positions
+
+        if index not in self._tables:
+            try:
+                self._tables[index] = positions.tables(*self._marked[index])
+            except fastyaml.Fallback:
+                self._read_with_ruamel()
+        return self._tables[index][which]
+
+    def _read_with_ruamel(self) -> None:
+        self._ruamel = True
+        self._tables = {index: ({}, {}) for index in self._marked}
+        self._tables.update((d.index, (d.key_pos, d.value_pos)) for d in load_text_ruamel(self._text, "")[0])
 
 
 def load_text_ruamel(text: str, file: str) -> tuple[list[Document], list[LoadProblem]]:

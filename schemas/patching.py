@@ -75,6 +75,55 @@ def apply(doc: Any, operations: Iterable[JsonObject]) -> Any:
     return doc
 
 
+def applied(doc: Any, operations: Iterable[JsonObject]) -> Any:
+    """`apply` on a document shared with others, which stays as it is: each `add` copies the
+    mappings and lists on its way (each once) instead of the whole document, and the rest is
+    shared with `doc`. Rendering copied every job whole before its patches touched a few
+    paths of it (what that cost: bench/README.md). Before anything goes to `jsonpatch`, the
+    document is copied whole and patched in place from then on."""
+    own: dict[int, Any] = {}  # the containers that are this call's copies, by id (held, so ids stay unique)
+    whole = False
+    for operation in operations:
+        if whole:
+            doc = apply(doc, [operation])
+        elif not _passes(doc, operation):
+            doc, done = _add_copying(doc, operation, own)
+            if not done:
+                doc, whole = apply(json_copy(doc), [operation]), True
+    return doc
+
+
+def _add_copying(doc: Any, operation: JsonObject, own: dict[int, Any]) -> tuple[Any, bool]:
+    """`_add` through copies of the containers on the path; (the document, whether it applied)."""
+    path = operation.get("path")
+    if operation.get("op") != "add" or "value" not in operation or path.__class__ is not str or path[:1] != "/":
+        return doc, False
+    *parents, last = [_unescape(token) for token in path[1:].split("/")]
+    if _walk(doc, parents) is _NOWHERE:
+        return doc, False
+    doc = _owned(doc, own)
+    node = doc
+    for token in parents:
+        key = token if node.__class__ is dict else int(token)
+        node[key] = node = _owned(node[key], own)
+    if node.__class__ is dict:
+        node[last] = json_copy(operation["value"])
+    elif node.__class__ is list and last == "-":
+        node.append(json_copy(operation["value"]))
+    else:
+        return doc, False
+    return doc, True
+
+
+def _owned(node: Any, own: dict[int, Any]) -> Any:
+    """`node` if it is one of this call's copies, else a shallow copy of it (then one of them)."""
+    if id(node) in own or node.__class__ not in (dict, list):
+        return node
+    copied = dict(node) if node.__class__ is dict else list(node)
+    own[id(copied)] = copied
+    return copied
+
+
 def _add(doc: Any, operation: JsonObject) -> bool:
     """Apply one `add` whose path walks through existing mappings and list items; False
     (and `doc` untouched) for anything else."""

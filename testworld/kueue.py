@@ -1,9 +1,9 @@
 """Kueue as a part of the test world, the real queue manager off-cluster: v0.17.0 (``kueue``) or v0.19.2 (``kueue-0.19``).
 
-Where it sits: tests/e2e/test_kueue_e2e.py queues compiled jobs through v0.17.0 (ClusterQueue
-quota, preemption by WorkloadPriorityClass, the suspend flip and flavor injection the
-GitOps engines must not fight); tests/testworld/engines checks both releases admit queued
-Kubeflow jobs. Each release is a row of ``gobuild`` (``go install
+Where it sits: tests/e2e/test_kueue_e2e.py queues compiled jobs through each release in
+turn (ClusterQueue quota, preemption by WorkloadPriorityClass, the suspend flip and flavor
+injection the GitOps engines must not fight); tests/testworld/engines checks both releases
+admit queued Kubeflow jobs. Each release is a row of ``gobuild`` (``go install
 sigs.k8s.io/kueue/cmd/kueue@VERSION``; neither go.mod has replace directives, v0.19.2's
 needs Go 1.26), cached in ``~/.cache/trainforge/<row>/<version>/``; one class runs both,
 ``Kueue(version=...)``, since everything below holds for both.

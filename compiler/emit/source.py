@@ -34,13 +34,9 @@ def stamped(obj: dict[str, Any], source: str) -> dict[str, Any]:
     return {**obj, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), SOURCE: source}}}
 
 
-def stamp_in_place(obj: dict[str, Any], source: str) -> dict[str, Any]:
-    """The same on an object the caller owns (a rendered copy): no copy at all."""
-    obj.setdefault("metadata", {}).setdefault("annotations", {})[SOURCE] = source
-    return obj
-
-
 def bundle_objects(bundle: Bundle) -> list[dict[str, Any]]:
-    """Every object the bundle puts in the cluster, as `render` and the tree write them."""
+    """Every object the bundle puts in the cluster, as `render` and the tree write them. They
+    share what they do not change with the bundle (`Bundle.objects(shared=True)`): read them,
+    never change them (copying every job whole was a large part of rendering: bench/README.md)."""
     source = source_of(bundle)
-    return [stamp_in_place(obj, source) for obj in bundle.objects()]
+    return [stamped(obj, source) for obj in bundle.objects(shared=True)]

@@ -9,11 +9,13 @@ reads them through `Kind` and never branches on a kind's name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from foundation.frameworks import ADAPTERS
 from foundation.frameworks.base import GROUP, VERSION, Adapter, Facts
 from foundation.frameworks.operator import Operator
 from foundation.cluster.kube import Resource
+from schemas import upstream
 
 
 @dataclass(frozen=True)
@@ -66,3 +68,13 @@ def _by_plural(item: str) -> Kind | None:
         if item.lower() in (kind.facts.plural, kind.facts.kind.lower()):
             return kind
     return None
+
+
+def child_index(obj: dict[str, Any]) -> list[str]:
+    """Index children by (namespace, operator, job-name label): the owning job's slot (the
+    manager's pod and service informers)."""
+    labels = obj["metadata"].get("labels") or {}
+    operator, job = labels.get(upstream.OPERATOR_LABEL), labels.get(upstream.JOB_NAME_LABEL)
+    if not operator or not job:
+        return []
+    return [f"{obj['metadata'].get('namespace', '')}/{operator}/{job}"]

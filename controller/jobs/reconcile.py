@@ -22,8 +22,6 @@ manager, which retries with backoff (controller.runtime.bugs).
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +29,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from controller.jobs import checks, desired, diff, journal, malformed, restarts, run_policy, runs, stuck
+from controller.jobs.counts import CountWrites, comparable
 from controller.jobs import conditions as cond
 from controller.jobs import status as st
 from controller.jobs.addons import Gang, JobStep, PodPass
@@ -49,26 +48,15 @@ from foundation.progress.protocol import carry_progress
 from foundation.cluster import errors
 from foundation.cluster.kube import PODS, SERVICES, Client, Resource
 from foundation.frameworks.defaulting import defaulted
-from schemas import upstream
 
 log = logging.getLogger(__name__)
 
 EXITED = "ExitedWithCode"  # upstream's reason for a pod seen terminated (semantics §4)
-COALESCE = 2.0  # seconds a change of replica counts alone may wait for the job's next change (_counts_wait)
 
 
 class InvalidJob(Exception):
     """An invalid job upstream reports and retries (MPIJob and MXJob validation, a pod it
     refuses to build): the manager retries with backoff and logs one line, no traceback."""
-
-
-def child_index(obj: dict[str, Any]) -> list[str]:
-    """Index children by (namespace, operator, job-name label): the owning job's slot."""
-    labels = obj["metadata"].get("labels") or {}
-    operator, job = labels.get(upstream.OPERATOR_LABEL), labels.get(upstream.JOB_NAME_LABEL)
-    if not operator or not job:
-        return []
-    return [f"{obj['metadata'].get('namespace', '')}/{operator}/{job}"]
 
 
 @dataclass
@@ -96,8 +84,7 @@ class Reconciler:
                              held=self.held)
         self.retirer = Retirer(self.writes, self.pods, self.creates)
         self.stuck = stuck.Reported()  # which stuck pods were said, and how many are stuck now (the gauge)
-        self._counts_since: dict[str, float] = {}  # job key -> when a change of its replica counts alone was held
-        self._counts_lock = threading.Lock()
+        self.counts = CountWrites()  # status changes of replica counts alone wait a moment (controller.jobs.counts)
 
     # ------------------------------------------------------------------ entry point
     def reconcile(self, key: str) -> float | None:
@@ -108,7 +95,7 @@ class Reconciler:
         if job is None or run_policy.managed_elsewhere(job, kind_name) or job["metadata"].get("deletionTimestamp"):
             if job is None:
                 self.expectations.forget(key)
-                self._counts_since.pop(key, None)
+                self.counts.forget(key)
             self._drop_held(key)
             self.stuck.forget(key)
             return None
@@ -135,10 +122,10 @@ class Reconciler:
                 self.records.settle(ctx)  # the run's record, if its create went out beside the pods
             if not ctx.deleted:
                 hold = not ctx.deferred and not cond.is_finished(ctx.status)
-                later = self._counts_wait(key, job, ctx.status) if hold else None
+                later = self.counts.wait(key, job.get("status") or {}, ctx.status) if hold else None
                 if later is None:
                     self._write_status(job, kind, ctx.status, key=key, hold=hold)
-                else:  # only replica counts moved: they wait for the job's next change, at most COALESCE
+                else:  # only replica counts moved: they wait for the job's next change, a moment
                     wake = later if wake is None else min(wake, later)
             for action in ctx.deferred:
                 action()
@@ -352,7 +339,7 @@ class Reconciler:
             # upstream's field is a Go map with omitempty: an empty one is not written at all
             # (a job suspended at creation has none); the parity test holds us to that
             status.pop("replicaStatuses", None)
-        changed = _comparable(status) != _comparable(job.get("status") or {})
+        changed = comparable(status) != comparable(job.get("status") or {})
         if key is not None and self.held is not None:
             if hold and changed and self.held.in_burst():
                 self.held.status(key, status, self.queue.add)  # released: the job's next pass writes it
@@ -366,28 +353,6 @@ class Reconciler:
         meta = job["metadata"]
         journal.state(job_key(kind.name, meta.get("namespace", ""), meta["name"]), job.get("status") or {}, status)
         return True
-
-    def _counts_wait(self, key: str, job: dict[str, Any], status: dict[str, Any]) -> float | None:
-        """Seconds a status whose only change is its replica counts waits before it is written, or
-        None to write now. The counts of an 8-pod job move with each pod that starts or ends, a
-        second or so apart, and each was a write of its own, a third of the status writes in `make
-        bench-scale` (bench/README.md). Held at most COALESCE s from the first such pass, the next
-        change of a condition, a start or completion time takes them along, as upstream's busy
-        work queue folds them; nothing else waits, and a held count is the next leader's to write."""
-        now = time.monotonic()
-        old = job.get("status") or {}
-        counts_only = _comparable(status) != _comparable(old) and all(
-            status.get(k) == old.get(k) for k in set(status) | set(old) if k not in ("replicaStatuses", "lastReconcileTime"))
-        with self._counts_lock:
-            if not counts_only:
-                self._counts_since.pop(key, None)
-                return None
-            first = self._counts_since.setdefault(key, now)
-            left = COALESCE - (now - first)
-            if left <= 0:
-                del self._counts_since[key]
-                return None
-        return left
 
     def _drop_held(self, key: str) -> None:
         if self.held is not None:
@@ -427,8 +392,3 @@ class Reconciler:
         self._write_status(job, kind, status)
         return None
 
-
-def _comparable(status: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in status.items() if k != "lastReconcileTime"}
-    out.setdefault("replicaStatuses", {})
-    return out

@@ -44,3 +44,9 @@ def test_recording_keeps_the_measured_noise_and_without_a_record_it_says_so(tmp_
 def test_the_project_record_of_make_bench_scale_reads() -> None:
     recorded = baseline.load("scale")
     assert recorded is not None and recorded.commit and "1000x8:cpu-per-pod" in recorded.ratios
+
+
+def test_the_project_record_of_make_bench_compiler_reads_with_the_noise_it_measured() -> None:
+    recorded = baseline.load("compiler")
+    assert recorded is not None and recorded.commit
+    assert {"1000:build-cpu", "1000:render-cpu"} <= set(recorded.ratios) and set(recorded.noise) == set(recorded.ratios)

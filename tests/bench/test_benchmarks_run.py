@@ -6,6 +6,7 @@ bench-compiler` and `make bench-controller` do not rot between the runs that mat
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -34,6 +35,26 @@ def test_the_compiler_benchmark_runs_at_n_5(tmp_path: Path, capsys) -> None:
     assert "vs before" in out
     assert "DIFFERS" not in out  # render and kustomize agree (when kubectl is there)
     assert md.read_text().startswith("### trainforge compiler benchmark")
+
+
+def test_the_compiler_benchmark_measures_another_checkout_beside_this_one_and_records_its_ratios(
+        tmp_path: Path, capsys) -> None:
+    """--also CHECKOUT: that checkout's train-compile run on the same specs, interleaved, its output
+    compared byte for byte; --record keeps the guarded ratios with their measured noise, and the
+    next run is compared with them (bench.baseline)."""
+    root = Path(compiler_bench.__file__).resolve().parents[1]
+    recorded = tmp_path / "recorded"
+    argv = ["--sizes", "5", "--repeat", "2", "--kustomize-repeat", "1", "--no-reference", "--no-plan", "--no-import",
+            "--workdir", str(tmp_path), "--also", str(root), "--recorded", str(recorded), "--record"]
+    assert compiler_bench.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "build CPU, N=5, this checkout vs" in out and ": render CPU, N=5 (s)" in out
+    assert "byte-identical to" in out and "NOT byte-identical" not in out  # the same code on both sides
+    saved = json.loads((recorded / "compiler.json").read_text())
+    if shutil.which("kubectl"):
+        assert set(saved["ratios"]) == {"5:build-cpu", "5:render-cpu"} and set(saved["noise"]) == set(saved["ratios"])
+    assert compiler_bench.main(argv[:-1]) == 0  # the second run is compared with the first
+    assert f"against the last recorded figures (commit {saved['commit']}" in capsys.readouterr().out
 
 
 def test_the_compiler_benchmark_runs_the_built_wheel_on_the_python_it_is_given(tmp_path: Path, capsys) -> None:

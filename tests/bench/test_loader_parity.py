@@ -57,6 +57,8 @@ DOCUMENTS = {
     "a local tag on a value": "a: !thing 1\n",
     "an ampersand that starts a value": "a: &anchor\n",
     "a percent sign inside a line": "a: 50%\nb: '%x'\n",
+    "a pair in a flow list": "a: [x, b: 1]\n",
+    "a quoted pair without a value in a flow list": 'a: [x, "4":, y]\n',
 }
 
 
@@ -76,8 +78,23 @@ def _seen(result):
     )
 
 
+def _asked(documents, tables):
+    """Each path's position asked on its own, as a diagnostic asks (`schemas.positions.find`):
+    every path of `tables` and some that are in no table."""
+    out = []
+    for doc, (keys, values) in zip(documents, tables):
+        paths = [()]
+        for loc in keys:
+            paths += [loc, (*loc, 0), (*loc, "missing"), (*loc[:-1], "missing"), (*loc[:-1], 99), (*loc, -1)]
+        out.append([(loc, doc.key_pos.get(loc), doc.value_pos.get(loc), loc in doc.key_pos) for loc in paths])
+    return out
+
+
 def _same_both_ways(text: str) -> None:
-    assert _seen(loader.load_text(text, "f.yaml")) == _seen(loader.load_text_ruamel(text, "f.yaml"))
+    fast, reference = loader.load_text(text, "f.yaml"), loader.load_text_ruamel(text, "f.yaml")
+    tables = [(dict(d.key_pos.items()), dict(d.value_pos.items())) for d in reference[0]]
+    assert _asked(fast[0], tables) == _asked(reference[0], tables)  # before anything fills the tables
+    assert _seen(fast) == _seen(reference)
 
 
 @pytest.mark.parametrize("scalar", SCALARS, ids=lambda s: f"the scalar {s!r}")

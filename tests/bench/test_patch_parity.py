@@ -73,6 +73,27 @@ def test_an_operation_means_what_jsonpatch_says(operations) -> None:
     assert _outcome(patching.apply, operations) == _outcome(library, operations)
 
 
+@pytest.mark.parametrize("operations", OPERATIONS.values(), ids=OPERATIONS.keys())
+def test_copying_on_write_means_the_same_and_leaves_the_document_alone(operations) -> None:
+    """`applied` (render's: only what the operations change is copied) gives what `apply` gives,
+    or the same error, and the document it was given is not changed."""
+    given = _base()
+
+    def on_write(doc, ops):
+        return patching.applied(given, ops)
+
+    assert _outcome(on_write, operations) == _outcome(patching.apply, operations)
+    assert given == _base()
+
+
+def test_copying_on_write_shares_what_no_operation_touches() -> None:
+    doc = _base()
+    out = patching.applied(doc, [{"op": "add", "path": "/a/b/1/d", "value": "e"}])
+    assert out["a"]["b"][1] == {"c": 2, "d": "e"} and doc["a"]["b"][1] == {"c": 2}
+    assert out["a"]["x/y"] is doc["a"]["x/y"] and out["l"] is doc["l"]  # off the path: shared
+    assert out is not doc and out["a"] is not doc["a"] and out["a"]["b"] is not doc["a"]["b"]
+
+
 def test_an_added_value_is_a_copy() -> None:
     value = {"k": [1]}
     doc = patching.apply({"a": {}}, [{"op": "add", "path": "/a/v", "value": value}])
@@ -92,6 +113,9 @@ def test_every_compiled_job_renders_as_jsonpatch_renders_it(tmp_path: Path, sour
         for component in bundle.components:
             expected = jsonpatch.apply_patch(expected, list(component.patches), in_place=True)
         assert bundle.rendered_job() == expected
+        before = json_copy(bundle.job)
+        assert bundle.rendered_job(shared=True) == expected
+        assert bundle.job == before  # the shared rendering changed nothing of the bundle's
         # and the patches as git holds them, each list position guarded by a test
         written = json_copy(bundle.job)
         for component in bundle.components:

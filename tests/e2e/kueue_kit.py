@@ -1,33 +1,43 @@
-"""Kueue's side of the Kueue end-to-end scenarios: the platform team's queue objects and a
-log of every Workload state.
+"""Kueue's side of the Kueue end-to-end scenarios: one round per Kueue release, the platform
+team's queue objects and a log of every Workload state.
 
-Where it sits: `test_kueue_e2e.py` asserts on what Kueue did (quota held, admissions,
-evictions) from this log rather than from one read at the end, so a moment when Kueue
-reserved more than the quota cannot slip between two reads. A watch runs for the whole
-module from a listed resourceVersion and keeps, per Workload, every state seen and, per
-ClusterQueue, the most GPUs reserved at once.
+Where it sits: `test_kueue_e2e.py` runs its scenarios once per release (v0.17.0, v0.19.2) in
+the one session GitOps world; a `Round` keys everything a round makes (namespaces, the
+repository folder and so the Flux Kustomization and Argo CD Application, ClusterQueues) by
+its release, so nothing one round leaves (jobs, Workloads, a queue's usage) is seen by the
+next. The v0.19 round enables the integrations train-compile's Kueue notice names
+(`notice_frameworks`): the notice's advice is what makes its jobs queued at all.
+The module asserts on what Kueue did (quota held, admissions, evictions) from the log
+rather than from one read at the end, so a moment when Kueue reserved more than the quota
+cannot slip between two reads. A watch runs for the round from a listed resourceVersion
+and keeps, per Workload, every state seen and, per ClusterQueue, the most GPUs reserved at once.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from e2e_kit import JOBS
 
+from compiler.emit import kueue_note
 from foundation.cluster import errors
 from foundation.cluster.kube import Client, Resource
 from testworld import gitops
+from testworld.kueue import FRAMEWORKS, V0_19, VERSION, Kueue
 
 ENGINES = gitops.ENGINES
-KUEUE_JOBS = JOBS / "kueue"
-NAMESPACE = "kueue"  # of the job files; each engine's copy is <engine>-kueue
-NAMESPACES = [f"{engine}-{NAMESPACE}" for engine in ENGINES]
-PREFIX = "kueue"
-APP = KUSTOMIZATION = f"{PREFIX}-default"
+KUEUE_JOBS = JOBS / "kueue"  # the job files' namespace (`kueue`) is replaced by the round's
+# release -> the round's name: its namespaces' stem (<engine>-<name>), repository folder
+# and engine objects' prefix (the Kustomization and Application <name>-default)
+ROUNDS = {VERSION: "kueue", V0_19: "kueue19"}
 QUOTA_GPUS = 4
 QUOTA_FILES = ["q-pytorch.yaml", "q-tf.yaml", "q-xgb.yaml", "q-jax.yaml"]  # 2 GPUs each: 8 asked, 4 in the quota
 GPU = "nvidia.com/gpu"
@@ -39,8 +49,51 @@ WORKLOADS = Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload")
 FLUX_TIMEOUT = "10s"
 
 
-def cluster_queue(engine: str) -> str:
-    return f"{engine}-gpus"
+class Round:
+    """One release's round of the scenarios: its names and its Kueue part (set by the fixture,
+    confined to the round's namespaces)."""
+
+    part: Kueue
+
+    def __init__(self, version: str) -> None:
+        self.version, self.name = version, ROUNDS[version]
+        self.prefix = self.name
+        self.app = self.kustomization = f"{self.name}-default"
+        self.namespaces = [self.ns(engine) for engine in ENGINES]
+
+    def ns(self, engine: str) -> str:
+        return f"{engine}-{self.name}"
+
+    def cluster_queue(self, engine: str) -> str:
+        return f"{self.ns(engine)}-gpus"
+
+    def sources(self, files: Iterable[Path], engine: str, out: Path) -> None:
+        """Copy job files into `out`, each job in this round's namespace for `engine`."""
+        for src in files:
+            gitops.edit_spec(src, lambda d: d["metadata"].__setitem__("namespace", self.ns(engine)), out / src.name)
+
+
+NOTICE = re.compile(r"^  Kueue: .* need (?P<names>.*) in its integrations\.frameworks:", re.M)
+
+
+def notice_frameworks(out: Path) -> list[str]:
+    """The integrations `train-compile build` of the scenario jobs tells a Kueue v0.19 user to
+    add (the line under its jobs table, compiler/emit/kueue_note.py), read from what it prints."""
+    exe = Path(sys.executable).with_name("train-compile")
+    done = subprocess.run([str(exe), "build", str(KUEUE_JOBS), "-o", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    found = NOTICE.search(done.stderr)
+    assert found, f"no Kueue notice in:\n{done.stderr}"
+    return re.findall(r'"([^"]+)"', found["names"])
+
+
+def frameworks(version: str, out: Path) -> tuple[str, ...]:
+    """The integrations the round's Kueue enables: the part's default on v0.17 (its shipped
+    list has the v1 kinds); on v0.19 what its shipped configuration keeps of the kinds
+    trainforge writes plus exactly what the notice names."""
+    if version == VERSION:
+        return FRAMEWORKS
+    return (*notice_frameworks(out), *sorted(kueue_note.V019_DEFAULTS))
 
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -63,14 +116,16 @@ def local_queue_object(name: str, namespace: str, cluster_queue: str) -> dict[st
             "spec": {"clusterQueue": cluster_queue}}
 
 
-def queue_objects(engine: str) -> list[dict[str, Any]]:
+def queue_objects(rnd: Round, engine: str) -> list[dict[str, Any]]:
     """What a platform team sets up once per team: a flavor, a ClusterQueue with a GPU
-    quota that preempts lower priorities, the team's LocalQueue, two priorities."""
-    ns = f"{engine}-{NAMESPACE}"
+    quota that preempts lower priorities, the team's LocalQueue, two priorities (the
+    flavor and the priorities are the same objects in every round)."""
+    ns = rnd.ns(engine)
     return [
         {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "a100"}, "spec": {"nodeLabels": A100}},
-        cluster_queue_object(cluster_queue(engine), {"matchLabels": {"kubernetes.io/metadata.name": ns}}, QUOTA_GPUS),
-        local_queue_object("gpu-queue", ns, cluster_queue(engine)),
+        cluster_queue_object(rnd.cluster_queue(engine), {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                             QUOTA_GPUS),
+        local_queue_object("gpu-queue", ns, rnd.cluster_queue(engine)),
         {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": "low"}, "value": 100},
         {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": 1000},
     ]
@@ -96,10 +151,11 @@ def gpus(workload: dict[str, Any]) -> int:
 
 
 class WorkloadLog:
-    """Every state of every Workload in the scenario namespaces, from a watch running for
-    the whole module: what Kueue reserved at each moment, not only at the end."""
+    """Every state of every Workload in the round's namespaces, from a watch running for
+    the whole round: what Kueue reserved at each moment, not only at the end."""
 
-    def __init__(self, kubeconfig: Path) -> None:
+    def __init__(self, kubeconfig: Path, namespaces: list[str]) -> None:
+        self.namespaces = set(namespaces)
         self.client = Client.connect(str(kubeconfig), pool_size=2)
         self.current: dict[tuple[str, str], dict[str, Any]] = {}
         self.history: list[dict[str, Any]] = []  # each ADDED/MODIFIED workload as seen
@@ -111,7 +167,7 @@ class WorkloadLog:
 
     def _seen(self, obj: dict[str, Any], deleted: bool = False) -> None:
         meta = obj["metadata"]
-        if meta.get("namespace") not in NAMESPACES:
+        if meta.get("namespace") not in self.namespaces:
             return
         with self.lock:
             key = (meta["namespace"], meta["name"])

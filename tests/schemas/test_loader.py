@@ -151,8 +151,8 @@ def test_a_file_source_is_itself(tmp_path):
 def test_the_fast_and_the_reference_loader_agree_on_data_and_positions():
     """load_text's libyaml path must equal the ruamel reference loader: the same plain data and
     starts from another parser, and positions that its lazy tables fill for the right document."""
-    from schemas.fastyaml import LazyTable
     from schemas.loader import load_text_ruamel
+    from schemas.positions import LazyTable
 
     mixed = ("mixed:\n  flow: [1, two, 3.5, true, null, \"q\"]\n  quoted: 'it''s'\n  block: |\n    one\n    two\n"
              "  folded: >-\n    a\n    b\n  empty: {}\n  big: 1e3\n  switch: on\n  nothing: ~\n")
