@@ -164,8 +164,9 @@ class Reader:
             return ClusterForbidden(f"{where} refused to let these credentials read: {exc}; "
                                 "they need get and list on the jobs, pods and events (read-only)")
         if isinstance(exc, errors.Retryable) and not getattr(exc, "code", 0):
-            return ClusterError(f"cannot reach {where}: {getattr(exc, 'reason', exc)}; "
-                                "is it running and is the kubeconfig's server right?")
+            ctx = f" (context {self.context})" if self.context else ""
+            return ClusterError(f"cannot reach {self.server}{ctx}: {unreachable(exc)}; is the cluster up? "
+                                "check --kubeconfig/--context")
         return ClusterError(f"{where}: {exc}")
 
 
@@ -198,6 +199,34 @@ class Stream:
                 end_stream(self._resp)
             except RuntimeError:  # released between the check and the cut: it is over anyway
                 pass
+
+
+def unreachable(exc: BaseException) -> str:
+    """Why a request never reached the server, in a few words: the OS's or TLS's own reason found
+    in the exception's chain (urllib3 wraps it in a pool error that names the URL, retries and
+    the connection object), not urllib3's sentence around it."""
+    import socket
+    import ssl
+
+    seen: set[int] = set()
+    todo: list[Any] = [exc]
+    while todo:
+        cause = todo.pop(0)
+        if not isinstance(cause, BaseException) or id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "no such host"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS: {getattr(cause, 'reason', None) or cause}".replace("_", " ").lower()
+        if isinstance(cause, (TimeoutError, socket.timeout)) or type(cause).__name__ == "ConnectTimeoutError":
+            return "timed out"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror[0].lower() + cause.strerror[1:]
+        todo += [getattr(cause, "reason", None), cause.__cause__, cause.__context__]
+    return str(getattr(exc, "reason", exc)).split(" (Caused by", 1)[0]
 
 
 def default_namespace(kubeconfig: str | None, context: str | None) -> str:

@@ -15,6 +15,7 @@ carry a `[pod] ` prefix when several pods can show up. Read-only, like `status`.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 import click
 
 from compiler.cli.common import compile_or_usage_error, report
+from compiler.cli.live.logsource import Refused
 from compiler.cli.live.options import (
     cluster_failed,
     connect,
@@ -40,7 +42,9 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("target", metavar="JOB|SPEC")
 @env_option
-@click.option("-n", "--namespace", default=None, help="JOB's namespace [default: the kubeconfig context's].")
+@click.option("-n", "--namespace", default=None,
+              help="JOB's namespace [default: the project's, from the trainforge.yaml around the working folder; "
+                   "outside a project the kubeconfig context's].")
 @click.option("--replica", default=None, metavar="TYPE", help="Only this replica type, in any case (a TrainJob's: one of its replicated jobs).")
 @click.option("--index", type=click.IntRange(min=0), default=None, help="Only the pod of this index.")
 @click.option("-c", "--container", default=None, help="Another container than the program's.")
@@ -56,16 +60,87 @@ def logs(target: str, env: Optional[str], namespace: Optional[str], replica: Opt
     from compiler.cli.live.logsource import Pick
 
     pick = Pick(replica, index, container)
-    specs = _spec_refs(Path(target), env) if Path(target).exists() else None
+    path = Path(target)
+    if not path.exists() and _looks_like_a_path(target):
+        click.echo(f"train-compile: no spec file or folder {target}; give JOB as [namespace/]name, or an existing "
+                   "spec file or folder", err=True)
+        sys.exit(1)
+    specs = _spec_refs(path, env) if path.exists() else None
+    chosen = (namespace, "-n") if namespace else (None, "")
+    if specs is None and namespace is None and "/" not in target:
+        chosen = _project_namespace(env)
     with connect(kubeconfig, context, pool_size=16) as reader:
         try:
-            refs = specs if specs is not None else [_job_ref(reader, target, namespace=namespace, wait=follow)]
+            refs = specs if specs is not None else [_job_ref(reader, target, namespace=chosen, wait=follow)]
             code = (_follow if follow else _print)(reader, refs, pick=pick, tail=tail)
         except cluster.ClusterError as exc:
             cluster_failed(exc)
+        except Refused as exc:
+            click.echo(f"train-compile: {exc}", err=True)
+            code = 1
         except KeyboardInterrupt:
             code = 130
     sys.exit(code)
+
+
+def _looks_like_a_path(target: str) -> bool:
+    """A JOB is `[namespace/]name`; more slashes, a leading `.` or `/`, or a YAML suffix is a path."""
+    return (target.count("/") > 1 or target.startswith((".", "/", "~"))
+            or target.endswith((".yaml", ".yml", ".json")))
+
+
+def _project_namespace(env: Optional[str]) -> tuple[Optional[str], str]:
+    """The namespace of the project around the working folder (its environment's, else its
+    defaults') and where it comes from; None outside a project (then the kubeconfig context's,
+    as kubectl's)."""
+    from compiler.reading.sources import project_file_for
+    from schemas.loader import load_file
+    from schemas.project import Project
+
+    found = project_file_for(Path.cwd())
+    if not found.is_file():  # a project in a folder of the repository: the one below, if one
+        below = sorted(Path.cwd().glob(f"*/{found.name}"))
+        if len(below) != 1:
+            return None, ""
+        found = below[0]
+    docs, problems = load_file(found)
+    try:
+        project = Project.model_validate(docs[0].data) if docs and not problems else None
+    except ValueError:
+        project = None
+    if project is None:
+        return None, ""
+    names = [env] if env else project.environment_names()
+    own = {project.environment(n).namespace or project.defaults.namespace for n in names}
+    chosen = own.pop() if len(own) == 1 and None not in own else project.defaults.namespace
+    return chosen, f"the project's, {os.path.relpath(found)}" if chosen else ""
+
+
+def _refused(reader: "Reader", ref: "JobRef", job: dict[str, Any], pods: list[dict[str, Any]], pick: "Pick") -> None:
+    """Refuse (exit 1) a selection the job can never have; the run's record, when train-controller
+    keeps one, says how many pods the run has (a change of replicas may be held for the next run)."""
+    from compiler.cli import cluster
+    from compiler.cli.live.logsource import refusal
+    from foundation.runs.current import current
+    from foundation.cluster.resource import CONTROLLERREVISIONS
+    from foundation.runs.record import record_of
+
+    shown = job
+    if any(record_of(p) for p in pods):
+        try:
+            records = reader.list(CONTROLLERREVISIONS, namespace=ref.namespace, label_selector=ref.selector) or []
+        except cluster.ClusterForbidden:
+            records = []
+        data = current(job, pods, records).data
+        if data is not None:
+            shown = {**job, "spec": data["spec"]}
+    facts = {"replica_types": _replica_types(ref.kind.kind), "replica_specs": _replica_specs(ref.kind.kind),
+             "pods": pods, "labels": ref.labels}
+    refused = refusal(shown, pick, **facts)
+    if refused and shown is not job and refusal(job, pick, **facts) != refused:
+        refused += " in its run (the job object's change of replicas is held for its next run)"
+    if refused:
+        raise Refused(refused)
 
 
 def _spec_refs(path: Path, env: Optional[str]) -> list[Callable[[], Optional["JobRef"]]]:
@@ -79,13 +154,16 @@ def _spec_refs(path: Path, env: Optional[str]) -> list[Callable[[], Optional["Jo
     return [(lambda ref=JobRef(s.namespace, s.name, kind_of(s.api_version, s.kind)): ref) for s in jobs]
 
 
-def _job_ref(reader: "Reader", target: str, *, namespace: Optional[str], wait: bool) -> Callable[[], Optional["JobRef"]]:
-    """JOB as a job of whichever kind the cluster has by that name (looked up until found)."""
+def _job_ref(reader: "Reader", target: str, *, namespace: tuple[Optional[str], str],
+             wait: bool) -> Callable[[], Optional["JobRef"]]:
+    """JOB as a job of whichever kind the cluster has by that name (looked up until found), in
+    the namespace JOB names, else `namespace` (the value, and where it came from)."""
     from compiler.cli.live.logsource import JobRef
     from compiler.cli.live.specs import job_kinds
 
     ns, _, name = target.rpartition("/")
-    ns = ns or namespace or reader.namespace
+    origin = "" if ns else namespace[1] or "the kubeconfig context's"
+    ns = ns or namespace[0] or reader.namespace
     known: list[JobRef] = []
 
     def resolve() -> Optional[JobRef]:
@@ -97,7 +175,8 @@ def _job_ref(reader: "Reader", target: str, *, namespace: Optional[str], wait: b
 
     if not wait and resolve() is None:
         kinds = ", ".join(k.kind for k in job_kinds())
-        click.echo(f"train-compile: no job {ns}/{name} in the cluster at {reader.server} (read {kinds}); "
+        where = f"; the namespace is {origin}" if origin else ""
+        click.echo(f"train-compile: no job {ns}/{name} in the cluster at {reader.server} (read {kinds}{where}); "
                    "pass namespace/name, or a spec file", err=True)
         sys.exit(1)
     return resolve
@@ -119,8 +198,9 @@ def _print(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], *, pi
             continue
         types = _replica_types(ref.kind.kind)
         order = {rt.lower(): i for i, rt in enumerate(types)}
-        pods = [p for p in reader.list(cluster.PODS, namespace=ref.namespace, label_selector=ref.selector) or []
-                if pick.wants(p, ref.labels)]
+        every = reader.list(cluster.PODS, namespace=ref.namespace, label_selector=ref.selector) or []
+        _refused(reader, ref, job, every, pick)
+        pods = [p for p in every if pick.wants(p, ref.labels)]
         if not pods:
             click.echo(f"train-compile: {ref.namespace}/{ref.name} ({job_state(job).state}) has no pods"
                        f"{' of that selection' if pick.replica or pick.index is not None else ''} yet; "
@@ -156,7 +236,8 @@ def _follow(reader: "Reader", refs: list[Callable[[], Optional["JobRef"]]], *, p
         return None in counts or sum(c or 0 for c in counts) != 1
 
     Follower(reader, refs, pick=pick, tail=tail, prefix=several, write=stdout_write,
-             note=lambda text: click.echo(f"train-compile: {text}", err=True)).run()
+             note=lambda text: click.echo(f"train-compile: {text}", err=True),
+             check=lambda ref, job, pods: _refused(reader, ref, job, pods, pick)).run()
     return 0
 
 

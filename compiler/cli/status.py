@@ -3,8 +3,10 @@
 The specs are compiled offline first (bad specs stop the run with the usual diagnostics,
 before any cluster read) to learn each job's kind, namespace, name and compiled object;
 then the cluster is read once (`compiler.cli.live.gather`) and the report printed in the
-chosen format on stdout. With `--wait`, only the jobs' states are polled until every job
-reaches the condition, one fails, or the timeout passes, and the report is printed then.
+chosen format on stdout: text within the terminal's width (`--wide`: whole), JSON, markdown.
+With `--wait`, only the jobs' states are polled (`compiler.cli.live.waiting`, progress on
+stderr) until every job reaches the condition, one fails, or the timeout passes, and the
+report is printed then.
 
 Exit codes, for scripts:
   0  every spec's job is live and well: none failed, no pod stuck, no drift, no orphan
@@ -16,14 +18,15 @@ Exit codes, for scripts:
      CreateContainerConfigError, Unschedulable ... for --stuck-pod-threshold or longer,
      3 minutes by default, as train-controller's Event): a person is needed. A pod that has
      waited less is shown waiting, with its reason, and does not change the exit code.
-  4  git and the cluster differ: a spec without a live job, drift, or a live job whose
-     spec is gone (and nothing of 3)
+  4  git and the cluster differ: a spec without a live job, drift (a change held for the
+     next run too), or a live job whose spec is gone, and nothing of 3
+3 wins over 4: a stuck pod beside an orphan exits 3, since a person is needed before git and
+the cluster can agree (tests/cli/test_status_held.py).
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -43,20 +46,9 @@ from foundation.runs.stuck import STUCK_AFTER  # when a waiting pod is stuck: tr
 from schemas import durations
 
 if TYPE_CHECKING:
-    from compiler.cli.cluster import Reader
     from compiler.cli.live.gather import StatusReport
-    from compiler.cli.live.specs import Scope, SpecJob
 
-POLL_SECONDS = 1.0
 CONDITIONS = ("Created", "Running", "Succeeded", "Failed")
-# --wait CONDITION: the states that count as having reached it (Running is reached by a job
-# that ran and finished while nobody looked; a failure ends every wait but a wait for it)
-REACHED = {
-    "Created": ("Created", "Running", "Restarting", "Suspended", "Succeeded"),
-    "Running": ("Running", "Restarting", "Succeeded"),
-    "Succeeded": ("Succeeded",),
-    "Failed": ("Failed",),
-}
 
 
 @click.command()
@@ -66,6 +58,7 @@ REACHED = {
 @context_option
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True,
               help="How to print the report (stdout); diagnostics go to stderr.")
+@click.option("--wide", is_flag=True, help="Text: every message and Event whole, not cut at the terminal's width.")
 @click.option("--wait", "wait_for", type=click.Choice(CONDITIONS), default=None,
               help="Wait until every job reaches CONDITION (Running counts a job that ran and finished); "
                    "exit 1 if one fails first or the timeout passes.")
@@ -75,7 +68,7 @@ REACHED = {
                    "error, unschedulable, crash loop) before it counts as stuck (exit 3), as train-controller's "
                    "flag of the same name; 0: never.")
 def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[str], context: Optional[str],
-           fmt: str, wait_for: Optional[str], timeout: str, stuck_pod_threshold: str) -> None:
+           fmt: str, wide: bool, wait_for: Optional[str], timeout: str, stuck_pod_threshold: str) -> None:
     """Show each spec's live job: its state and for how long, its pods by replica type and
     why any waits, its last Warning Events, drift from git, and live jobs whose spec is
     gone. Read-only. Exit 0 all well, 3 a job failed or a pod is stuck, 4 git and the
@@ -85,6 +78,7 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     from compiler.cli.live.clock import parse_duration
     from compiler.cli.live.gather import gather
     from compiler.cli.live.specs import environment_namespaces, scope_of, spec_jobs
+    from compiler.cli.live.waiting import wait
 
     try:
         seconds = parse_duration(timeout)
@@ -102,23 +96,20 @@ def status(sources: tuple[Path, ...], env: Optional[str], kubeconfig: Optional[s
     scope = scope_of(list(sources), environment_namespaces(result, environment))
     with connect(kubeconfig, context) as reader:
         try:
-            waited = _wait(reader, specs, scope=scope, condition=wait_for, seconds=seconds) if wait_for else None
+            waited = wait(reader, specs, scope=scope, condition=wait_for, seconds=seconds,
+                          note=lambda line: click.echo(f"train-compile: {line}", err=True)) if wait_for else None
             found = gather(reader, specs, scope=scope, environment=environment, stuck_after=stuck_after)
         except cluster.ClusterError as exc:
             cluster_failed(exc)
-    sys.stdout.write(render.FORMATS[fmt](found))
+    sys.stdout.write(render.FORMATS[fmt](found, width=None if wide else _width()))
     if waited is not None:
-        if waited:
-            click.echo(f"train-compile: {waited}", err=True)
-            sys.exit(1)
-        return
+        click.echo(f"train-compile: {waited.line(wait_for, found)}", err=True)
+        sys.exit(0 if waited.outcome == "reached" else 1)
     sys.exit(exit_code(found))
 
 
 def exit_code(found: "StatusReport") -> int:
-    from compiler.cli.live.render import summary
-
-    counts = summary(found)
+    counts = found.summary()
     if counts["failed"] or counts["stuck"]:
         return 3
     if counts["absent"] or counts["drift"] or counts["orphans"]:
@@ -126,26 +117,10 @@ def exit_code(found: "StatusReport") -> int:
     return 0
 
 
-def _wait(reader: "Reader", specs: list["SpecJob"], *, scope: "Scope", condition: str, seconds: float) -> str:
-    """Poll the jobs' states until all reached `condition`: "" then, else why the wait failed."""
-    from compiler.cli.live.gather import states
+def _width() -> int:
+    """The terminal's width (`COLUMNS`, else the terminal's, else 80 when not a terminal)."""
+    import shutil
 
-    started = time.monotonic()
-    while True:
-        now = states(reader, specs, scope=scope)
-        failed = [s for s in specs if condition != "Failed" and s.key in now and now[s.key].state == "Failed"]
-        if failed:
-            return f"{_names(failed)} failed before reaching {condition}"
-        waiting = [s for s in specs if s.key not in now or now[s.key].state not in REACHED[condition]]
-        if not waiting:
-            click.echo(f"train-compile: every job reached {condition} ({durations.age(time.monotonic() - started)})", err=True)
-            return ""
-        if time.monotonic() - started >= seconds:
-            where = ", ".join(f"{s.namespace}/{s.name} is {now[s.key].state if s.key in now else 'absent'}"
-                              for s in waiting[:5])
-            return f"timed out after {durations.go(seconds)} waiting for {condition}: {where}"
-        time.sleep(POLL_SECONDS)
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
 
 
-def _names(specs: list["SpecJob"]) -> str:
-    return ", ".join(f"{s.namespace}/{s.name}" for s in specs)

@@ -36,8 +36,9 @@ from compiler.plan.sides import Job, Side
 from compiler.targets import api
 from compiler.targets.base import at_path
 from foundation.frameworks.base import API_VERSION as KUBEFLOW_V1
+from foundation.runs import current as runs
 
-LiveIndex = dict[tuple[str, str, str], dict[str, Any]]
+LiveIndex = live.LiveIndex
 
 
 @dataclass(frozen=True, order=True)
@@ -49,6 +50,7 @@ class Wanted:
     plural: str
     kind: str
     namespace: str
+    selector: Optional[str] = None  # a label selector (the pods and run records of the jobs)
 
 
 LiveReader = Callable[[list[Wanted]], list[dict[str, Any]]]  # the lists -> the live jobs they found
@@ -86,24 +88,26 @@ def environments(both: Sides) -> list[str]:
 
 def wanted(both: Sides) -> list[Wanted]:
     """The lists that find every job either side names (one per kind and namespace): what --live reads;
-    where kubeflow.org/v1 jobs are, their pods and run records (whether a run has started); and the
-    claims of changed jobs with their StorageClasses (whether a claim may grow)."""
+    and the run of each job: its pods (the GPUs they hold, whether its run has started) and, where
+    kubeflow.org/v1 jobs are, train-controller's run records; and the claims of changed jobs with
+    their StorageClasses (whether a claim may grow)."""
     out = set()
     for side in (both.head, both.base):
         for jobs in side.jobs.values():
             for job in jobs.values():
                 group, _, version = job.bundle.job["apiVersion"].rpartition("/")
                 out.add(Wanted(group, version, job.plan_facts.plural(job.kind) or "", job.kind, job.namespace))
-                if job.bundle.job["apiVersion"] == KUBEFLOW_V1:
-                    out.add(Wanted("", "v1", "pods", "Pod", job.namespace))
-                    out.add(Wanted("apps", "v1", "controllerrevisions", "ControllerRevision", job.namespace))
+                selector = runs.labels_for(job.bundle.job["apiVersion"]).job
+                out.add(Wanted("", "v1", "pods", live.PODS, job.namespace, selector))
+                if job.bundle.job["apiVersion"] == KUBEFLOW_V1:  # train-controller's records
+                    out.add(Wanted("apps", "v1", "controllerrevisions", live.RECORDS, job.namespace, selector))
     for env_name, jobs in both.head.jobs.items():
         for key, job in jobs.items():
             old = both.base.jobs.get(env_name, {}).get(key)
             if old is not None and old is not job and any(o["kind"] == claimsmod.KIND for o in job.objects[:-1]):
                 out.add(Wanted("", "v1", "persistentvolumeclaims", claimsmod.KIND, job.namespace))
                 out.add(Wanted("storage.k8s.io", "v1", "storageclasses", claimsmod.CLASS_KIND, ""))
-    return sorted(out)
+    return sorted(out, key=lambda w: (w.group, w.version, w.plural, w.kind, w.namespace, w.selector or ""))
 
 
 def make(sources: list[Path], *, base: str, env: Optional[str], accepts: list[Accept],
@@ -182,7 +186,7 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         if states is not None and aspects.grown:
             ctx = replace(ctx, claims={g.name: claimsmod.verdict(g, states) for g in aspects.grown})
         verdict = judge.update(aspects, ctx)
-        lead = words.update_lead(aspects)
+        lead = words.update_lead(aspects, old=old, new=new) + (found.note(now) if found is not None else "")
     elif pair.change == "create":
         assert new is not None
         verdict = judge.create(ctx, suspended=bool(at_path(new.rendered, new.plan_facts.suspend)))
@@ -208,6 +212,7 @@ def _job(pair: Pair, both: Sides, env: str, env_setting: tuple[str, str], states
         hazards=verdict.ordered(), queue=(new or old).queue if (new or old) else None,
         anchor=_anchor(new, positions) if pair.change != "unchanged" else None,
         renamed_kind=old.kind if pair.change == "rename" and old and new and old.kind != new.kind else None,
+        live=found.to_json() if found is not None else None,
     )
     verdict.clauses += adopting
     if found is not None and found.source and found.source != watched.origin:
@@ -255,6 +260,9 @@ def assemble(both: Sides, *, states: Optional[LiveIndex], accepts: list[Accept],
             rows.append(row)
         total, hours = gpumod.sums(rows)
         notes = [REFUSED_SYNC] if any("sync-refused" in j.hazards for j in jobs) else []
+        held = [j.live["gpus"] for j in jobs if j.live and j.live.get("gpus") is not None]
+        if held:  # what runs now, beside the compiled figures (every pod of each job running)
+            notes.append(f"in use now: {sum(held)} GPUs held by pods placed on nodes")
         if env not in both.head.result.environments:
             notes.append(f"environment {env} is gone from trainforge.yaml: its jobs go when train-compile argocd or flux"
                          " output drops its Application or Kustomization")

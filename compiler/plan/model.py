@@ -67,6 +67,7 @@ class JobPlan:
     summary: str = ""
     queue: Optional[str] = None
     anchor: Optional[Position] = None  # where a GitHub annotation goes (None: no head spec)
+    live: Optional[dict[str, Any]] = None  # under --live: the job's state and run (compiler.plan.live.Live.to_json)
     throws_away: Optional[str] = None  # --live: `kills nlp/bert at 62%, ...` when the change stops a reporting run
     renamed_kind: Optional[str] = None  # the old job's kind, for a rename that switches it (framework, target)
 
@@ -103,6 +104,7 @@ class JobPlan:
             "accepted": list(self.accepted),
             "positions": [{"field": p.path, "file": p.file, "line": p.line, "col": p.col} for p in self.fields],
             "queue": self.queue,
+            **({"live": self.live} if self.live is not None else {}),
             "throwsAway": self.throws_away,
             "renamedFromKind": self.renamed_kind,
         }

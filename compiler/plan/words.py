@@ -58,8 +58,10 @@ def rename_lead(old: Job, new: Job, found: Optional[Live], now: datetime) -> str
     return lead + _killed(old, found, now)
 
 
-def update_lead(a: Aspects) -> str:
-    parts = [f"{rtype} replicas {b} -> {n}" for rtype, (b, n) in a.replicas.items()]
+def update_lead(a: Aspects, *, old: Optional[Job] = None, new: Optional[Job] = None) -> str:
+    """The change in the spec's words where they are known: `spec.nodes 2 -> 3` for the replica counts
+    `nodes` makes (given both sides' jobs), a role's `spec.roles.ps.replicas 1 -> 2`, else the kind's."""
+    parts = _replicas(a, old, new)
     parts += [f"image {b} -> {n}" for b, n in a.images]
     if a.templates and not a.images:
         parts.append("pod template of " + ", ".join(a.templates))
@@ -85,6 +87,22 @@ def update_lead(a: Aspects) -> str:
         parts.append(", ".join(a.others))
     more = len(parts) - SHOWN
     return ", ".join(parts[:SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _replicas(a: Aspects, old: Optional[Job], new: Optional[Job]) -> list[str]:
+    if old is None or new is None or not a.replicas:
+        return [f"{rtype} replicas {b} -> {n}" for rtype, (b, n) in a.replicas.items()]
+    roles = set(old.target.spec.roles) | set(new.target.spec.roles)
+    parts, nodes = [], (old.target.spec.nodes, new.target.spec.nodes)
+    for rtype, (b, n) in a.replicas.items():
+        if rtype.lower() in roles:
+            parts.append(f"spec.roles.{rtype.lower()}.replicas {b} -> {n}")
+        elif nodes[0] != nodes[1]:
+            part = f"spec.nodes {nodes[0]} -> {nodes[1]}"
+            parts += [] if part in parts else [part]
+        else:
+            parts.append(f"{rtype} replicas {b} -> {n}")
+    return parts
 
 
 def summary(change: str, lead: str, clauses: list[str], *, unchanged_fields: bool) -> str:

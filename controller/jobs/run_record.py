@@ -24,19 +24,22 @@ from typing import Any
 
 from controller.jobs.desired import base_labels, owner_reference
 from controller.jobs.kinds import Kind
-from foundation.cluster.kube import Resource
-from foundation.runs.spec import RunSpec
-from foundation.runs.record import (  # the wire names of a record, shared with `plan` and `status`
+from foundation.cluster.resource import CONTROLLERREVISIONS as CONTROLLERREVISIONS
+from foundation.runs.record import (  # the wire names and reading of a record, shared with `plan` and `status`
+    APPLIED_REASON as APPLIED_REASON,
+    ATTEMPT as ATTEMPT,
     ENDED as ENDED,
+    HASH_LABEL as HASH_LABEL,
+    HELD_REASON as HELD_REASON,
+    NOT_RUN_REASON as NOT_RUN_REASON,
     PREFIX,
     RECORD as RECORD,
     STARTED as STARTED,
     number as number,
+    owned_by,
 )
+from foundation.runs.spec import RunSpec
 
-CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
-HASH_LABEL = "controller.kubernetes.io/hash"  # as a StatefulSet's revisions carry it
-ATTEMPT = PREFIX + "attempt"  # on each pod of a scope-job run, and on the record: the whole-job attempt
 RESTART_CAUSE = PREFIX + "restart-cause"  # on the record: what started the current attempt
 ANNOUNCED = PREFIX + "announced"  # on the record: "held:<hash>" / "finished:<hash>", the change last announced
 DEFERRED, FINISHED, SUSPENDED = "held", "finished", "suspended"  # DEFERRED's wire value is historical
@@ -81,8 +84,7 @@ def annotation(record: dict[str, Any], key: str) -> str:
 
 
 def controlled_by(obj: dict[str, Any], job: dict[str, Any]) -> bool:
-    return any(r.get("controller") and r.get("uid") == job["metadata"].get("uid")
-               for r in obj["metadata"].get("ownerReferences") or [])
+    return owned_by(obj, job["metadata"].get("uid"))
 
 
 def stamp(pod: dict[str, Any], *, record: str, attempt: int | None, started: bool = False) -> None:

@@ -54,8 +54,8 @@ from foundation.runs import started as runstart
 
 log = logging.getLogger(__name__)
 
-# Events' reasons, after the kind: wire names (a deferred change's is historical: "held")
-DEFERRED_REASON, NOT_RUN_REASON, APPLIED_REASON = "SpecChangeHeld", "SpecChangeNotRun", "SpecChangeApplied"
+# Events' reasons, after the kind: wire names (a deferred change's is historical: "held"), read by `status`
+DEFERRED_REASON, NOT_RUN_REASON, APPLIED_REASON = rr.HELD_REASON, rr.NOT_RUN_REASON, rr.APPLIED_REASON
 SPECS_KEPT = 4096  # jobs whose run spec is kept hashed (all dropped at once past it: a cache, not a record)
 START, REOPEN, DEFER, REPLACE, SAME = "start", "reopen", "defer", "replace", "same"  # what `begin` does
 

@@ -49,3 +49,8 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+CONTROLLERREVISIONS = Resource("apps", "v1", "controllerrevisions", "ControllerRevision")
+# Kueue's Workload of a queued job, newest served version first (v0.17 and v0.19 serve both)
+WORKLOADS = (Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload"),
+             Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload"))

@@ -14,6 +14,8 @@ and times in, words and numbers out), below both products so neither restates it
     podstate  why a pod waits, read from its status, and since when
     stuck     when a waiting pod is stuck: the reasons, and the threshold (3 minutes)
     clock     times as the API server writes them (RFC 3339), read one way
+    record    train-controller's run record (a ControllerRevision): the names it writes
+    current   a job's current run from the cluster: its pods, when it began and started, its record
 
 The kinds' own facts (replica-spec field, defaulting, status rules) stay in their adapters
 (`foundation.frameworks`); these modules take an adapter where a rule depends on the kind.

@@ -69,9 +69,12 @@ def started(pods: Iterable[dict[str, Any]], record: Optional[dict[str, Any]] = N
     return any(pod_shows_start(p) for p in of_run(pods, name))
 
 
-def first_start(pods: Iterable[dict[str, Any]]) -> Optional[str]:
+def first_start(pods: Iterable[dict[str, Any]], *, since: Optional[str] = None) -> Optional[str]:
     """When the first of the pods' own containers started (`startedAt`, as the kubelet wrote it;
-    their earlier runs included), by the same rule: what `status` ages a started run from."""
+    their earlier runs included), by the same rule: what `status` ages a started run from. With
+    `since` (the run's beginning: `foundation.runs.current.began`), a start before it is an
+    earlier run's (a container that ran before a resume) and does not count."""
+    floor = parse_time(since)
     found = []
     for pod in pods:
         for c in (pod.get("status") or {}).get("containerStatuses") or []:
@@ -79,7 +82,7 @@ def first_start(pods: Iterable[dict[str, Any]]) -> Optional[str]:
                 for phase in ("running", "terminated"):
                     at = (state.get(phase) or {}).get("startedAt")
                     when = parse_time(at)
-                    if when is not None:
+                    if when is not None and (floor is None or when >= floor):
                         found.append((when, str(at)))
     return min(found)[1] if found else None
 

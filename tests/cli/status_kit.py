@@ -33,7 +33,7 @@ ENV = "test"
 ENGINE = "argocd-controller"  # the field manager the "engine" applies with
 
 
-def project(root: Path, namespace: str, *, target: str = "kubeflow-v1") -> Path:
+def project(root: Path, namespace: str, *, target: str = "kubeflow-v1", controller: str = "train-controller") -> Path:
     """A git repository holding `jobs/trainforge.yaml` for `namespace` (no Namespace objects:
     the test made it); GPU types a100 (in the pod world) and b200 (no such node)."""
     jobs = root / "jobs"
@@ -48,7 +48,7 @@ def project(root: Path, namespace: str, *, target: str = "kubeflow-v1") -> Path:
           target: {target}
         environments:
           {ENV}:
-            {"controller: train-controller" if target == "kubeflow-v1" else ""}
+            {f"controller: {controller}" if target == "kubeflow-v1" else ""}
             gpuTypes:
               a100: {{nodeSelector: {{nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}}}}
               b200: {{nodeSelector: {{nvidia.com/gpu.product: NVIDIA-B200}}}}
@@ -132,3 +132,23 @@ def process(world: World, *args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "compiler.cli.main", *map(str, args), "--kubeconfig",
                              str(world.kubeconfig)], cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+
+
+def job_of(outcome: Outcome, name: str) -> dict[str, Any]:
+    """The named job's entry of `status --format json`."""
+    return next(j for j in outcome.json["jobs"] if j["name"] == name)
+
+
+def fields_of(outcome: Outcome, name: str) -> list[tuple[str, Any, Any, Any, str]]:
+    """A job's drift as the spec's fields: (field, git, the job object, the run, why)."""
+    return [(f["field"], f["git"], f["job"], f["run"], f["why"]) for f in job_of(outcome, name)["fields"]]
+
+
+def spec_line(path: Path, *loc: str, name: str | None = None) -> int:
+    """The line of `spec.<loc>` in the spec file `path` as the user wrote it (the document of job
+    `name` in a file of several)."""
+    from schemas.loader import load_file
+
+    docs, _ = load_file(path)
+    doc = next(d for d in docs if name is None or d.data["metadata"]["name"] == name)
+    return doc.position(("spec", *loc))[0]

@@ -1,13 +1,13 @@
 """`status` against git: drift put down to whoever made it (another field manager, or git
-not synced yet), edits the cluster took that will not run (a finished job, pods made from
-an older template), specs with no live job and live jobs whose spec is gone, and the exit
-code a script reads for each."""
+not synced yet), edits the cluster took that will not run (a finished job, a change held for
+the next run: test_status_held.py), specs with no live job and live jobs whose spec is gone,
+and the exit code a script reads for each."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from status_kit import apply, cli, project, spec, train_controller, write
+from status_kit import apply, cli, fields_of, project, spec, train_controller, write
 
 from testworld import stages
 
@@ -15,6 +15,8 @@ from testworld import stages
 def drift_of(outcome: Any, name: str) -> list[tuple[str, Any, Any, str]]:
     entry = next(j for j in outcome.json["jobs"] if j["name"] == name)
     return [(d["path"], d["git"], d["cluster"], d["why"]) for d in entry["drift"]]
+
+
 
 
 def test_a_field_another_manager_changed_is_drift_in_the_cluster_naming_that_manager(pod_world, pod_namespace,
@@ -32,8 +34,8 @@ def test_a_field_another_manager_changed_is_drift_in_the_cluster_naming_that_man
     assert outcome.code == 4
 
 
-def test_an_edit_not_synced_yet_is_drift_and_once_synced_the_running_pods_still_run_the_old_image(
-        pod_world, pod_namespace, tmp_path):
+def test_an_edit_not_synced_yet_is_drift_and_once_synced_it_is_held_for_the_next_run(pod_world, pod_namespace,
+                                                                                      tmp_path):
     jobs = project(tmp_path, pod_namespace)
     write(jobs, "bert.yaml", spec("bert", nodes=2, pod={stages.RUN_SECONDS: "forever"}))
     with train_controller(pod_world, pod_namespace):
@@ -45,14 +47,16 @@ def test_an_edit_not_synced_yet_is_drift_and_once_synced_the_running_pods_still_
         outcome = cli(pod_world, "status", jobs, "--format", "json")
         assert drift_of(outcome, "bert") == [
             (image.format(rt), "example.com/train:2", "example.com/train:1", "not-synced") for rt in ("Master", "Worker")]
+        assert fields_of(outcome, "bert") == [("spec.image", "example.com/train:2", "example.com/train:1", None,
+                                              "not-synced")]
         assert outcome.code == 4
-        apply(pod_world, jobs)  # the engine syncs: the job asks for :2, its running pods still run :1
+        apply(pod_world, jobs)  # the engine syncs: the job asks for :2, its run keeps :1 (train-controller's record)
         outcome = cli(pod_world, "status", jobs, "--format", "json")
         assert drift_of(outcome, "bert") == [
-            (image.format(rt), "example.com/train:2", "example.com/train:1", "old-pods") for rt in ("Master", "Worker")]
-        messages = [d["message"] for d in next(j for j in outcome.json["jobs"] if j["name"] == "bert")["drift"]]
-        assert messages == [f"pod bert-{rt}-0 runs example.com/train:1; the change reaches it only when the pod is "
-                            "created again" for rt in ("master", "worker")]
+            (image.format(rt), "example.com/train:2", "example.com/train:2", "held") for rt in ("Master", "Worker")]
+        assert fields_of(outcome, "bert") == [("spec.image", "example.com/train:2", "example.com/train:2",
+                                              "example.com/train:1", "held")]
+        assert outcome.code == 4
 
 
 def test_an_edit_of_a_finished_job_will_not_run(pod_world, pod_namespace, tmp_path):
@@ -89,7 +93,8 @@ def test_a_spec_without_a_live_job_and_live_jobs_whose_spec_is_gone(pod_world, p
     assert [(o["name"], o["source"], o["reason"]) for o in outcome.json["orphans"]] == [
         ("a", "jobs/a.yaml", "jobs/a.yaml no longer defines it"),
         ("b", "jobs/b.yaml", "jobs/b.yaml is no longer in git")]
-    assert outcome.json["summary"] == {"jobs": 1, "absent": 1, "failed": 0, "stuck": 0, "drift": 0, "orphans": 2}
+    assert outcome.json["summary"] == {"jobs": 1, "running": 0, "absent": 1, "failed": 0, "stuck": 0, "drift": 0,
+                                       "orphans": 2}
     assert outcome.code == 4
     text = cli(pod_world, "status", jobs)
     assert text.stdout.splitlines()[-3:] == [

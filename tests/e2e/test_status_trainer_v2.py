@@ -75,7 +75,10 @@ def test_a_trainjob_no_node_fits_is_stuck_unschedulable_on_each_node_pod(world, 
     write(jobs, "huge.yaml", spec("huge", nodes=2, gpu=8, gpu_type="b200", restart=None))
     apply(world, jobs)
     deadline = time.monotonic() + 180
-    while len(job(outcome := cli(world, "status", jobs, "--format", "json"), "huge").get("waiting", [])) < 2:
+    # stuck once a pod has waited the threshold (foundation.runs.stuck: 3 min by default; 0 calls
+    # none stuck): one second, so the scheduler's verdict is stuck at the first read that shows it
+    while len(job(outcome := cli(world, "status", jobs, "--format", "json", "--stuck-pod-threshold", "1s"),
+                  "huge").get("waiting", [])) < 2 or not all(w["stuck"] for w in job(outcome, "huge")["waiting"]):
         assert time.monotonic() < deadline, outcome
         time.sleep(1)
     assert outcome.code == 3, outcome

@@ -18,12 +18,17 @@ atomic list or map above it; status writes are left out):
 - `not-synced`: git changed and the cluster has not (the engine has not synced yet, or
   the sync fails).
 
-Two more say an edit will not run although the cluster took it:
+Three more say an edit will not run although the cluster took it:
+- `held`: train-controller runs a job's run from the spec recorded when it began (its run
+  record, `foundation.runs.current`): a synced change of that spec waits for the next run
+  (a suspend and resume, or a new name). Where git or the job object differ as well, the
+  run's value is said on the same line as theirs (`Drift.run`): one field, one line, three
+  sides; after a `kubectl patch` of a running job, the job object may be the odd one out.
 - `will-not-run`: the job changed after it finished; a finished job never runs again
   until it is deleted and created anew.
-- `old-pods`: a running pod's image is not its replica's template image any more: the
-  kubeflow.org/v1 operator and train-controller leave running pods alone, so the edit
-  reaches a pod only when it is created again.
+- `old-pods`: under the upstream operator (no run record), a running pod's image is not its
+  replica's template image any more: the operator builds each pod from the job as it is
+  when it creates the pod, so the next pod it creates runs the new image beside the old ones.
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ class Drift:
     path: str  # in the diagnostics' syntax: spec.pytorchReplicaSpecs.Worker.replicas, ...containers[0].image
     git: Any  # what the spec compiles to now (None: git does not set it)
     cluster: Any  # what the live job has (None: it has none)
-    why: str  # changed-in-cluster | not-synced | will-not-run | old-pods
+    why: str  # changed-in-cluster | not-synced | held | will-not-run | old-pods
     message: str
+    run: Any = None  # what the run runs (its record's value, or a running pod's); None: not known or the same
+    at: Path = ()  # `path` as steps (keys, indexes): where `compiler.cli.live.terms` finds the spec's field
 
 
 def dotted(path: Path) -> str:
@@ -163,10 +170,14 @@ def kueue_fields(live: dict[str, Any]) -> list[Path]:
     return [tuple(pointer.strip("/").split("/")) for pointer in pointers]
 
 
-def drift(compiled: dict[str, Any], live: dict[str, Any], *, state: JobState) -> list[Drift]:
-    """Git against the cluster for one job (see the module's paragraph)."""
+def drift(compiled: dict[str, Any], live: dict[str, Any], *, state: JobState,
+          run: Optional[dict[Path, tuple[Any, Any]]] = None, record: Optional[str] = None) -> list[Drift]:
+    """Git against the cluster for one job (see the module's paragraph); `run`: the fields the
+    run's record keeps at another value than the job object (`foundation.runs.current.held`),
+    each said on the same line as git's side of it, so one field is one line."""
     applied = applier(live)
     managed = kueue_fields(live)
+    held = dict(run or {})
     out = []
     for path, git, cluster in differences(compiled, live):
         if any(path[:len(m)] == m for m in managed):
@@ -180,7 +191,18 @@ def drift(compiled: dict[str, Any], live: dict[str, Any], *, state: JobState) ->
             message = "git changed it and the cluster has not: not synced yet, or the sync fails"
         if state.finished:
             message += f"; the job is {state.state}, so it will not run"
-        out.append(Drift(dotted(path), git, cluster, why, message))
+        if path not in held:
+            out.append(Drift(dotted(path), git, cluster, why, message, at=path))
+            continue
+        ran, _ = held.pop(path)
+        if ran == git:  # the job object is the odd one: the run goes on with git's value
+            message += "; the run goes on with git's value, the job's waits for its next run"
+        else:
+            message += f"; and the run has its own until its next run ({TAKE})"
+        out.append(Drift(dotted(path), git, cluster, why, message, ran, path))
+    for path, (ran, now) in held.items():  # synced, and held for the next run
+        out.append(Drift(dotted(path), now, now, "held",
+                         f"synced; held for the next run by the run's record {record} ({TAKE})", ran, path))
     changed = (applied or {}).get("time")
     if state.finished and changed and state.since and changed > state.since:
         out.append(Drift("spec", None, None, "will-not-run",
@@ -189,10 +211,14 @@ def drift(compiled: dict[str, Any], live: dict[str, Any], *, state: JobState) ->
     return out
 
 
+TAKE = "to run it now: suspend and resume the job, or give it a new name"
+
+
 def old_pods(live: dict[str, Any], pods: list[dict[str, Any]], *, replica_specs: str, type_label: str) -> list[Drift]:
-    """Running pods whose image is no longer their replica template's (kubeflow.org/v1 jobs)."""
+    """Running pods whose image is no longer their replica template's (a kubeflow.org/v1 job the
+    upstream operator runs: it builds each pod from the job as it is when it creates the pod)."""
     specs = (live.get("spec") or {}).get(replica_specs) or {}
-    out = []
+    found: dict[tuple[Path, Any], tuple[Any, Any, list[str]]] = {}
     for pod in pods:
         meta, status = pod.get("metadata") or {}, pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
@@ -206,8 +232,17 @@ def old_pods(live: dict[str, Any], pods: list[dict[str, Any]], *, replica_specs:
         for i, container in enumerate(template):
             image = running.get(container.get("name"))
             if image is not None and image != container.get("image"):
-                out.append(Drift(dotted(("spec", replica_specs, rtype, "template", "spec", "containers", i, "image")),
-                                 container.get("image"), image, "old-pods",
-                                 f"pod {meta.get('name')} runs {image}; the change reaches it only when "
-                                 "the pod is created again"))
+                path = ("spec", replica_specs, rtype, "template", "spec", "containers", i, "image")
+                found.setdefault((path, image), (container.get("image"), image, []))[2].append(str(meta.get("name")))
+    running: dict[Any, list[str]] = {}  # image -> every pod running it (one message for the field's line)
+    for (_, image), (_, _, names) in found.items():
+        running.setdefault(image, []).extend(names)
+    out = []
+    for (path, image), (want, _, _) in found.items():
+        names = sorted(running[image])
+        out.append(Drift(dotted(path), want, want, "old-pods",
+                         f"{'pod' if len(names) == 1 else 'pods'} {', '.join(names)} "
+                         f"{'runs' if len(names) == 1 else 'run'} {image}: the operator builds each pod it creates "
+                         "from the job as it is then, so the next pod created runs the new image beside the running "
+                         "ones (a mixed run)", image, path))
     return out

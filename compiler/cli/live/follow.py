@@ -50,9 +50,11 @@ class Run:
 class Follower:
     def __init__(self, reader: cluster.Reader, jobs: list[Callable[[], Optional[JobRef]]], *, pick: Pick,
                  tail: Optional[int], prefix: Callable[[list[tuple[JobRef, Optional[dict[str, Any]]]]], bool],
-                 write: Callable[[str], None], note: Callable[[str], None]) -> None:
+                 write: Callable[[str], None], note: Callable[[str], None],
+                 check: Callable[[JobRef, dict[str, Any], list[dict[str, Any]]], None] = lambda ref, job, pods: None,
+                 ) -> None:
         self.reader, self.jobs, self.pick, self.tail = reader, jobs, pick, tail
-        self.prefix, self.write, self.note = prefix, write, note
+        self.prefix, self.write, self.note, self.check = prefix, write, note, check
         self.runs: dict[tuple[str, int, str], Run] = {}  # (pod uid, restart count, container) -> its run
         self.lock = threading.Lock()
         self.said: dict[str, str] = {}
@@ -82,7 +84,9 @@ class Follower:
         pods: dict[tuple[str, str], tuple[JobRef, dict[str, Any]]] = {}
         for ref, job in found:
             if ref is not None and job is not None:
-                for pod in self.reader.list(cluster.PODS, namespace=ref.namespace, label_selector=ref.selector) or []:
+                every = self.reader.list(cluster.PODS, namespace=ref.namespace, label_selector=ref.selector) or []
+                self.check(ref, job, every)  # a selection it can never have ends the follow at once
+                for pod in every:
                     if self.pick.wants(pod, ref.labels):
                         pods[(ref.namespace, pod["metadata"]["name"])] = (ref, pod)
         for (_, name), (ref, pod) in sorted(pods.items()):
@@ -92,9 +96,11 @@ class Follower:
             if run is not None:
                 self._start(ref, pod=name, container=container, run=run, prefixed=self.prefixed is not False)
         now = time.monotonic()
+        finished = all(job is not None and job_state(job).finished for _, job in found)
         for key, r in list(self.runs.items()):
             entry = pods.get((r.namespace, r.pod))
-            r.over = r.over or ended(entry[1] if entry else None, r.container, run=r.key)
+            # a finished job's kept pods may still run (a deadline, a failed peer): its log is over too
+            r.over = r.over or finished or ended(entry[1] if entry else None, r.container, run=r.key)
             if r.error is not None and r.done.is_set():
                 if isinstance(r.error, cluster.ClusterForbidden):
                     raise r.error
@@ -105,7 +111,6 @@ class Follower:
                     del self.runs[key]
             elif r.over and r.opened is not None and not r.done.is_set() and now - r.last_data >= DRAIN:
                 r.opened.close()
-        finished = all(job is not None and job_state(job).finished for _, job in found)
         return finished and all(r.done.is_set() for r in self.runs.values())
 
     def _start(self, ref: JobRef, *, pod: str, container: str, run: tuple[str, int], prefixed: bool) -> None:

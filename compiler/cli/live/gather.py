@@ -1,11 +1,15 @@
-"""The reads behind `status`: every live job of the kinds trainforge writes, their pods
-and Warning Events, through the CLI's one read-only reader (`compiler.cli.cluster`).
+"""The reads behind `status`: every live job of the kinds trainforge writes, their pods, Warning
+Events and run records, through the CLI's one read-only reader (`compiler.cli.cluster`).
 
 The number of requests does not grow with the jobs: one list per kind across the cluster
 (per namespace of the specs when the credentials may not list cluster-wide), then per
-namespace that holds a spec's live job one list of the pods carrying a job label and one
-of the Warning Events; each is grouped by job here. Everything else is a pure view
-(`state`, `pods`, `drift`) of what was read.
+namespace that holds a spec's live job one list of the pods carrying a job label, one of the
+Warning Events and, for kubeflow.org/v1 jobs, one of train-controller's run records (a
+ControllerRevision per run; credentials that may not read them leave the run's side of drift
+unsaid); the nodes only when a pod waits for a resource no node has free (the largest node's
+allocatable is the fix's figure; skipped when refused). Each is grouped by job here.
+Everything else is a pure view (`state`, `pods`, the run: `foundation.runs.current`, `drift`
+and its spec terms, `advice`) of what was read.
 """
 
 from __future__ import annotations
@@ -18,9 +22,16 @@ from compiler.cli import cluster
 from compiler.cli.live import drift as drifts
 from compiler.cli.live import pods as pod_views
 from compiler.cli.live.clock import now_utc
+from foundation.runs import current as runs
+from compiler.cli.live.advice import Advice, advise, allocatable
 from compiler.cli.live.specs import Orphan, Scope, SpecJob, job_kinds, live_key, match
-from foundation.runs.stuck import STUCK_AFTER
+from compiler.cli.live.terms import FieldDrift, in_spec_terms
+from foundation.cluster.resource import CONTROLLERREVISIONS, NODES, WORKLOADS
+from foundation.runs.clock import parse_time
+from foundation.runs.record import record_of
 from foundation.runs.state import JobState, job_state
+from foundation.runs.stuck import STUCK_AFTER
+from schemas.upstream import JOB_NAME_LABEL, QUEUE_LABEL
 
 EVENTS_SHOWN = 5
 
@@ -33,6 +44,15 @@ class EventView:
     last: Optional[str]  # RFC 3339
 
 
+@dataclass(frozen=True)
+class QueueWait:
+    """A queued job Kueue has not admitted: its queue, and its Workload's reason and message."""
+
+    queue: str
+    reason: str
+    message: str
+
+
 @dataclass
 class JobReport:
     spec: SpecJob
@@ -40,8 +60,13 @@ class JobReport:
     state: Optional[JobState] = None
     replica_types: tuple[str, ...] = ()
     pods: list[pod_views.PodView] = field(default_factory=list)
-    events: list[EventView] = field(default_factory=list)
+    events: list[EventView] = field(default_factory=list)  # the current run's (runs.RunView.since on)
     drift: list[drifts.Drift] = field(default_factory=list)
+    run: Optional[runs.RunView] = None
+    fields: list[FieldDrift] = field(default_factory=list)  # `drift` in the spec's terms, one per line
+    raw_pods: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    advice: list[Advice] = field(default_factory=list)  # what to change when stuck or failed
+    queue: Optional[QueueWait] = None  # Kueue has not admitted it (its Workload says why)
 
     @property
     def stuck(self) -> list[pod_views.PodView]:
@@ -55,6 +80,20 @@ class StatusReport:
     jobs: list[JobReport]
     orphans: list[Orphan]
     read_at: datetime
+
+    def summary(self) -> dict[str, int]:
+        """The jobs by what needs a look (the exit code is chosen from these, and the summary line)."""
+        live = [j for j in self.jobs if j.live is not None]
+        states = [j.state.state if j.state else "" for j in live]
+        return {
+            "jobs": len(self.jobs),
+            "running": sum(1 for s in states if s in ("Running", "Restarting")),
+            "stuck": sum(1 for j in live if j.stuck),
+            "failed": states.count("Failed"),
+            "drift": sum(1 for j in live if j.drift),
+            "absent": len(self.jobs) - len(live),
+            "orphans": len(self.orphans),
+        }
 
 
 def live_jobs(reader: cluster.Reader, namespaces: set[str]) -> list[dict[str, Any]]:
@@ -77,11 +116,27 @@ def gather(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope, enviro
     """The report; a pod is stuck once it has waited `stuck_after` s (foundation.runs.stuck)."""
     pairs, orphans = match(specs, live_jobs(reader, {s.namespace for s in specs}), scope=scope)
     found = [(spec, obj) for spec, obj in pairs if obj is not None]
-    pods, events = _children(reader, [obj for _, obj in found])
+    pods, events, records = _children(reader, [obj for _, obj in found])
     now = now_utc()
-    jobs = [JobReport(spec) if obj is None else report(spec, obj, pods=pods, events=events, now=now,
+    jobs = [JobReport(spec) if obj is None else report(spec, obj, pods=pods, events=events, records=records, now=now,
                                                        stuck_after=stuck_after) for spec, obj in pairs]
+    largest = _largest(reader) if any("Insufficient" in p.message for j in jobs for p in j.pods) else None
+    for job in jobs:
+        job.advice = advise(job, largest=largest)
     return StatusReport(environment, reader.server, jobs, orphans, now)
+
+
+def _largest(reader: cluster.Reader) -> Optional[dict[str, float]]:
+    """Resource -> the largest allocatable of any node (None: the credentials may not list nodes)."""
+    try:
+        nodes = reader.list(NODES) or []
+    except cluster.ClusterForbidden:
+        return None
+    out: dict[str, float] = {}
+    for node in nodes:
+        for resource, value in ((node.get("status") or {}).get("allocatable") or {}).items():
+            out[resource] = max(out.get(resource, 0.0), allocatable(value))
+    return out
 
 
 def states(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope) -> dict[tuple[str, str, str], JobState]:
@@ -90,12 +145,19 @@ def states(reader: cluster.Reader, specs: list[SpecJob], *, scope: Scope) -> dic
     return {spec.key: job_state(obj) for spec, obj in pairs if obj is not None}
 
 
-def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[dict[Any, list[dict[str, Any]]],
-                                                                             dict[Any, list[dict[str, Any]]]]:
-    """Pods by (namespace, label key, job name) and Warning Events by (namespace, kind, name)."""
-    pods: dict[Any, list[dict[str, Any]]] = {}
-    events: dict[Any, list[dict[str, Any]]] = {}
+Children = dict[Any, list[dict[str, Any]]]
+
+
+def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[Children, Children, Children]:
+    """Pods by (namespace, label key, job name), Warning Events by (namespace, kind, name) and, by
+    namespace, train-controller's run records (kubeflow.org/v1 jobs' namespaces; none when the
+    credentials may not read them: drift then says nothing of the run) with Kueue's Workloads
+    (where a job is queued; tagged with their kind, run records have none)."""
+    pods: Children = {}
+    events: Children = {}
+    records: Children = {}
     wanted: dict[str, set[str]] = {}
+    queued = {live_key(obj)[1] for obj in jobs if QUEUE_LABEL in ((obj.get("metadata") or {}).get("labels") or {})}
     for obj in jobs:
         wanted.setdefault(live_key(obj)[1], set()).add(pod_views.labels_for(obj["apiVersion"]).job)
     for ns, keys in sorted(wanted.items()):
@@ -106,11 +168,30 @@ def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[dict[
         for event in reader.list(cluster.EVENTS, namespace=ns, field_selector="type=Warning") or []:
             about = event.get("involvedObject") or {}
             events.setdefault((ns, about.get("kind"), about.get("name")), []).append(event)
-    return pods, events
+        if JOB_NAME_LABEL in keys:  # a kubeflow.org/v1 job's namespace
+            try:
+                records[ns] = reader.list(CONTROLLERREVISIONS, namespace=ns, label_selector=JOB_NAME_LABEL) or []
+            except cluster.ClusterForbidden:
+                records[ns] = []
+        if ns in queued:
+            records[ns] = records.get(ns, []) + _workloads(reader, ns)
+    return pods, events, records
 
 
-def report(spec: SpecJob, live: dict[str, Any], *, pods: dict[Any, list[dict[str, Any]]],
-           events: dict[Any, list[dict[str, Any]]], now: datetime, stuck_after: float = STUCK_AFTER) -> JobReport:
+def _workloads(reader: cluster.Reader, ns: str) -> list[dict[str, Any]]:
+    """Kueue's Workloads in `ns` (none when Kueue is not installed or they may not be read)."""
+    for res in WORKLOADS:
+        try:
+            found = reader.list(res, namespace=ns)
+        except cluster.ClusterForbidden:
+            return []
+        if found is not None:
+            return [{**w, "kind": res.kind} for w in found]
+    return []
+
+
+def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Children, records: Optional[Children] = None,
+           now: datetime, stuck_after: float = STUCK_AFTER) -> JobReport:
     from foundation.frameworks import BY_KIND
 
     kind, ns, name = live_key(live)
@@ -119,22 +200,50 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: dict[Any, list[dict[str
     types = adapter.facts.replica_types if adapter else ()
     own = pods.get((ns, labels.job, name), [])
     state = job_state(live)
-    found = drifts.drift(spec.compiled, live, state=state)
-    if adapter is not None:
+    near = (records or {}).get(ns, [])
+    run = runs.current(live, own, [r for r in near if r.get("kind") != "Workload"])
+    data = run.data if adapter is not None and not state.finished and state.state != "Suspended" else None
+    held = runs.held(data, live, adapter) if data is not None else None
+    found = drifts.drift(spec.compiled, live, state=state, run=held, record=run.name)
+    if adapter is not None and run.record is None and not any(record_of(p) for p in own):
         found += drifts.old_pods(live, own, replica_specs=adapter.facts.replica_specs, type_label=labels.replica)
     uid = (live.get("metadata") or {}).get("uid")
     mine = [e for e in events.get((ns, kind, name), []) if (e.get("involvedObject") or {}).get("uid") in (None, uid)]
     views = [pod_views.pod_view(p, labels, replica_types=types, now=now, stuck_after=stuck_after) for p in own]
-    return JobReport(spec, live, state, types, pod_views.ordered(views, types), _last(mine), found)
+    return JobReport(spec, live, state, types, pod_views.ordered(views, types), _last(mine, since=run.since), found,
+                     run, in_spec_terms(found, spec, live=live, record=data), own,
+                     queue=_queue(live, [w for w in near if w.get("kind") == "Workload"]))
 
 
-def _last(events: list[dict[str, Any]]) -> list[EventView]:
+def _queue(live: dict[str, Any], workloads: list[dict[str, Any]]) -> Optional[QueueWait]:
+    """Why Kueue has not admitted the job: its Workload's false QuotaReserved (or Admitted) condition."""
+    queue = ((live.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    uid = (live.get("metadata") or {}).get("uid")
+    if not queue:
+        return None
+    for w in workloads:
+        if not any(r.get("uid") == uid for r in (w.get("metadata") or {}).get("ownerReferences") or []):
+            continue
+        conditions = {c.get("type"): c for c in (w.get("status") or {}).get("conditions") or [] if isinstance(c, dict)}
+        if (conditions.get("Admitted") or {}).get("status") == "True":
+            return None
+        said = next((conditions[t] for t in ("QuotaReserved", "Admitted") if t in conditions
+                     and conditions[t].get("status") == "False"), None)
+        if said is not None:
+            return QueueWait(str(queue), str(said.get("reason") or ""), " ".join(str(said.get("message") or "").split()))
+    return None
+
+
+def _last(events: list[dict[str, Any]], *, since: Optional[str]) -> list[EventView]:
+    """The last EVENTS_SHOWN Warning Events last seen at or after `since` (the run's)."""
     def when(e: dict[str, Any]) -> str:
         series = e.get("series") or {}
         return str(series.get("lastObservedTime") or e.get("lastTimestamp") or e.get("eventTime")
                    or e.get("firstTimestamp") or "")
 
+    floor = parse_time(since)
     views = [EventView(str(e.get("reason") or ""), " ".join(str(e.get("message") or "").split()),
                        int((e.get("series") or {}).get("count") or e.get("count") or 1), when(e) or None)
-             for e in sorted(events, key=when)]
+             for e in sorted(events, key=when)
+             if floor is None or (parse_time(when(e)) or floor) >= floor]
     return views[-EVENTS_SHOWN:]

@@ -112,3 +112,59 @@ class Lines:
         if self.rest:
             self.write(f"{self.prefix}{self.rest.decode('utf-8', 'replace')}\n")
             self.rest = b""
+
+
+class Refused(Exception):
+    """The selection names what the job cannot have: one line saying what it has."""
+
+
+def refusal(job: dict[str, Any], pick: Pick, *, replica_types: tuple[str, ...], replica_specs: Optional[str],
+            pods: list[dict[str, Any]], labels: PodLabels) -> Optional[str]:
+    """Why `pick` can never match a pod of `job` (None: it can): a replica type the kind or the
+    job does not have, an index past its replicas, a container its pods do not have. Read from
+    the live job's replica specs (a kubeflow.org/v1 kind) or from its pods (a TrainJob's)."""
+    meta = job.get("metadata") or {}
+    name = f"{meta.get('namespace')}/{meta.get('name')}"
+    specs = ((job.get("spec") or {}).get(replica_specs) or {}) if replica_specs else {}
+    counts = {rt: int(s.get("replicas", 1)) for rt, s in specs.items()} if specs else _pod_counts(pods, labels)
+    if pick.replica is not None and counts:
+        chosen = [rt for rt in counts if rt.lower() == pick.replica.lower()]
+        if not chosen:
+            known = [rt for rt in replica_types if rt.lower() == pick.replica.lower()]
+            has = ", ".join(f"{rt} x{n}" for rt, n in counts.items())
+            if replica_types and not known:
+                kinds = ", ".join(replica_types)
+                return (f"{job.get('kind')} has no replica type {pick.replica} (its types: {kinds}); "
+                        f"{name} has {has}")
+            return f"{name} has no {known[0] if known else pick.replica} pods ({has})"
+        counts = {rt: counts[rt] for rt in chosen}
+    if pick.index is not None and counts and pick.index >= max(counts.values()):
+        has = ", ".join(f"{n} {rt} pod{'s' if n != 1 else ''} (index {'0' if n == 1 else f'0-{n - 1}'})"
+                        for rt, n in counts.items())
+        return f"{name} has {has}; no index {pick.index}"
+    if pick.container is not None:
+        names = _containers(specs, counts, pods)
+        if names and pick.container not in names:
+            return f"{name}'s pods have no container {pick.container} (containers: {', '.join(sorted(names))})"
+    return None
+
+
+def _pod_counts(pods: list[dict[str, Any]], labels: PodLabels) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for pod in pods:
+        rt = str(((pod.get("metadata") or {}).get("labels") or {}).get(labels.replica, ""))
+        if rt:
+            out[rt] = out.get(rt, 0) + 1
+    return out
+
+
+def _containers(specs: dict[str, Any], counts: dict[str, int], pods: list[dict[str, Any]]) -> set[str]:
+    """The containers (init containers too) the chosen replica types' pods have or will have."""
+    names: set[str] = set()
+    for rt in counts:
+        template = ((specs.get(rt) or {}).get("template") or {}).get("spec") or {}
+        names |= {c.get("name") for c in [*(template.get("initContainers") or []), *(template.get("containers") or [])]}
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        names |= {c.get("name") for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
+    return {n for n in names if n}

@@ -1,12 +1,7 @@
 """A job's pods as `status` shows them: replica type, index, phase, and why a pod waits.
 
-Which labels tie a pod to its job depends on who made it: the kubeflow.org/v1 operator
-(and train-controller) label each pod with the job, its replica type (lowercased) and
-index; the mpi-operator (kubeflow.org/v2beta1 MPIJob) with the job and its role (launcher,
-worker), the launcher being a batch Job's pod with a generated name; Kubeflow Trainer's
-pods come from a JobSet, whose labels name the JobSet (the TrainJob's name), the
-replicated job and the Job's completion index. `POD_LABELS` holds them, by the job's API
-group or, where a version differs, its apiVersion.
+Which labels tie a pod to its job (the kubeflow.org/v1 operator's, or a JobSet's for a
+Trainer TrainJob) is `foundation.runs.current.POD_LABELS`, which `plan --live` reads too.
 
 Why a pod waits, as a person needs it, is `foundation.runs.podstate` (train-controller reads
 the same to report a pod stuck on its job): the scheduler's verdict when it has none, else the
@@ -23,37 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Optional
 
-from foundation.frameworks import mpi_operator
-from foundation.frameworks import stock_runtimes as trainer
-from foundation.frameworks.base import GROUP as V1_GROUP
+from foundation.runs.current import POD_LABELS, PodLabels, labels_for
 from foundation.runs.podstate import STUCK, why
 from foundation.runs.stuck import STUCK_AFTER, wait_of
-from schemas import upstream
 
-__all__ = ["STUCK", "PodView", "labels_for", "ordered", "phases", "pod_view"]
-
-
-@dataclass(frozen=True)
-class PodLabels:
-    job: str  # its value is the job's name
-    replica: str  # the replica type (or replicated job)
-    index: tuple[str, ...]  # the pod's index: the first of these the pod has
-
-
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
-POD_LABELS = {
-    V1_GROUP: PodLabels(upstream.JOB_NAME_LABEL, upstream.TYPE_LABEL, (upstream.INDEX_LABEL,)),
-    trainer.GROUP: PodLabels(JOBSET_NAME, "jobset.sigs.k8s.io/replicatedjob-name",
-                                      ("batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index")),
-    # the mpi-operator labels its pods with the job and a job-role (launcher, worker), no
-    # replica type; its workers (and a launcher that is a worker) carry the index
-    mpi_operator.API_VERSION: PodLabels(upstream.JOB_NAME_LABEL, upstream.ROLE_LABEL, (upstream.INDEX_LABEL,)),
-}
-
-
-def labels_for(api_version: str) -> PodLabels:
-    """By apiVersion where one version's maker labels its own way, else by API group."""
-    return POD_LABELS.get(api_version) or POD_LABELS[api_version.split("/")[0]]
+__all__ = ["POD_LABELS", "STUCK", "PodLabels", "PodView", "labels_for", "ordered", "phases", "pod_view"]
 
 
 @dataclass(frozen=True)

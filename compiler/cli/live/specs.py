@@ -45,6 +45,8 @@ class SpecJob:
     source: str  # the spec's path from the repository's root (what trainforge.dev/source holds)
     line: int
     compiled: dict[str, Any] = field(compare=False, repr=False)
+    # compiler.reading.resolve.Target: the spec's fields and their positions (a fix's line)
+    target: Any = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -56,7 +58,7 @@ def spec_jobs(result: Result, env: str) -> list[SpecJob]:
     for bundle in result.bundles.get(env, []):
         job, target = bundle.rendered_job(), bundle.target
         out.append(SpecJob(env, target.namespace, target.name, job["kind"], job["apiVersion"],
-                           target.doc.origin or target.doc.file, target.doc.start[0], job))
+                           target.doc.origin or target.doc.file, target.doc.start[0], job, target))
     return out
 
 

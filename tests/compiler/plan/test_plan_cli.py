@@ -248,4 +248,5 @@ def test_live_against_a_cluster_that_does_not_answer_exits_1_naming_it(renamed, 
     run = renamed.run("--live", "--kubeconfig", str(config))
 
     assert run.exit_code == 1
-    assert "plan --live: cannot reach the cluster at https://127.0.0.1:1" in run.stderr
+    assert run.stderr == ("train-compile: plan --live: cannot reach https://127.0.0.1:1: connection refused; is the "
+                          "cluster up? check --kubeconfig/--context\n")

@@ -1,9 +1,12 @@
 """`plan --live` on a real API server: each job's state turns conditional hazards into facts.
 
 The jobs are the compiled base applied as a GitOps engine would, their status written as a
-controller writes it (no controller runs: the state is what is under test, not how it came
-about). A killed run is named with its state and age; an edit of a finished job changes
-nothing that runs; a job the cluster does not have is `absent`; the reader only reads.
+controller writes it, and for the run's facts their pods and run record created as
+train-controller and the kubelet leave them (no controller runs: the state is what is under
+test, not how it came about). A killed run is named with its state and age (to the second
+under a minute); an edit of a finished job changes nothing that runs; an update of a running
+job names its run (record, number, start) and the GPUs its placed pods hold, beside the
+compiled figure; a job the cluster does not have is `absent`; the reader only reads.
 """
 
 from __future__ import annotations
@@ -207,3 +210,60 @@ def test_live_lists_claims_and_storage_classes_only_where_a_changed_job_has_a_cl
     assert {(e["verb"], e["objectRef"]["resource"]) for e in ours} == {
         ("list", "pytorchjobs"), ("list", "pods"), ("list", "controllerrevisions"), ("list", "persistentvolumeclaims"),
         ("list", "storageclasses")}
+
+
+def test_a_run_younger_than_a_minute_is_aged_to_the_second(repo, control_plane, namespace):
+    _status(control_plane, namespace, "bert", ("Created", timedelta(minutes=1)), ("Running", timedelta(seconds=25)))
+    repo.remove("jobs/bert.yaml")
+
+    job = job_of(_live(repo, control_plane), "bert", env="prod")
+
+    assert re.search(r"kills bert, Running for (2[5-9]|3\d)s\b", job["summary"]), job["summary"]
+
+
+def _pod(control_plane, namespace: str, name: str, *, node: str | None, started: timedelta | None,
+         record: str | None = None) -> None:
+    """A pod of bert as train-controller makes it (labels, its run record) and as a kubelet reports it."""
+    meta: dict = {"name": name, "labels": {"training.kubeflow.org/job-name": "bert"}}
+    if record:
+        meta["annotations"] = {"train-controller.trainforge.dev/revision": record}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {
+        **({"nodeName": node} if node else {}),
+        "containers": [{"name": "pytorch", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}
+    control_plane.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(pod))
+    if started is not None:
+        status = {"status": {"phase": "Running", "containerStatuses": [{
+            "name": "pytorch", "image": "x", "imageID": "", "ready": True, "restartCount": 0,
+            "state": {"running": {"startedAt": _stamp(started)}}}]}}
+        control_plane.kubectl("patch", "pod", name, "-n", namespace, "--subresource=status", "--type=merge",
+                              "-p", json.dumps(status))
+
+
+def _record(control_plane, namespace: str, name: str, number: int) -> None:
+    """bert's run record, owned by the job as train-controller writes it."""
+    uid = control_plane.kubectl("get", "pytorchjob", "bert", "-n", namespace, "-o", "jsonpath={.metadata.uid}").stdout
+    record = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": number, "data": {"spec": {}},
+              "metadata": {"name": name, "labels": {"training.kubeflow.org/job-name": "bert"}, "ownerReferences": [
+                  {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "bert", "uid": uid,
+                   "controller": True}]}}
+    control_plane.kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(record))
+
+
+def test_an_update_of_a_running_job_names_its_run_and_the_gpus_its_placed_pods_hold(repo, control_plane, namespace):
+    _record(control_plane, namespace, "bert-5f6d7c8b9a", 2)
+    # its first container started after the job was created (a run starts no earlier): seconds ago
+    _pod(control_plane, namespace, "bert-master-0", node="a100-0", started=timedelta(0), record="bert-5f6d7c8b9a")
+    _pod(control_plane, namespace, "bert-worker-0", node=None, started=None, record="bert-5f6d7c8b9a")  # not placed
+    repo.edit("jobs/bert.yaml", lambda docs: docs[0]["spec"].__setitem__("nodes", 3))
+
+    plan = _live(repo, control_plane)
+
+    job = job_of(plan, "bert", env="prod")
+    assert job["gpus"] == {"before": 16, "after": 24}  # the contract's: every pod of the job running
+    assert (job["live"]["record"], job["live"]["revision"], job["live"]["gpus"]) == ("bert-5f6d7c8b9a", 2, 8)
+    # the run's age, not the Running condition's (3h12m): the first container's start
+    assert re.search(r"^spec\.nodes 2 -> 3; Running for \d+s \(run bert-5f6d7c8b9a \(revision 2\), started "
+                     r"\d+s ago, 8 GPUs in use\)", job["summary"]), job["summary"]
+    assert "in use now: 8 GPUs held by pods placed on nodes" in plan["environments"][0]["notes"]
+    paused = job_of(plan, "paused", env="prod")
+    assert (paused["live"]["gpus"], paused["live"]["record"], paused["live"]["started"]) == (0, None, None)
