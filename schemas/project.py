@@ -147,7 +147,7 @@ class ProjectDefaults(StrictModel):
         " job), ttlAfterFinished and cleanPods, elastic, roles, workingDir, a PriorityClass, gang on a runtime"
         " without podGroupPolicy (docs/migration-trainer-v2.md). mpi-operator: the mpi-operator's"
         " kubeflow.org/v2beta1 MPI job, for mpi only (spec.mpi; restart ExitCode and Always, restartScope:"
-        " job are errors; docs/mpi-operator.md).",
+        " job are errors; docs/frameworks-and-targets.md).",
     )
     controller: ControllerName = Field(DEFAULT_CONTROLLER, description=CONTROLLER_HELP)
 
