@@ -210,7 +210,7 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Child
     uid = (live.get("metadata") or {}).get("uid")
     mine = [e for e in events.get((ns, kind, name), []) if (e.get("involvedObject") or {}).get("uid") in (None, uid)]
     views = [pod_views.pod_view(p, labels, replica_types=types, now=now, stuck_after=stuck_after) for p in own]
-    return JobReport(spec, live, state, types, pod_views.ordered(views, types), _last(mine, since=run.since), found,
+    return JobReport(spec, live, state, types, pod_views.ordered(views, types), _last(mine, since=run.since, after=run.started is not None), found,
                      run, in_spec_terms(found, spec, live=live, record=data), own,
                      queue=_queue(live, [w for w in near if w.get("kind") == "Workload"]))
 
@@ -234,8 +234,11 @@ def _queue(live: dict[str, Any], workloads: list[dict[str, Any]]) -> Optional[Qu
     return None
 
 
-def _last(events: list[dict[str, Any]], *, since: Optional[str]) -> list[EventView]:
-    """The last EVENTS_SHOWN Warning Events last seen at or after `since` (the run's)."""
+def _last(events: list[dict[str, Any]], *, since: Optional[str], after: bool = False) -> list[EventView]:
+    """The last EVENTS_SHOWN Warning Events last seen at or after `since` (the run's); strictly
+    after it when `since` is the run's first container start (`after`): Event times and container
+    starts are whole seconds, and an earlier run's last Event (a typo'd image's pod, stuck until
+    the fix re-created it) falls in the very second the new run's first container starts."""
     def when(e: dict[str, Any]) -> str:
         series = e.get("series") or {}
         return str(series.get("lastObservedTime") or e.get("lastTimestamp") or e.get("eventTime")
@@ -245,5 +248,12 @@ def _last(events: list[dict[str, Any]], *, since: Optional[str]) -> list[EventVi
     views = [EventView(str(e.get("reason") or ""), " ".join(str(e.get("message") or "").split()),
                        int((e.get("series") or {}).get("count") or e.get("count") or 1), when(e) or None)
              for e in sorted(events, key=when)
-             if floor is None or (parse_time(when(e)) or floor) >= floor]
+             if floor is None or _kept(parse_time(when(e)), floor, after)]
     return views[-EVENTS_SHOWN:]
+
+
+def _kept(seen: Any, floor: Any, after: bool) -> bool:
+    """An Event seen at `seen` belongs to the run that began at `floor` (no time: kept)."""
+    if seen is None:
+        return True
+    return bool(seen > floor) if after else bool(seen >= floor)
