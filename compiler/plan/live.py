@@ -28,6 +28,7 @@ from foundation.progress.reading import price
 from foundation.runs import current as runs
 from foundation.runs import started as runstart
 from foundation.runs.clock import parse_time
+from foundation.runs.record import controller_uid
 from foundation.runs.state import job_state
 from schemas.durations import age
 from schemas.marks import SOURCE
@@ -125,19 +126,27 @@ def index(objects: list[dict[str, Any]]) -> LiveIndex:
     jobs = [o for o in objects if o.get("kind") not in (RECORDS, PODS)]
     children = [o for o in objects if o.get("kind") in (RECORDS, PODS) and not o.get(UNREAD)]
     out.unread = {o["metadata"].get("namespace", "") for o in objects if o.get(UNREAD)}
+    # one pass over the children, not one per job: a project's pods are ~8 per job
+    owned: dict[str, list[int]] = {}  # controller uid -> positions of its children
+    for i, child in enumerate(children):
+        uid = controller_uid(child)
+        if uid is not None:
+            owned.setdefault(uid, []).append(i)
+    labelled: dict[tuple[str, str, str], list[int]] = {}  # (namespace, label, value) -> positions of pods
+    for label in {runs.labels_for(str(j.get("apiVersion") or "kubeflow.org/v1")).job for j in jobs}:
+        for i, child in enumerate(children):
+            value = (child["metadata"].get("labels") or {}).get(label) if child.get("kind") == PODS else None
+            if value is not None:
+                labelled.setdefault((child["metadata"].get("namespace", ""), label, str(value)), []).append(i)
     for job in jobs:
         meta = job["metadata"]
         key = (job.get("kind", ""), meta.get("namespace", ""), meta["name"])
         out[key] = job
         label, uid = runs.labels_for(str(job.get("apiVersion") or "kubeflow.org/v1")).job, str(meta.get("uid"))
-        own = [p for p in children if p.get("kind") == PODS and (_controller(p) == uid or (
-            p["metadata"].get("namespace", "") == key[1] and (p["metadata"].get("labels") or {}).get(label) == key[2]))]
-        out.children[uid] = (own, [r for r in children if r.get("kind") == RECORDS and _controller(r) == uid])
+        mine = owned.get(uid, [])
+        at = sorted({*(i for i in mine if children[i].get("kind") == PODS), *labelled.get((key[1], label, key[2]), [])})
+        out.children[uid] = ([children[i] for i in at], [children[i] for i in mine if children[i].get("kind") == RECORDS])
     return out
-
-
-def _controller(obj: dict[str, Any]) -> Optional[str]:
-    return next((str(r.get("uid")) for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
 
 
 UNREAD = "trainforge.dev/unread"  # on the stand-in for a list the credentials may not read

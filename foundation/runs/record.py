@@ -36,6 +36,12 @@ def number(record: dict[str, Any]) -> int:
     return int(record.get("revision") or 0)
 
 
+def controller_uid(obj: dict[str, Any]) -> Optional[str]:
+    """The uid of the object's controlling owner (None: it has none)."""
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((str(r.get("uid")) for r in owners if r.get("controller")), None)
+
+
 def owned_by(record: dict[str, Any], uid: Optional[str]) -> bool:
     """Whether `record` is controlled by the job with `uid`."""
     owners = (record.get("metadata") or {}).get("ownerReferences") or []
