@@ -3,7 +3,7 @@
 The benchmarks' figures come from the kernel's accounting of each child (`wait4`), so what
 a command costs is measured outside it, whatever it does at exit (train-compile leaves
 through `os._exit`). Repeats are summarised by their median and their spread, which the
-guard (bench/guard.py) reads as the noise of a figure.
+guard (bench/baseline.py, through compiler_bench.guarded) reads as the noise of a figure.
 """
 
 from __future__ import annotations
