@@ -100,6 +100,21 @@ class Run:
         return audit_count.writes(self.requests) / self.jobs
 
     @property
+    def status_writes_per_job(self) -> float:
+        return sum(n for (verb, res), n in self.requests.items()
+                   if res.endswith("/status") and verb in ("update", "patch")) / self.jobs
+
+    @property
+    def shown_running_share(self) -> float:
+        """Of the jobs, those seen Running before Succeeded (a state the user saw)."""
+        return self.milestones.shown_running / self.jobs
+
+    def report_lag(self, quantile: float) -> Optional[float]:
+        """Seconds from a job's Master pod Succeeded to the job Succeeded, at `quantile` of the jobs."""
+        lags = sorted(self.milestones.report_lags)
+        return lags[min(len(lags) - 1, int(quantile * len(lags)))] if lags else None
+
+    @property
     def requests_per_job(self) -> float:
         return sum(self.requests.values()) / self.jobs
 
@@ -248,6 +263,13 @@ def _ratio_rows(ours: Run, base: Run, tag: str) -> list[report.Row]:
         R(f"... of which Event writes per job ({tag})", ours.event_writes_per_job, base.event_writes_per_job, ""),
         R(f"API requests per job other than Events ({tag})", ours.requests_per_job - ours.event_writes_per_job,
           base.requests_per_job - base.event_writes_per_job, ""),
+        R(f"... of which job status writes per job ({tag})", ours.status_writes_per_job, base.status_writes_per_job, ""),
+        R(f"share of jobs seen Running before Succeeded ({tag})", ours.shown_running_share,
+          base.shown_running_share, ""),
+        R(f"Master pod Succeeded -> job Succeeded, median of the jobs (s; {tag})", ours.report_lag(0.5),
+          base.report_lag(0.5), "s"),
+        R(f"Master pod Succeeded -> job Succeeded, 90th percentile (s; {tag})", ours.report_lag(0.9),
+          base.report_lag(0.9), "s"),
         R(f"distinct Events recorded per job, of {ours.expected_per_job:g} expected (pod/Service creates, "
           f"Succeeded; {tag})", ours.distinct_per_job, base.distinct_per_job, "", f"= {ours.expected_per_job:g}"),
         R(f"controller CPU per 1,000 pods (s; {tag})", ours.cpu * per_k, base.cpu * 1000 / base.pods, "s",
@@ -462,6 +484,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         guard = guarded(mine, mine_rows)
         if also is not None:
             rows += _ratio_rows(also, raised, f"{also.label}; baseline: the same upstream run")
+    if also is not None:  # the change's before and after, a pair in one run
+        rows += _ratio_rows(mine, also, f"this checkout; baseline: {also.label}")
+    if binary is not None:
         if args.default_limit_jobs:
             small = run_in_world(args, ours(), args.default_limit_jobs)
             limited = run_in_world(args, upstream(None), args.default_limit_jobs)

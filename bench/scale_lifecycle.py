@@ -9,6 +9,11 @@ alike. A job counts as Running from the first event that shows `Running` or `Suc
 True: a job whose pods finish between two of the controller's passes may go from
 Created to Succeeded, and it was running all the same.
 
+What a user saw of each run, beside when it ended: how many jobs ever showed `Running` (True)
+before `Succeeded`, and how long after its Master pod was first seen `Succeeded` the job
+said so (a controller that writes fewer statuses under load may skip `Running` and report
+the end late; its request count alone would call that a win).
+
 `pytorch_job` is the workload: Master x1 + Worker x(n-1) with small requests (500 kwok
 nodes hold 8,000 of them many times over) and the test world's kwok annotations, so
 every pod runs for `run_seconds` and exits 0 (None: runs until deleted, so a run times every
@@ -23,6 +28,7 @@ from typing import Any, Optional
 
 from bench import kube_tools as kt
 from foundation.cluster.kube import PODS, Client
+from schemas.upstream import JOB_NAME_LABEL, TYPE_LABEL
 from testworld.stages import EXIT_CODE, RUN_SECONDS
 
 
@@ -60,6 +66,8 @@ class Milestones:
     jobs_running: Optional[float]
     jobs_succeeded: Optional[float]
     failed_jobs: int
+    shown_running: int = 0  # jobs seen with Running True before Succeeded
+    report_lags: tuple[float, ...] = ()  # per job: its Master pod seen Succeeded -> the job seen Succeeded (s)
 
 
 class Lifecycle:
@@ -70,13 +78,21 @@ class Lifecycle:
         self.running_at: dict[str, float] = {}
         self.succeeded_at: dict[str, float] = {}
         self.failed: set[str] = set()
+        self.shown_running: set[str] = set()
+        self.master_done_at: dict[str, float] = {}  # job -> when its Master pod was first seen Succeeded
         self.t0 = time.perf_counter()
-        self._pods = kt.Follow(client, PODS, namespace, keep=lambda obj: None)
+        self._pods = kt.Follow(client, PODS, namespace, keep=self._pod_state)
         try:
             self._jobs = kt.Follow(client, kt.PYTORCHJOBS, namespace, keep=self._job_state)
         except BaseException:
             self._pods.stop()
             raise
+
+    def _pod_state(self, pod: dict[str, Any]) -> None:
+        """What the pod watch keeps per pod: nothing; a Master pod's first Succeeded is noted per job."""
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(TYPE_LABEL) == "master" and (pod.get("status") or {}).get("phase") == "Succeeded":
+            self.master_done_at.setdefault(str(labels.get(JOB_NAME_LABEL)), time.perf_counter())
 
     def _job_state(self, job: dict[str, Any]) -> str:
         """What the job watch keeps per job (runs under its lock): the milestone times."""
@@ -90,6 +106,7 @@ class Lifecycle:
             return "Failed"
         if _condition(job, "Running"):
             self.running_at.setdefault(name, now)
+            self.shown_running.add(name)
             return "Running"
         return "Created"
 
@@ -124,6 +141,9 @@ class Lifecycle:
             jobs_running=max(self.running_at.values()) - self.t0 if len(self.running_at) >= self.jobs else None,
             jobs_succeeded=max(self.succeeded_at.values()) - self.t0 if len(self.succeeded_at) >= self.jobs else None,
             failed_jobs=len(self.failed),
+            shown_running=len(self.shown_running),
+            report_lags=tuple(at - self.master_done_at[job] for job, at in self.succeeded_at.items()
+                              if job in self.master_done_at),
         )
 
     def counts(self) -> dict[str, int]:

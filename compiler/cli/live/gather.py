@@ -28,7 +28,7 @@ from compiler.cli.live.specs import Orphan, Scope, SpecJob, job_kinds, live_key,
 from compiler.cli.live.terms import FieldDrift, in_spec_terms
 from foundation.cluster.resource import CONTROLLERREVISIONS, NODES, WORKLOADS
 from foundation.runs.clock import parse_time
-from foundation.runs.record import record_of
+from foundation.runs.record import controller_uid, record_of
 from foundation.runs.state import JobState, job_state
 from foundation.runs.stuck import STUCK_AFTER
 from schemas.upstream import JOB_NAME_LABEL, QUEUE_LABEL
@@ -150,9 +150,10 @@ Children = dict[Any, list[dict[str, Any]]]
 
 def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[Children, Children, Children]:
     """Pods by (namespace, label key, job name), Warning Events by (namespace, kind, name) and, by
-    namespace, train-controller's run records (kubeflow.org/v1 jobs' namespaces; none when the
-    credentials may not read them: drift then says nothing of the run) with Kueue's Workloads
-    (where a job is queued; tagged with their kind, run records have none)."""
+    (namespace, owning job's uid), train-controller's run records (kubeflow.org/v1 jobs'
+    namespaces; none when the credentials may not read them: drift then says nothing of the
+    run) with Kueue's Workloads (where a job is queued; tagged with their kind, run records have
+    none). Keyed by owner once here, so a namespace of many jobs is not scanned once per job."""
     pods: Children = {}
     events: Children = {}
     records: Children = {}
@@ -170,11 +171,15 @@ def _children(reader: cluster.Reader, jobs: list[dict[str, Any]]) -> tuple[Child
             events.setdefault((ns, about.get("kind"), about.get("name")), []).append(event)
         if JOB_NAME_LABEL in keys:  # a kubeflow.org/v1 job's namespace
             try:
-                records[ns] = reader.list(CONTROLLERREVISIONS, namespace=ns, label_selector=JOB_NAME_LABEL) or []
+                found = reader.list(CONTROLLERREVISIONS, namespace=ns, label_selector=JOB_NAME_LABEL) or []
             except cluster.ClusterForbidden:
-                records[ns] = []
+                found = []
+            for record in found:  # a run record belongs to the job that controls it
+                records.setdefault((ns, controller_uid(record)), []).append(record)
         if ns in queued:
-            records[ns] = records.get(ns, []) + _workloads(reader, ns)
+            for workload in _workloads(reader, ns):  # a Workload to any job among its owners (Kueue's)
+                for uid in {ref.get("uid") for ref in (workload.get("metadata") or {}).get("ownerReferences") or []}:
+                    records.setdefault((ns, uid), []).append(workload)
     return pods, events, records
 
 
@@ -200,7 +205,7 @@ def report(spec: SpecJob, live: dict[str, Any], *, pods: Children, events: Child
     types = adapter.facts.replica_types if adapter else ()
     own = pods.get((ns, labels.job, name), [])
     state = job_state(live)
-    near = (records or {}).get(ns, [])
+    near = (records or {}).get((ns, (live.get("metadata") or {}).get("uid")), [])
     run = runs.current(live, own, [r for r in near if r.get("kind") != "Workload"])
     data = run.data if adapter is not None and not state.finished and state.state != "Suspended" else None
     held = runs.held(data, live, adapter) if data is not None else None
