@@ -13,6 +13,17 @@ do not have yet. The controller never does; other code in the same process (the 
 the envtest helpers) still gets the whole package on first use, e.g.
 `from kubernetes.client import V1Pod`. If `kubernetes` is already imported, or the
 package is laid out differently, this is a plain import.
+
+`kubernetes.config.kube_config` also binds, at its top, three names only some loaders ever
+call: `ApiClient` (for `new_client_from_config`: pydantic, dateutil and a thread pool come
+with it), `OAuth2Session` (an OIDC auth provider's token refresh: `requests` comes with it)
+and `oauthlib.oauth2` (that refresh's error class). They are bound to stand-ins that import
+the real thing on first use, and only while that module is imported: afterwards
+`kubernetes.client.ApiClient` and `requests_oauthlib` are the real ones again for any other
+user, and `oauthlib` is a deferred package like the three above. Why: the three packages were
+the largest part of the controller's RSS before its first request (bench/README.md, "Figures
+the controller's code cites"); a kubeconfig with an OIDC provider still refreshes its token
+(tests/controller/test_controller_kubelib.py).
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ import threading
 import types
 from typing import Any
 
-_DEFERRED = ("kubernetes", "kubernetes.client", "kubernetes.client.models")
+_DEFERRED = ("kubernetes", "kubernetes.client", "kubernetes.client.models", "oauthlib", "oauthlib.oauth2")
 _COMPLETING_DUNDERS = frozenset({"__all__", "__version__", "__project__"})
 _lock = threading.RLock()
 
@@ -62,25 +73,50 @@ def _defer(name: str) -> None:
         setattr(sys.modules[parent], child, module)
 
 
+def _api_client(*args: Any, **kwargs: Any) -> Any:
+    """kube_config's `ApiClient`: the real class, imported when a loader first builds one."""
+    from kubernetes.client.api_client import ApiClient
+
+    return ApiClient(*args, **kwargs)
+
+
+def _oauth2_session(*args: Any, **kwargs: Any) -> Any:
+    """kube_config's `OAuth2Session`: the real one, imported when an OIDC token is first refreshed."""
+    from requests_oauthlib import OAuth2Session
+
+    return OAuth2Session(*args, **kwargs)
+
+
 def _load_light() -> None:
     """Register the deferred packages, then import the light submodules the controller uses."""
+    stand_in = "requests_oauthlib" not in sys.modules
     try:
         for name in _DEFERRED:
-            _defer(name)
+            if name not in sys.modules:
+                _defer(name)
         client = sys.modules["kubernetes.client"]
         # submodules that `from kubernetes.client import X` reads back, imported first so no
-        # such lookup misses (a miss would run the heavy __init__); kube_config imports
-        # ApiClient at its top though the loaders we call never use it
-        for sub in ("exceptions", "rest", "configuration", "api_client"):
+        # such lookup misses (a miss would run the heavy __init__)
+        for sub in ("exceptions", "rest", "configuration"):
             importlib.import_module(f"kubernetes.client.{sub}")
         client.Configuration = sys.modules["kubernetes.client.configuration"].Configuration  # type: ignore[attr-defined]
-        client.ApiClient = sys.modules["kubernetes.client.api_client"].ApiClient  # type: ignore[attr-defined]
+        client.ApiClient = _api_client  # type: ignore[attr-defined]  # while kube_config is imported (module docstring)
+        if stand_in:
+            oauth = types.ModuleType("requests_oauthlib")
+            oauth.OAuth2Session = _oauth2_session  # type: ignore[attr-defined]
+            sys.modules["requests_oauthlib"] = oauth
         importlib.import_module("kubernetes.config")
     except (ImportError, AttributeError):
         for name in list(sys.modules):
-            if name == "kubernetes" or name.startswith("kubernetes."):
+            if name in ("kubernetes", "oauthlib") or name.startswith(("kubernetes.", "oauthlib.")):
                 del sys.modules[name]
         raise
+    finally:
+        if stand_in:
+            sys.modules.pop("requests_oauthlib", None)
+        client_module = sys.modules.get("kubernetes.client")
+        if client_module is not None and client_module.__dict__.get("ApiClient") is _api_client:
+            del client_module.__dict__["ApiClient"]  # the next reader gets the real class
 
 
 with _lock:
