@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from bench import audit_count, baseline, report, server_cost
+from bench import audit_count, baseline, report, server_cost, stacks
 from bench import kube_tools as kt
 from bench.scale_controllers import (
     WORKERS,
@@ -463,6 +463,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="write this run's ratios as the project's recorded figures (bench/recorded/scale.json)")
     args = parser.parse_args(argv)
 
+    began = time.time()
     binary = upstream_binary() if args.upstream == "build" else None
     machine = report.machine([f"{args.nodes} kwok nodes", f"{args.jobs:,} PyTorchJobs x {args.pods_per_job} pods",
                               f"pods run {args.run_seconds:g} s", f"{WORKERS} workers / --controller-threads"])
@@ -500,6 +501,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if guard:  # the ratios against the project's last recorded ones (bench.baseline)
         for line in baseline.report_against("scale", guard, machine=machine, write=args.record):
             print(line)
+    if args.py_spy is not None:  # each profile written by this run: its top entries (bench.stacks)
+        for path in sorted(p for p in args.py_spy.glob("train-controller*.txt") if p.stat().st_mtime >= began):
+            print("\n".join(stacks.lines_of(stacks.read(path.read_text().splitlines()), path.name)))
     return 0
 
 
