@@ -72,8 +72,9 @@ def test_the_part_runs_the_release_it_was_asked_for_under_its_row_name(world):
 
 def test_a_queued_pytorchjob_gets_a_workload_and_is_admitted_and_unsuspended(world):
     client, ns = world.client, queued(world, "kq-torch")
-    client.create(PYTORCHJOBS, ns, pytorchjob("torch", "q"))
-    created = client.get(PYTORCHJOBS, ns, "torch")
+    # the create's answer is the object as admitted, before any controller: a GET after it can see
+    # the job already admitted and unsuspended (make test caught that race for the MPIJob below)
+    created = client.create(PYTORCHJOBS, ns, pytorchjob("torch", "q"))
     assert created["spec"]["runPolicy"]["suspend"] is True  # Kueue's webhook holds a queued job at create
     wl = admitted(world, ns, "PyTorchJob", "torch")
     assert wl["spec"]["queueName"] == "q" and wl["status"]["admission"]["clusterQueue"] == f"cq-{ns}"
@@ -84,8 +85,8 @@ def test_a_queued_pytorchjob_gets_a_workload_and_is_admitted_and_unsuspended(wor
 
 def test_a_queued_v2beta1_mpijob_is_admitted_and_runs_to_succeeded(world):
     client, ns = world.client, queued(world, "kq-mpi")
-    client.create(MPIJOBS, ns, mpijob("mpi", labels={QUEUE_LABEL: "q"}))
-    assert client.get(MPIJOBS, ns, "mpi")["spec"]["runPolicy"]["suspend"] is True
+    created = client.create(MPIJOBS, ns, mpijob("mpi", labels={QUEUE_LABEL: "q"}))
+    assert created["spec"]["runPolicy"]["suspend"] is True  # held at create (the answer: see the PyTorchJob's)
     wl = admitted(world, ns, "MPIJob", "mpi")
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("launcher", 1), ("worker", 2)]
     done = until_true(lambda: client.get(MPIJOBS, ns, "mpi"), "Succeeded", "the MPIJob Succeeded", timeout=120)
