@@ -38,8 +38,11 @@ def read(lines: Iterable[str], *, most: int = 12) -> Top:
             inclusive[frame] += n
     for boring in [f for f in inclusive if f.startswith(("Thread._bootstrap", "Thread.run ", "<module>"))]:
         del inclusive[boring]
-    share = (lambda pairs: [(frame, n / total) for frame, n in pairs]) if total else (lambda pairs: [])
-    return Top(total, share(own.most_common(most)), share(inclusive.most_common(most)))
+    def share(counts: Counter[str]) -> list[tuple[str, float]]:  # ties by name: the same file, the same table
+        ranked = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))[:most]
+        return [(frame, n / total) for frame, n in ranked] if total else []
+
+    return Top(total, share(own), share(inclusive))
 
 
 def lines_of(top: Top, label: str) -> list[str]:

@@ -90,10 +90,10 @@ def _oauth2_session(*args: Any, **kwargs: Any) -> Any:
 def _load_light() -> None:
     """Register the deferred packages, then import the light submodules the controller uses."""
     stand_in = "requests_oauthlib" not in sys.modules
+    deferred = [name for name in _DEFERRED if name not in sys.modules]  # an oauthlib imported before stays
     try:
-        for name in _DEFERRED:
-            if name not in sys.modules:
-                _defer(name)
+        for name in deferred:
+            _defer(name)
         client = sys.modules["kubernetes.client"]
         # submodules that `from kubernetes.client import X` reads back, imported first so no
         # such lookup misses (a miss would run the heavy __init__)
@@ -107,8 +107,8 @@ def _load_light() -> None:
             sys.modules["requests_oauthlib"] = oauth
         importlib.import_module("kubernetes.config")
     except (ImportError, AttributeError):
-        for name in list(sys.modules):
-            if name in ("kubernetes", "oauthlib") or name.startswith(("kubernetes.", "oauthlib.")):
+        for name in list(sys.modules):  # only what this attempt registered: the plain imports then load all
+            if name in deferred or name.startswith("kubernetes."):
                 del sys.modules[name]
         raise
     finally:

@@ -90,13 +90,19 @@ def test_the_workload_is_master_and_workers_that_kwok_runs_for_the_given_time_an
     assert "Worker" not in pytorch_job("solo", 1, 5)["spec"]["pytorchReplicaSpecs"]
 
 
-def test_a_job_seen_first_as_succeeded_counts_as_running_and_a_failed_one_is_kept_apart() -> None:
-    life = Lifecycle.__new__(Lifecycle)  # the bookkeeping only, no watches
+def _bookkeeping() -> Lifecycle:
+    """A Lifecycle's bookkeeping only, no watches (one job, one pod, its clock at 0)."""
+    life = Lifecycle.__new__(Lifecycle)
     life.running_at, life.succeeded_at, life.failed = {}, {}, set()
     life.shown_running, life.master_done_at = set(), {}
     life._pods = type("NoPods", (), {"first_seen": {}})()
     life.pods = life.jobs = 1
     life.t0 = 0.0
+    return life
+
+
+def test_a_job_seen_first_as_succeeded_counts_as_running_and_a_failed_one_is_kept_apart() -> None:
+    life = _bookkeeping()
 
     def job(name: str, *conditions: str) -> dict:
         return {"metadata": {"name": name},
@@ -115,12 +121,7 @@ def test_a_job_seen_first_as_succeeded_counts_as_running_and_a_failed_one_is_kep
 
 
 def test_the_report_lag_runs_from_the_master_pods_success_to_the_jobs() -> None:
-    life = Lifecycle.__new__(Lifecycle)
-    life.running_at, life.succeeded_at, life.failed = {}, {}, set()
-    life.shown_running, life.master_done_at = set(), {}
-    life._pods = type("NoPods", (), {"first_seen": {}})()
-    life.pods = life.jobs = 1
-    life.t0 = 0.0
+    life = _bookkeeping()
 
     def pod(job: str, rtype: str, phase: str) -> dict:
         return {"metadata": {"name": f"{job}-{rtype}-0", "labels": {"training.kubeflow.org/job-name": job,
